@@ -1,0 +1,213 @@
+// Package judge turns a snapshot into verdicts: the audit (is every operand a
+// node asks for running there?), the order check (is a node running an operand
+// without the one it needs?) and the node × operand matrix. It is pure: no
+// network, no clock, so every odd case is a table-driven test.
+package judge
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/snapshot"
+)
+
+// Asks reports whether a node's labels ask for the operand: the deploy label's
+// value is exactly "true". "false", "True", "" and a missing label all do not.
+func Asks(labels map[string]string, o operand.Operand) bool {
+	v, ok := labels[o.LabelKey()]
+	return ok && v == "true"
+}
+
+type placement struct{ node, daemonSet string }
+
+// Presence counts, per node and DaemonSet, the pods that are present (Running,
+// not being deleted) and controlled by that DaemonSet.
+type Presence struct {
+	count map[placement]int
+	total int
+}
+
+// NewPresence indexes the pods of a snapshot once, so each lookup is O(1).
+func NewPresence(pods []snapshot.Pod) Presence {
+	p := Presence{count: make(map[placement]int, len(pods))}
+	for _, pod := range pods {
+		if pod.DaemonSet == "" || pod.Node == "" || !pod.Present() {
+			continue
+		}
+		p.count[placement{pod.Node, pod.DaemonSet}]++
+		p.total++
+	}
+	return p
+}
+
+// On reports how many present pods of the operand stand on the node.
+func (p Presence) On(node string, o operand.Operand) int {
+	return p.count[placement{node, o.DaemonSet}]
+}
+
+// Total is the number of present DaemonSet pods in the snapshot.
+func (p Presence) Total() int { return p.total }
+
+// SortedNodes returns the snapshot's nodes in natural name order.
+func SortedNodes(s *snapshot.Snapshot) []snapshot.Node {
+	nodes := slices.Clone(s.Nodes)
+	slices.SortFunc(nodes, func(a, b snapshot.Node) int {
+		switch {
+		case a.Name == b.Name:
+			return 0
+		case naturalLess(a.Name, b.Name):
+			return -1
+		}
+		return 1
+	})
+	return nodes
+}
+
+// NodeAudit is the audit verdict of one node.
+type NodeAudit struct {
+	Node    string   `json:"node"`
+	Missing []string `json:"missing"` // operand names, in roster order
+}
+
+// OK reports whether nothing the node asks for is missing.
+func (a NodeAudit) OK() bool { return len(a.Missing) == 0 }
+
+// Audit judges every node: each operand whose deploy label is "true" on the
+// node must have a present pod of its DaemonSet on that node.
+func Audit(s *snapshot.Snapshot, roster []operand.Operand) []NodeAudit {
+	pres := NewPresence(s.Pods)
+	nodes := SortedNodes(s)
+	out := make([]NodeAudit, 0, len(nodes))
+	for _, n := range nodes {
+		a := NodeAudit{Node: n.Name, Missing: []string{}}
+		for _, o := range roster {
+			if Asks(n.Labels, o) && pres.On(n.Name, o) == 0 {
+				a.Missing = append(a.Missing, o.Name)
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// AuditFailed reports whether any node misses an operand.
+func AuditFailed(audits []NodeAudit) bool {
+	return slices.ContainsFunc(audits, func(a NodeAudit) bool { return !a.OK() })
+}
+
+// WriteAudit prints the audit in the lab's format: "<node> MISSING <operand>"
+// per missing operand, or "<node> OK".
+func WriteAudit(w io.Writer, audits []NodeAudit) error {
+	var b strings.Builder
+	for _, a := range audits {
+		if a.OK() {
+			fmt.Fprintf(&b, "%s OK\n", a.Node)
+		}
+		for _, m := range a.Missing {
+			fmt.Fprintf(&b, "%s MISSING %s\n", a.Node, m)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// OrderVerdict is the order check of one node.
+type OrderVerdict struct {
+	Node     string   `json:"node"`
+	Findings []string `json:"findings"` // empty when the node is in a sensible order
+}
+
+// OK reports whether no rule is broken on the node.
+func (v OrderVerdict) OK() bool { return len(v.Findings) == 0 }
+
+// String is the lab's one-word verdict: the first finding, or "ok".
+func (v OrderVerdict) String() string {
+	if v.OK() {
+		return "ok"
+	}
+	return v.Findings[0]
+}
+
+// NodeNotFoundError says that a node the user named is not in the cluster.
+type NodeNotFoundError struct{ Node string }
+
+func (e *NodeNotFoundError) Error() string { return fmt.Sprintf("node %q not found", e.Node) }
+
+// Order checks one node against the rules: a rule is broken when a pod of its
+// operand is present on the node and no pod of the operand it needs is.
+func Order(s *snapshot.Snapshot, node string, roster []operand.Operand, rules []operand.Rule) (OrderVerdict, error) {
+	if !slices.ContainsFunc(s.Nodes, func(n snapshot.Node) bool { return n.Name == node }) {
+		return OrderVerdict{}, &NodeNotFoundError{Node: node}
+	}
+	pres := NewPresence(s.Pods)
+	v := OrderVerdict{Node: node, Findings: []string{}}
+	for _, r := range rules {
+		dep, err := operand.Lookup(roster, r.Operand)
+		if err != nil {
+			return OrderVerdict{}, err
+		}
+		need, err := operand.Lookup(roster, r.Needs)
+		if err != nil {
+			return OrderVerdict{}, err
+		}
+		if pres.On(node, dep) > 0 && pres.On(node, need) == 0 {
+			v.Findings = append(v.Findings, r.Finding)
+		}
+	}
+	return v, nil
+}
+
+// MatrixRow is one node of the matrix: which operands are present on it.
+type MatrixRow struct {
+	Node    string          `json:"node"`
+	Present map[string]bool `json:"present"` // by matrix column
+}
+
+// Matrix is the node × operand table of the cluster.
+type Matrix struct {
+	Columns   []string    `json:"columns"`
+	Rows      []MatrixRow `json:"rows"`
+	TotalPods int         `json:"totalPods"` // present pods of any DaemonSet in the namespace
+}
+
+// BuildMatrix tabulates which operand is present on which node.
+func BuildMatrix(s *snapshot.Snapshot, roster []operand.Operand) Matrix {
+	pres := NewPresence(s.Pods)
+	m := Matrix{TotalPods: pres.Total()}
+	for _, o := range roster {
+		m.Columns = append(m.Columns, o.Column)
+	}
+	for _, n := range SortedNodes(s) {
+		row := MatrixRow{Node: n.Name, Present: make(map[string]bool, len(roster))}
+		for _, o := range roster {
+			row.Present[o.Column] = pres.On(n.Name, o) > 0
+		}
+		m.Rows = append(m.Rows, row)
+	}
+	return m
+}
+
+// WriteText prints the matrix in the lab's format.
+func (m Matrix) WriteText(w io.Writer) error {
+	var b strings.Builder
+	for _, r := range m.Rows {
+		b.WriteString(r.Node)
+		for _, c := range m.Columns {
+			fmt.Fprintf(&b, " %s=%s", c, yesNo(r.Present[c]))
+		}
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "TOTAL_PODS=%d\n", m.TotalPods)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

@@ -1,0 +1,55 @@
+// Package kube turns kubectl-style connection flags into API clients, and API
+// errors into the one-line messages gpuops prints.
+package kube
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// DefaultNamespace is where the GPU Operator and its operands live.
+const DefaultNamespace = "gpu-operator"
+
+// Flags are the connection flags every command takes, as kubectl spells them.
+type Flags struct {
+	Kubeconfig string
+	Context    string
+	Namespace  string
+	Timeout    time.Duration // per API request
+}
+
+// Clients are the API handles a command works with.
+type Clients struct {
+	Config    *rest.Config
+	Kube      kubernetes.Interface
+	Namespace string
+}
+
+// Connect loads the kubeconfig (the flag, else $KUBECONFIG, else ~/.kube/config)
+// the way kubectl does, and builds the clients. It makes no API call.
+func Connect(f Flags) (*Clients, error) {
+	cf := genericclioptions.NewConfigFlags(false)
+	cf.KubeConfig, cf.Context = &f.Kubeconfig, &f.Context
+	cfg, err := cf.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	if f.Timeout > 0 {
+		cfg.Timeout = f.Timeout
+	}
+	// gpuops makes few, large requests; lift client-side throttling.
+	cfg.QPS, cfg.Burst = 100, 200
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	ns := f.Namespace
+	if ns == "" {
+		ns = DefaultNamespace
+	}
+	return &Clients{Config: cfg, Kube: cs, Namespace: ns}, nil
+}

@@ -1,0 +1,74 @@
+// Package operand is the catalog of GPU Operator operands that gpuops knows:
+// for each one, the node label that switches it on, its DaemonSet, the file
+// its manifest is written to and its column in the matrix. Everything else
+// (kustomize bases, roster.txt, judges, shell scripts) must agree with it;
+// tests prove they do.
+package operand
+
+import "fmt"
+
+// LabelPrefix starts every per-operand deploy label of the GPU Operator.
+const LabelPrefix = "nvidia.com/gpu.deploy."
+
+// OperandsLabel set to "false" makes the real operator strip all deploy labels from a node.
+const OperandsLabel = LabelPrefix + "operands"
+
+// Operand is one DaemonSet the GPU Operator fans out into.
+type Operand struct {
+	Name      string // operand name as the lab and the operator spell it
+	DaemonSet string // DaemonSet name, also the pod label app=<DaemonSet>
+	Column    string // short column name in the matrix
+	Manifest  string // file name under k8s/ where the rendered manifest is written
+}
+
+// LabelKey is the node label whose value "true" asks for the operand on that node.
+func (o Operand) LabelKey() string { return LabelPrefix + o.Name }
+
+// Lab is the lab's roster, in the order of every listing (roster, audit, matrix).
+var Lab = []Operand{
+	{Name: "driver", DaemonSet: "nvidia-driver-daemonset", Column: "driver", Manifest: "driver-ds.yaml"},
+	{Name: "container-toolkit", DaemonSet: "nvidia-container-toolkit-daemonset", Column: "toolkit", Manifest: "toolkit-ds.yaml"},
+	{Name: "device-plugin", DaemonSet: "nvidia-device-plugin-daemonset", Column: "device-plugin", Manifest: "device-plugin-ds.yaml"},
+	{Name: "gpu-feature-discovery", DaemonSet: "gpu-feature-discovery", Column: "gfd", Manifest: "gfd-ds.yaml"},
+	{Name: "dcgm-exporter", DaemonSet: "nvidia-dcgm-exporter", Column: "dcgm", Manifest: "dcgm-ds.yaml"},
+}
+
+// Names of the operands the order rules refer to.
+const (
+	Driver           = "driver"
+	ContainerToolkit = "container-toolkit"
+	DevicePlugin     = "device-plugin"
+)
+
+// Lookup finds an operand of the roster by name.
+func Lookup(roster []Operand, name string) (Operand, error) {
+	for _, o := range roster {
+		if o.Name == name {
+			return o, nil
+		}
+	}
+	return Operand{}, fmt.Errorf("unknown operand %q (known: %s)", name, Names(roster))
+}
+
+// Names lists the operand names of a roster, comma separated.
+func Names(roster []Operand) string {
+	s := ""
+	for i, o := range roster {
+		if i > 0 {
+			s += ", "
+		}
+		s += o.Name
+	}
+	return s
+}
+
+// Rule says that an operand running on a node needs another one running there too.
+type Rule struct {
+	Operand string // the dependent operand, present on the node
+	Needs   string // the operand it cannot work without
+	Finding string // the verdict printed when Needs is absent
+}
+
+// DeviceRule is the lab's order check: a device plugin advertises nvidia.com/gpu,
+// but without the container toolkit no container can open the device.
+var DeviceRule = Rule{Operand: DevicePlugin, Needs: ContainerToolkit, Finding: "device-plugin-without-toolkit"}

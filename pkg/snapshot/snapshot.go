@@ -1,0 +1,76 @@
+// Package snapshot holds the cluster state that every judgement is made from:
+// one node list, one pod list of the operator's namespace and, when needed, its
+// DaemonSets. The types are compact on purpose: they keep only what a judge
+// reads, so a snapshot of thousands of nodes stays small.
+package snapshot
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Snapshot is the cluster state at one moment.
+type Snapshot struct {
+	Namespace  string
+	Nodes      []Node
+	Pods       []Pod
+	DaemonSets []DaemonSet
+}
+
+// Node is what a judge needs of a node.
+type Node struct {
+	Name          string
+	Labels        map[string]string
+	Taints        []corev1.Taint
+	Unschedulable bool
+	Ready         bool
+}
+
+// Pod is what a judge needs of a pod.
+type Pod struct {
+	Name      string
+	Node      string // spec.nodeName; empty while the pod is not scheduled
+	DaemonSet string // name of the DaemonSet that controls the pod; empty if none does
+	Phase     corev1.PodPhase
+	Deleting  bool   // deletionTimestamp is set
+	Reason    string // why the pod is not scheduled (the scheduler's message), if it says
+}
+
+// Present reports whether the pod counts as running its operand: phase
+// Running and not on its way out.
+func (p Pod) Present() bool { return p.Phase == corev1.PodRunning && !p.Deleting }
+
+// DaemonSet is what a judge needs of a DaemonSet.
+type DaemonSet struct {
+	Name                   string
+	NodeSelector           map[string]string
+	Affinity               *corev1.Affinity
+	Tolerations            []corev1.Toleration
+	DesiredNumberScheduled int32
+}
+
+// NodeFrom converts an API node.
+func NodeFrom(n *corev1.Node) Node {
+	out := Node{Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Unschedulable: n.Spec.Unschedulable}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			out.Ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	return out
+}
+
+// PodFrom converts an API pod.
+func PodFrom(p *corev1.Pod) Pod {
+	out := Pod{Name: p.Name, Node: p.Spec.NodeName, Phase: p.Status.Phase, Deleting: p.DeletionTimestamp != nil}
+	for _, ref := range p.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller && ref.Kind == "DaemonSet" && ref.APIVersion == "apps/v1" {
+			out.DaemonSet = ref.Name
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
+			out.Reason = c.Message
+		}
+	}
+	return out
+}
