@@ -43,9 +43,14 @@ func NewPresence(pods []snapshot.Pod) Presence {
 	return p
 }
 
-// On reports how many present pods of the operand stand on the node.
+// On reports how many present pods of the operand stand on the node, counting
+// every DaemonSet that runs it.
 func (p Presence) On(node string, o operand.Operand) int {
-	return p.count[placement{node, o.DaemonSet}]
+	n := p.count[placement{node, o.DaemonSet}]
+	for _, ds := range o.Variants {
+		n += p.count[placement{node, ds}]
+	}
+	return n
 }
 
 // Total is the number of present DaemonSet pods in the snapshot.
@@ -137,11 +142,14 @@ type NodeNotFoundError struct{ Node string }
 func (e *NodeNotFoundError) Error() string { return fmt.Sprintf("node %q not found", e.Node) }
 
 // Order checks one node against the rules: a rule is broken when a pod of its
-// operand is present on the node and no pod of the operand it needs is.
+// operand is present on the node and no pod of the operand it needs is, unless
+// the node's labels say the host provides the needed one.
 func Order(s *snapshot.Snapshot, node string, roster []operand.Operand, rules []operand.Rule) (OrderVerdict, error) {
-	if !slices.ContainsFunc(s.Nodes, func(n snapshot.Node) bool { return n.Name == node }) {
+	i := slices.IndexFunc(s.Nodes, func(n snapshot.Node) bool { return n.Name == node })
+	if i < 0 {
 		return OrderVerdict{}, &NodeNotFoundError{Node: node}
 	}
+	labels := s.Nodes[i].Labels
 	pres := NewPresence(s.Pods)
 	v := OrderVerdict{Node: node, Findings: []string{}}
 	for _, r := range rules {
@@ -153,7 +161,7 @@ func Order(s *snapshot.Snapshot, node string, roster []operand.Operand, rules []
 		if err != nil {
 			return OrderVerdict{}, err
 		}
-		if pres.On(node, dep) > 0 && pres.On(node, need) == 0 {
+		if pres.On(node, dep) > 0 && pres.On(node, need) == 0 && !r.HostProvides(labels) {
 			v.Findings = append(v.Findings, r.Finding)
 		}
 	}

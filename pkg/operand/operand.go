@@ -5,7 +5,10 @@
 // tests prove they do.
 package operand
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // LabelPrefix starts every per-operand deploy label of the GPU Operator.
 const LabelPrefix = "nvidia.com/gpu.deploy."
@@ -13,16 +16,31 @@ const LabelPrefix = "nvidia.com/gpu.deploy."
 // OperandsLabel set to "false" makes the real operator strip all deploy labels from a node.
 const OperandsLabel = LabelPrefix + "operands"
 
-// Operand is one DaemonSet the GPU Operator fans out into.
+// Operand is one component the GPU Operator fans out into, run by one
+// DaemonSet (or, on a live cluster, several).
 type Operand struct {
 	Name      string // operand name as the lab and the operator spell it
 	DaemonSet string // DaemonSet name, also the pod label app=<DaemonSet>
-	Column    string // short column name in the matrix
-	Manifest  string // file name under k8s/ where the rendered manifest is written
+	// Variants are more DaemonSets whose pods count as this operand on a live
+	// cluster (found by --discover): precompiled drivers named
+	// nvidia-driver-daemonset-<kernel>-<os>, or one driver DaemonSet per node
+	// pool of an NVIDIADriver resource. The operand is present on a node when a
+	// pod of any of them is.
+	Variants []string
+	Column   string // short column name in the matrix
+	Manifest string // file name under k8s/ where the rendered manifest is written; empty if gpuops does not render it
 }
 
 // LabelKey is the node label whose value "true" asks for the operand on that node.
 func (o Operand) LabelKey() string { return LabelPrefix + o.Name }
+
+// DaemonSets lists every DaemonSet whose pods count as the operand.
+func (o Operand) DaemonSets() []string { return append([]string{o.DaemonSet}, o.Variants...) }
+
+// RunBy reports whether pods of the named DaemonSet count as the operand.
+func (o Operand) RunBy(daemonSet string) bool {
+	return daemonSet == o.DaemonSet || slices.Contains(o.Variants, daemonSet)
+}
 
 // Lab is the lab's roster, in the order of every listing (roster, audit, matrix).
 var Lab = []Operand{
@@ -67,6 +85,16 @@ type Rule struct {
 	Operand string // the dependent operand, present on the node
 	Needs   string // the operand it cannot work without
 	Finding string // the verdict printed when Needs is absent
+	// HostValues are values of Needs' deploy label that say the host itself
+	// provides what Needs would: no pod is needed then.
+	HostValues []string
+}
+
+// HostProvides reports whether a node's labels say the host provides what
+// the rule's needed operand would.
+func (r Rule) HostProvides(labels map[string]string) bool {
+	v, ok := labels[LabelPrefix+r.Needs]
+	return ok && slices.Contains(r.HostValues, v)
 }
 
 // DeviceRule is the lab's order check: a device plugin advertises nvidia.com/gpu,

@@ -1,0 +1,97 @@
+package judge_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/gpuops/gpuops/pkg/judge"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/snapshot"
+)
+
+// A precompiled driver DaemonSet counts as the driver operand once the
+// roster names it as a variant.
+func TestVariantsCountAsTheOperand(t *testing.T) {
+	const precompiled = "nvidia-driver-daemonset-5.15.0-105-generic-ubuntu22.04"
+	pod := snapshot.Pod{Name: precompiled + "-x", Node: "n", DaemonSet: precompiled, Phase: "Running"}
+	s := &snapshot.Snapshot{Nodes: []snapshot.Node{node("n", asks(driver))}, Pods: []snapshot.Pod{pod}}
+
+	if a := judge.Audit(s, operand.Lab); a[0].OK() {
+		t.Fatalf("without the variant in the roster the driver must be missing, got %+v", a)
+	}
+	roster := slices.Clone(operand.Lab)
+	roster[0].Variants = []string{precompiled}
+	if a := judge.Audit(s, roster); !a[0].OK() {
+		t.Errorf("audit with the variant: %+v, want OK", a)
+	}
+	if m := judge.BuildMatrix(s, roster); !m.Rows[0].Present["driver"] {
+		t.Errorf("matrix with the variant: %+v, want driver=yes", m.Rows[0])
+	}
+}
+
+func TestOrderAllRules(t *testing.T) {
+	rules := operand.RulesFor(operand.Real, operand.AllRules)
+	if len(rules) != len(operand.AllRules) {
+		t.Fatalf("every rule must name operands of the real catalog: kept %d of %d", len(rules), len(operand.AllRules))
+	}
+	real := func(name string) operand.Operand {
+		o, err := operand.Lookup(operand.Real, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	dcgmHost, mig := real(operand.DCGM), real(operand.MIGManager)
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		pods   []operand.Operand
+		want   []string
+	}{
+		{"full stack", nil, []operand.Operand{driver, toolkit, plugin, gfd, dcgm, dcgmHost, mig}, []string{}},
+		{"nothing", nil, nil, []string{}},
+		{"driver alone", nil, []operand.Operand{driver}, []string{}},
+		{"toolkit without a driver", nil, []operand.Operand{toolkit}, []string{"toolkit-without-driver"}},
+		{"toolkit, driver label true but no pod", map[string]string{driver.LabelKey(): "true"}, []operand.Operand{toolkit}, []string{"toolkit-without-driver"}},
+		{"toolkit on a host driver (false)", map[string]string{driver.LabelKey(): "false"}, []operand.Operand{toolkit}, []string{}},
+		{"toolkit on a host driver (pre-installed)", map[string]string{driver.LabelKey(): "pre-installed"}, []operand.Operand{toolkit}, []string{}},
+		{"toolkit, driver label paused", map[string]string{driver.LabelKey(): "paused-for-driver-upgrade"}, []operand.Operand{toolkit}, []string{"toolkit-without-driver"}},
+		{"every toolkit user alone", nil, []operand.Operand{plugin, gfd, dcgmHost, dcgm, mig}, []string{
+			"device-plugin-without-toolkit", "gpu-feature-discovery-without-toolkit", "dcgm-without-toolkit",
+			"dcgm-exporter-without-toolkit", "mig-manager-without-toolkit",
+		}},
+		{"gfd alone", nil, []operand.Operand{gfd}, []string{"gpu-feature-discovery-without-toolkit"}},
+		{"dcgm exporter alone", nil, []operand.Operand{dcgm}, []string{"dcgm-exporter-without-toolkit"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &snapshot.Snapshot{Nodes: []snapshot.Node{node("n", tc.labels)}}
+			for _, o := range tc.pods {
+				s.Pods = append(s.Pods, running("n", o))
+			}
+			v, err := judge.Order(s, "n", operand.Real, rules)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(v.Findings, tc.want) {
+				t.Errorf("findings %q, want %q", v.Findings, tc.want)
+			}
+		})
+	}
+}
+
+// The lab's verdicts are the same with all rules on: the host driver of
+// lab-node-1 satisfies the toolkit, and the device-plugin finding comes first.
+func TestOrderSpecAllRules(t *testing.T) {
+	s := specState(true)
+	rules := operand.RulesFor(operand.Lab, operand.AllRules)
+	want := map[string]string{"lab-node-0": "ok", "lab-node-1": "ok", "lab-node-2": "device-plugin-without-toolkit"}
+	for n, w := range want {
+		v, err := judge.Order(s, n, operand.Lab, rules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.String() != w {
+			t.Errorf("%s: %q, want %q", n, v.String(), w)
+		}
+	}
+}
