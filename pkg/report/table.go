@@ -1,0 +1,67 @@
+package report
+
+import (
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// SGR colour codes of the table cells.
+const (
+	plain = ""
+	green = "\x1b[32m"
+	red   = "\x1b[31m"
+	faint = "\x1b[2m"
+	reset = "\x1b[0m"
+)
+
+type cell struct {
+	text  string
+	color string
+}
+
+// table aligns columns the way kubectl does (three spaces between columns).
+// It pads by itself rather than with text/tabwriter, which would count the
+// colour codes as width and misalign coloured columns.
+type table struct {
+	header []string
+	rows   [][]cell
+}
+
+const gap = 3
+
+func (t table) write(w io.Writer, color bool) error {
+	widths := make([]int, len(t.header))
+	for i, h := range t.header {
+		widths[i] = utf8.RuneCountInString(h)
+	}
+	for _, r := range t.rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c.text))
+		}
+	}
+	var b strings.Builder
+	line := func(cells []cell) {
+		var l strings.Builder
+		for i, c := range cells {
+			if color && c.color != plain {
+				l.WriteString(c.color + c.text + reset)
+			} else {
+				l.WriteString(c.text)
+			}
+			l.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c.text)+gap))
+		}
+		// An empty last cell would leave padding at the end of the line.
+		b.WriteString(strings.TrimRight(l.String(), " ") + "\n")
+	}
+	head := make([]cell, len(t.header))
+	for i, h := range t.header {
+		head[i] = cell{text: h}
+	}
+	line(head)
+	for _, r := range t.rows {
+		line(r)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
