@@ -49,8 +49,11 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
 		Flags:           globalFlags(),
-		Commands:        []*cli.Command{
+		Commands: []*cli.Command{
 			// one file per command; each adds itself here
+			auditCommand(),
+			orderCheckCommand(),
+			matrixCommand(),
 		},
 		// urfave prints usage errors itself; make them ours (one line, exit 2).
 		OnUsageError:   func(_ *cli.Context, err error, _ bool) error { return usageError(err) },

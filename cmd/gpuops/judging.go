@@ -1,0 +1,58 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/gpuops/gpuops/pkg/report"
+	"github.com/gpuops/gpuops/pkg/snapshot"
+)
+
+// Flags and plumbing shared by the judging commands (audit, order-check, matrix).
+
+func outputFlag() cli.Flag {
+	return &cli.StringFlag{
+		Name: "output", Aliases: []string{"o"}, Value: string(report.Text),
+		Usage: "output format: text (the lab's exact lines), json, or table (aligned, coloured on a terminal unless NO_COLOR is set)",
+	}
+}
+
+func selectorFlag() cli.Flag {
+	return &cli.StringFlag{
+		Name: "selector", Aliases: []string{"l"},
+		Usage: "label selector narrowing the nodes judged, as kubectl -l (default: every node)",
+	}
+}
+
+// printerFor validates the --output flag; a table gets colour only on a terminal.
+func printerFor(c *cli.Context) (report.Printer, error) {
+	f, err := report.ParseFormat(c.String("output"))
+	if err != nil {
+		return report.Printer{}, usageError(err)
+	}
+	return report.Printer{Format: f, Color: f == report.Table && report.ColorFor(c.App.Writer)}, nil
+}
+
+// snapshotOptions validates the --selector flag before anything is read.
+func snapshotOptions(c *cli.Context) (snapshot.Options, error) {
+	sel := c.String("selector")
+	if _, err := labels.Parse(sel); err != nil {
+		return snapshot.Options{}, usageError(fmt.Errorf("--selector: %w", err))
+	}
+	return snapshot.Options{NodeSelector: sel}, nil
+}
+
+// readSnapshot reads the cluster state every judgement is made from.
+func readSnapshot(c *cli.Context, opts snapshot.Options) (*snapshot.Snapshot, error) {
+	cl, err := connect(c)
+	if err != nil {
+		return nil, err
+	}
+	return snapshot.Read(c.Context, cl.Kube, cl.Namespace, opts)
+}
+
+func errUnexpectedArgs(c *cli.Context) error {
+	return fmt.Errorf("unexpected arguments %q", c.Args().Slice())
+}

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"github.com/urfave/cli/v2"
+
+	"github.com/gpuops/gpuops/pkg/judge"
+	"github.com/gpuops/gpuops/pkg/operand"
+)
+
+func matrixCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "matrix",
+		Usage: "which operand is Running on which node",
+		Description: "One line per node in natural name order, \"<node> driver=yes|no toolkit=... device-plugin=...\n" +
+			"gfd=... dcgm=...\", then TOTAL_PODS=<n>: Running pods of any DaemonSet in the namespace\n" +
+			"(the lab's out/matrix.txt).",
+		Flags: []cli.Flag{outputFlag(), selectorFlag()},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usageError(errUnexpectedArgs(c))
+			}
+			p, err := printerFor(c)
+			if err != nil {
+				return err
+			}
+			opts, err := snapshotOptions(c)
+			if err != nil {
+				return err
+			}
+			s, err := readSnapshot(c, opts)
+			if err != nil {
+				return err
+			}
+			return p.Matrix(c.App.Writer, judge.BuildMatrix(s, operand.Lab))
+		},
+	}
+}

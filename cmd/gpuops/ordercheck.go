@@ -1,0 +1,47 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/gpuops/gpuops/pkg/judge"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/snapshot"
+)
+
+func orderCheckCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "order-check",
+		Usage:     "is the device plugin running on NODE without the container toolkit?",
+		ArgsUsage: "NODE",
+		Description: "Prints \"device-plugin-without-toolkit\" (exit 1) when a device-plugin pod is present on\n" +
+			"NODE and no container-toolkit pod is, \"ok\" (exit 0) otherwise (the lab's order-check.sh,\n" +
+			"same output). A node that does not exist is an error (exit 2).",
+		Flags: []cli.Flag{outputFlag()},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usageError(fmt.Errorf("want exactly one NODE, got %d arguments", c.NArg()))
+			}
+			p, err := printerFor(c)
+			if err != nil {
+				return err
+			}
+			s, err := readSnapshot(c, snapshot.Options{})
+			if err != nil {
+				return err
+			}
+			v, err := judge.Order(s, c.Args().First(), operand.Lab, []operand.Rule{operand.DeviceRule})
+			if err != nil {
+				return err
+			}
+			if err := p.Order(c.App.Writer, v); err != nil {
+				return err
+			}
+			if !v.OK() {
+				return errFinding
+			}
+			return nil
+		},
+	}
+}
