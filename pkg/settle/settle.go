@@ -1,0 +1,203 @@
+// Package settle tells when DaemonSets have settled: the controller has seen
+// their latest spec and exactly the nodes they admit run one Running pod each.
+// Check is the pure verdict over objects; Wait drives it from watches.
+package settle
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	v1helper "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+)
+
+// Status is how far one DaemonSet is from settled.
+type Status struct {
+	Name    string
+	Desired int // nodes that must run a pod, computed from the node list
+	Ready   int // of those, nodes where exactly one Running pod of the DaemonSet stands
+	// Lagging says why the DaemonSet's own status is not current yet; empty when it is.
+	Lagging string
+	// Waiting lists, node by node (sorted by name), what is still wrong there.
+	Waiting []string
+}
+
+// Settled reports whether nothing is left to wait for.
+func (s Status) Settled() bool { return s.Lagging == "" && len(s.Waiting) == 0 }
+
+// String is the one-line account used in progress and timeout messages.
+func (s Status) String() string {
+	parts := []string{fmt.Sprintf("%s %d/%d", s.Name, s.Ready, s.Desired)}
+	if s.Lagging != "" {
+		parts = append(parts, s.Lagging)
+	}
+	if len(s.Waiting) > 0 {
+		parts = append(parts, strings.Join(s.Waiting, ", "))
+	}
+	return strings.Join(parts, ": ")
+}
+
+// Check judges one DaemonSet against the nodes of the cluster and the pods of
+// its namespace. It is settled when:
+//   - the controller has observed its generation, rolled its template out to
+//     every desired node (updatedNumberScheduled, as `kubectl rollout status`
+//     checks) and its desiredNumberScheduled equals the number of nodes that
+//     its node selector, affinity and tolerations admit;
+//   - each admitted node has exactly one pod of the DaemonSet, Running and not
+//     being deleted;
+//   - no other node has a pod of it, except a node the pod may stay on (see
+//     Admits).
+func Check(ds *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod) Status {
+	st := Status{Name: ds.Name}
+	admit := newAdmitter(ds)
+	byNode := map[string][]*corev1.Pod{}
+	for _, p := range pods {
+		if ownedBy(p, ds) {
+			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+		}
+	}
+	var waiting []nodeNote
+	for _, n := range nodes {
+		run, stay := admit.admits(n)
+		here := byNode[n.Name]
+		delete(byNode, n.Name)
+		switch {
+		case run:
+			st.Desired++
+			if note := onlyRunning(here); note != "" {
+				waiting = append(waiting, nodeNote{n.Name, note})
+			} else {
+				st.Ready++
+			}
+		case stay && (len(here) == 0 || onlyRunning(here) == ""):
+			// a pod that tolerates the node's NoExecute taints may stay, or go
+		case len(here) > 0:
+			waiting = append(waiting, nodeNote{n.Name, fmt.Sprintf("%d pod(s) not yet removed", len(here))})
+		}
+	}
+	for node, here := range byNode { // pods bound to no node, or to a node that is gone
+		name := node
+		if name == "" {
+			name = "(unscheduled)"
+		}
+		waiting = append(waiting, nodeNote{name, fmt.Sprintf("%d pod(s) not on an admitted node", len(here))})
+	}
+	slices.SortFunc(waiting, func(a, b nodeNote) int { return strings.Compare(a.node, b.node) })
+	for _, w := range waiting {
+		st.Waiting = append(st.Waiting, w.node+" "+w.note)
+	}
+	st.Lagging = lagging(ds, st.Desired)
+	return st
+}
+
+type nodeNote struct{ node, note string }
+
+// onlyRunning says what keeps a node that must run the DaemonSet from being
+// settled: it needs exactly one pod, Running and not being deleted.
+func onlyRunning(here []*corev1.Pod) string {
+	switch {
+	case len(here) == 0:
+		return "no pod"
+	case len(here) > 1:
+		return fmt.Sprintf("%d pods", len(here))
+	case here[0].DeletionTimestamp != nil:
+		return "pod being deleted"
+	case here[0].Status.Phase != corev1.PodRunning:
+		return "pod " + strings.ToLower(string(here[0].Status.Phase))
+	}
+	return ""
+}
+
+func lagging(ds *appsv1.DaemonSet, desired int) string {
+	s := ds.Status
+	switch {
+	case s.ObservedGeneration < ds.Generation:
+		return fmt.Sprintf("generation %d not observed yet", ds.Generation)
+	case int(s.DesiredNumberScheduled) != desired:
+		return fmt.Sprintf("status says %d desired", s.DesiredNumberScheduled)
+	case s.UpdatedNumberScheduled != s.DesiredNumberScheduled:
+		return fmt.Sprintf("%d of %d updated", s.UpdatedNumberScheduled, s.DesiredNumberScheduled)
+	}
+	return ""
+}
+
+// ownedBy reports whether the DaemonSet (this very object, by UID) controls the pod.
+func ownedBy(p *corev1.Pod, ds *appsv1.DaemonSet) bool {
+	for _, ref := range p.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller && ref.UID == ds.UID {
+			return true
+		}
+	}
+	return false
+}
+
+// admitter decides which nodes a DaemonSet's pods belong on, the way the
+// DaemonSet controller does (NodeShouldRunDaemonPod in
+// k8s.io/kubernetes/pkg/controller/daemon): the template's node name, node
+// selector and required node affinity must match, and the pod's tolerations
+// (the template's plus the defaults the controller adds to every daemon pod)
+// must tolerate the node's NoSchedule and NoExecute taints.
+type admitter struct {
+	nodeName    string
+	affinity    nodeaffinity.RequiredNodeAffinity
+	tolerations []corev1.Toleration
+}
+
+func newAdmitter(ds *appsv1.DaemonSet) admitter {
+	spec := ds.Spec.Template.Spec
+	return admitter{
+		nodeName:    spec.NodeName,
+		affinity:    nodeaffinity.NewRequiredNodeAffinity(spec.NodeSelector, spec.Affinity),
+		tolerations: daemonPodTolerations(spec),
+	}
+}
+
+// admits returns run (the controller wants a pod there; it counts in
+// desiredNumberScheduled) and stay (a pod already there may keep running:
+// it tolerates the node's NoExecute taints, though a NoSchedule one keeps new
+// pods away).
+func (a admitter) admits(n *corev1.Node) (run, stay bool) {
+	if a.nodeName != "" && a.nodeName != n.Name {
+		return false, false
+	}
+	// The controller ignores parse errors of the affinity too: no match.
+	if ok, _ := a.affinity.Match(n); !ok {
+		return false, false
+	}
+	if !a.untolerated(n, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) {
+		return true, true
+	}
+	return false, !a.untolerated(n, corev1.TaintEffectNoExecute)
+}
+
+func (a admitter) untolerated(n *corev1.Node, effects ...corev1.TaintEffect) bool {
+	// Comparison operators in tolerations are an alpha feature (off by default).
+	_, found := v1helper.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, a.tolerations,
+		func(t *corev1.Taint) bool { return slices.Contains(effects, t.Effect) }, false)
+	return found
+}
+
+// daemonPodTolerations is the template's tolerations plus those the DaemonSet
+// controller adds to every daemon pod (AddOrUpdateDaemonPodTolerations in
+// k8s.io/kubernetes/pkg/controller/daemon/util): node problems and cordons
+// never keep a daemon pod away.
+func daemonPodTolerations(spec corev1.PodSpec) []corev1.Toleration {
+	defaults := []corev1.Toleration{
+		{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+		{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+		{Key: corev1.TaintNodeDiskPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+		{Key: corev1.TaintNodeMemoryPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+		{Key: corev1.TaintNodePIDPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+		{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	}
+	if spec.HostNetwork {
+		defaults = append(defaults, corev1.Toleration{Key: corev1.TaintNodeNetworkUnavailable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
+	}
+	// The controller replaces a template toleration with the same key and
+	// effect; adding them after the template's has the same effect on matching.
+	return append(slices.Clone(spec.Tolerations), defaults...)
+}

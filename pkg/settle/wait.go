@@ -1,0 +1,167 @@
+package settle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Options tune Wait.
+type Options struct {
+	Timeout  time.Duration // give up after this long; zero means no limit but ctx's
+	Progress io.Writer     // where "name ready/desired" lines go as they change; nil for none
+}
+
+// TimeoutError says which DaemonSets had not settled, and where, when time ran out.
+type TimeoutError struct {
+	After     time.Duration
+	Unsettled []Status
+}
+
+func (e *TimeoutError) Error() string {
+	parts := make([]string, len(e.Unsettled))
+	for i, s := range e.Unsettled {
+		parts[i] = "DaemonSet " + s.String()
+	}
+	return fmt.Sprintf("not settled after %s: %s", e.After, strings.Join(parts, "; "))
+}
+
+// ErrInterrupted is returned when ctx is cancelled during the wait.
+var ErrInterrupted = errors.New("interrupted while waiting for DaemonSets to settle")
+
+// Wait blocks until every named DaemonSet of namespace ns is settled (see
+// Check) and returns their final statuses. It lists nodes, pods and DaemonSets
+// once and then follows their watches, judging again after each change; it
+// never polls. The caller's writes must be done before Wait starts: its first
+// list then sees them.
+func Wait(ctx context.Context, client kubernetes.Interface, ns string, names []string, opts Options) ([]Status, error) {
+	parent := ctx
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		defer cancel()
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
+	nodes := factory.Core().V1().Nodes().Informer()
+	pods := factory.Core().V1().Pods().Informer()
+	dss := factory.Apps().V1().DaemonSets().Informer()
+
+	// A one-slot channel coalesces bursts of events into one judgement.
+	changed := make(chan struct{}, 1)
+	notify := func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	onChange := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { notify() },
+		UpdateFunc: func(any, any) { notify() },
+		DeleteFunc: func(any) { notify() },
+	}
+	for _, inf := range []cache.SharedIndexInformer{nodes, pods, dss} {
+		if _, err := inf.AddEventHandler(onChange); err != nil {
+			return nil, err
+		}
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+
+	progress := newProgress(opts.Progress)
+	var statuses []Status
+	for {
+		if nodes.HasSynced() && pods.HasSynced() && dss.HasSynced() {
+			statuses = judgeAll(ns, names, nodes.GetStore(), pods.GetStore(), dss.GetStore())
+			progress.report(statuses)
+			if allSettled(statuses) {
+				return statuses, nil
+			}
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			if parent.Err() != nil {
+				return nil, ErrInterrupted
+			}
+			if statuses == nil { // never listed: the API server did not answer
+				return nil, fmt.Errorf("no answer from the API server within %s", opts.Timeout)
+			}
+			return nil, &TimeoutError{After: opts.Timeout, Unsettled: unsettled(statuses)}
+		}
+	}
+}
+
+func judgeAll(ns string, names []string, nodeStore, podStore, dsStore cache.Store) []Status {
+	nodes := typed[corev1.Node](nodeStore)
+	pods := typed[corev1.Pod](podStore)
+	out := make([]Status, 0, len(names))
+	for _, name := range names {
+		obj, found, _ := dsStore.GetByKey(ns + "/" + name)
+		if !found {
+			out = append(out, Status{Name: name, Lagging: "not found"})
+			continue
+		}
+		out = append(out, Check(obj.(*appsv1.DaemonSet), nodes, pods))
+	}
+	return out
+}
+
+func typed[T any](s cache.Store) []*T {
+	list := s.List()
+	out := make([]*T, len(list))
+	for i, o := range list {
+		out[i] = o.(*T)
+	}
+	return out
+}
+
+func allSettled(statuses []Status) bool { return len(unsettled(statuses)) == 0 }
+
+func unsettled(statuses []Status) []Status {
+	var out []Status
+	for _, s := range statuses {
+		if !s.Settled() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// progress prints a DaemonSet's ready/desired line when it changes. Nothing
+// is printed when everything is settled at the first look.
+type progress struct {
+	w     io.Writer
+	last  map[string]string
+	first bool
+}
+
+func newProgress(w io.Writer) *progress {
+	return &progress{w: w, last: map[string]string{}, first: true}
+}
+
+func (p *progress) report(statuses []Status) {
+	if p.w == nil || (p.first && allSettled(statuses)) {
+		p.first = false
+		return
+	}
+	p.first = false
+	for _, s := range statuses {
+		line := fmt.Sprintf("%s %d/%d ready", s.Name, s.Ready, s.Desired)
+		if s.Settled() {
+			line += ", settled"
+		}
+		if p.last[s.Name] != line {
+			p.last[s.Name] = line
+			fmt.Fprintln(p.w, line)
+		}
+	}
+}
