@@ -48,7 +48,7 @@ kubectl get --raw "/api/v1/namespaces/$NAMESPACE/pods" >"$tmp/pods.json" 2>"$tmp
 
 # Present pods, reduced to {node: {daemonset: true}} so the big list is parsed once.
 jq -c '
-	reduce (.items[]
+	reduce (.items[]?
 		| select(.status.phase == "Running" and .metadata.deletionTimestamp == null and .spec.nodeName != null)
 		| {node: .spec.nodeName, ds: ([.metadata.ownerReferences[]?
 			| select(.controller == true and .kind == "DaemonSet" and .apiVersion == "apps/v1")
@@ -65,7 +65,7 @@ jq -r --arg roster "$ROSTER" --slurpfile present "$tmp/present.json" '
 		| if test("^[0-9]") then (sub("^0+"; "") | [0, length, .]) else [1, .] end];
 	($roster | split("\n") | map(select(length > 0) | split(" ") | {name: .[0], key: .[1], ds: .[2]})) as $ops
 	| $present[0] as $present
-	| .items | sort_by(.metadata.name) | sort_by(.metadata.name | natural) | .[]
+	| (.items // []) | sort_by(.metadata.name) | sort_by(.metadata.name | natural) | .[]
 	| .metadata.name as $node
 	| (.metadata.labels // {}) as $labels
 	| [$ops[] | select($labels[.key] == "true" and $present[$node][.ds] != true) | .name] as $missing

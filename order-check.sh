@@ -52,7 +52,7 @@ kubectl get --raw "/api/v1/namespaces/$NAMESPACE/pods?fieldSelector=spec.nodeNam
 	die "cannot list pods on node $NODE in namespace $NAMESPACE: $(tr '\n' ' ' <"$tmp/err")"
 
 verdict="$(jq -r --arg node "$NODE" --arg plugin "$DEVICE_PLUGIN_DS" --arg toolkit "$TOOLKIT_DS" --arg finding "$FINDING" '
-	def present($ds): any(.items[];
+	def present($ds): any(.items[]?;
 		.spec.nodeName == $node and .status.phase == "Running" and .metadata.deletionTimestamp == null
 		and ([.metadata.ownerReferences[]?
 			| select(.controller == true and .kind == "DaemonSet" and .apiVersion == "apps/v1")
