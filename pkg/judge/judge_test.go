@@ -155,7 +155,7 @@ func TestAudit(t *testing.T) {
 			want:  "m OK\nn MISSING container-toolkit\n",
 		},
 		{
-			name: "one running pod among pending and deleting ones is enough",
+			name:  "one running pod among pending and deleting ones is enough",
 			nodes: []snapshot.Node{node("n", asks(toolkit))},
 			pods: []snapshot.Pod{
 				{Name: "a", Node: "n", DaemonSet: toolkit.DaemonSet, Phase: corev1.PodPending},
