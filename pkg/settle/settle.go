@@ -13,6 +13,8 @@ import (
 	v1helper "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
+
+	"github.com/gpuops/gpuops/pkg/daemonset"
 )
 
 // Status is how far one DaemonSet is from settled.
@@ -152,7 +154,7 @@ func newAdmitter(ds *appsv1.DaemonSet) admitter {
 	return admitter{
 		nodeName:    spec.NodeName,
 		affinity:    nodeaffinity.NewRequiredNodeAffinity(spec.NodeSelector, spec.Affinity),
-		tolerations: daemonPodTolerations(spec),
+		tolerations: daemonset.PodTolerations(spec.Tolerations, spec.HostNetwork),
 	}
 }
 
@@ -179,25 +181,4 @@ func (a admitter) untolerated(n *corev1.Node, effects ...corev1.TaintEffect) boo
 	_, found := v1helper.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, a.tolerations,
 		func(t *corev1.Taint) bool { return slices.Contains(effects, t.Effect) }, false)
 	return found
-}
-
-// daemonPodTolerations is the template's tolerations plus those the DaemonSet
-// controller adds to every daemon pod (AddOrUpdateDaemonPodTolerations in
-// k8s.io/kubernetes/pkg/controller/daemon/util): node problems and cordons
-// never keep a daemon pod away.
-func daemonPodTolerations(spec corev1.PodSpec) []corev1.Toleration {
-	defaults := []corev1.Toleration{
-		{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
-		{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
-		{Key: corev1.TaintNodeDiskPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-		{Key: corev1.TaintNodeMemoryPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-		{Key: corev1.TaintNodePIDPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-		{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-	}
-	if spec.HostNetwork {
-		defaults = append(defaults, corev1.Toleration{Key: corev1.TaintNodeNetworkUnavailable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
-	}
-	// The controller replaces a template toleration with the same key and
-	// effect; adding them after the template's has the same effect on matching.
-	return append(slices.Clone(spec.Tolerations), defaults...)
 }
