@@ -31,8 +31,15 @@ type Pod struct {
 	Node      string // spec.nodeName; empty while the pod is not scheduled
 	DaemonSet string // name of the DaemonSet that controls the pod; empty if none does
 	Phase     corev1.PodPhase
-	Deleting  bool   // deletionTimestamp is set
-	Reason    string // why the pod is not scheduled (the scheduler's message), if it says
+	Deleting  bool // deletionTimestamp is set
+	// Reason says why a pod is not running, in the API's words: the
+	// scheduler's message while unscheduled, else the pod's status reason
+	// (e.g. Evicted) or a waiting container's (e.g. ImagePullBackOff).
+	Reason string
+	// Target is the node a DaemonSet pod was made for (the DaemonSet
+	// controller pins it with a metadata.name node affinity), known before
+	// the pod is scheduled; empty for other pods.
+	Target string
 }
 
 // Present reports whether the pod counts as running its operand: phase
@@ -45,6 +52,7 @@ type DaemonSet struct {
 	NodeSelector           map[string]string
 	Affinity               *corev1.Affinity
 	Tolerations            []corev1.Toleration
+	HostNetwork            bool // its pods also tolerate network-unavailable nodes
 	DesiredNumberScheduled int32
 }
 
@@ -72,5 +80,47 @@ func PodFrom(p *corev1.Pod) Pod {
 			out.Reason = c.Message
 		}
 	}
+	if out.DaemonSet != "" {
+		out.Target = targetNode(p.Spec.Affinity)
+	}
+	if out.Reason == "" && out.Phase != corev1.PodRunning {
+		out.Reason = statusReason(&p.Status)
+	}
 	return out
+}
+
+// targetNode reads the node a DaemonSet controller pinned its pod to: the
+// single metadata.name value of the required node affinity.
+func targetNode(a *corev1.Affinity) string {
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return ""
+	}
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, f := range term.MatchFields {
+			if f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
+				return f.Values[0]
+			}
+		}
+	}
+	return ""
+}
+
+// statusReason is the pod's own reason (Evicted, NodeLost, ...) or else the
+// first waiting container's (ImagePullBackOff, CrashLoopBackOff, ...).
+func statusReason(st *corev1.PodStatus) string {
+	join := func(reason, msg string) string {
+		if msg == "" {
+			return reason
+		}
+		return reason + ": " + msg
+	}
+	if st.Reason != "" || st.Message != "" {
+		return join(st.Reason, st.Message)
+	}
+	for _, cs := range append(st.InitContainerStatuses[:len(st.InitContainerStatuses):len(st.InitContainerStatuses)], st.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" {
+			return join(w.Reason, w.Message)
+		}
+	}
+	return ""
 }

@@ -1,0 +1,298 @@
+package explain_test
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuops/gpuops/pkg/explain"
+	"github.com/gpuops/gpuops/pkg/judge"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/snapshot"
+)
+
+var (
+	driver = operand.Lab[0]
+	plugin = operand.Lab[2]
+)
+
+const ns = "gpu-operator"
+
+// ds is a DaemonSet as the lab and the operator write them: nodeSelector
+// <deploy label>=true, no tolerations.
+func ds(o operand.Operand) snapshot.DaemonSet {
+	return snapshot.DaemonSet{Name: o.DaemonSet, NodeSelector: map[string]string{o.LabelKey(): "true"}}
+}
+
+func gpuNode(labels ...string) snapshot.Node {
+	n := snapshot.Node{Name: "n", Ready: true, Labels: map[string]string{plugin.LabelKey(): "true"}}
+	for i := 0; i+1 < len(labels); i += 2 {
+		n.Labels[labels[i]] = labels[i+1]
+	}
+	return n
+}
+
+func pod(phase corev1.PodPhase, on string) snapshot.Pod {
+	return snapshot.Pod{Name: "p", Node: on, DaemonSet: plugin.DaemonSet, Phase: phase}
+}
+
+func taint(key, value string, effect corev1.TaintEffect) corev1.Taint {
+	return corev1.Taint{Key: key, Value: value, Effect: effect}
+}
+
+type reason struct{ code, contains string }
+
+func TestWhy(t *testing.T) {
+	tolerant := ds(plugin)
+	tolerant.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+	hostNet := ds(plugin)
+	hostNet.HostNetwork = true
+	extraSelector := ds(plugin)
+	extraSelector.NodeSelector["nvidia.com/gpu.present"] = "true"
+	affinity := ds(plugin)
+	affinity.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/arch", Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}}},
+		}}},
+	}}
+	unscheduled := pod(corev1.PodPending, "")
+	unscheduled.Target = "n"
+	unscheduled.Reason = "0/3 nodes are available: 1 Insufficient memory, 2 node(s) didn't match Pod's node affinity/selector."
+	elsewhere := unscheduled
+	elsewhere.Target = "m"
+	pulling := pod(corev1.PodPending, "n")
+	pulling.Reason = "ImagePullBackOff: Back-off pulling image"
+	evicted := pod(corev1.PodFailed, "n")
+	evicted.Reason = "Evicted: The node was low on resource: memory."
+	deleting := pod(corev1.PodRunning, "n")
+	deleting.Deleting = true
+	notReady := gpuNode()
+	notReady.Ready = false
+	cordoned := gpuNode()
+	cordoned.Unschedulable = true
+	cordoned.Taints = []corev1.Taint{taint(corev1.TaintNodeUnschedulable, "", corev1.TaintEffectNoSchedule)}
+
+	for _, tc := range []struct {
+		name string
+		node snapshot.Node
+		dss  []snapshot.DaemonSet
+		pods []snapshot.Pod
+		want []reason
+	}{
+		{"no DaemonSet", gpuNode(), nil, nil,
+			[]reason{{explain.NoDaemonSet, "no DaemonSet nvidia-device-plugin-daemonset in namespace gpu-operator"}}},
+		{"another operand's DaemonSet only", gpuNode(), []snapshot.DaemonSet{ds(driver)}, nil,
+			[]reason{{explain.NoDaemonSet, "no DaemonSet nvidia-device-plugin-daemonset"}}},
+		{"nodeSelector key the node lacks", gpuNode(), []snapshot.DaemonSet{extraSelector}, nil,
+			[]reason{{explain.NotSelected, "selects nvidia.com/gpu.present=true; the node has no label nvidia.com/gpu.present"}}},
+		{"nodeSelector value differs", gpuNode("nvidia.com/gpu.present", "false"), []snapshot.DaemonSet{extraSelector}, nil,
+			[]reason{{explain.NotSelected, "the node has nvidia.com/gpu.present=false"}}},
+		{"required node affinity", gpuNode("kubernetes.io/arch", "amd64"), []snapshot.DaemonSet{affinity}, nil,
+			[]reason{{explain.NotSelected, "does not match its required node affinity"}}},
+		{"untolerated NoSchedule taint", withTaints(gpuNode(), taint("nvidia.com/gpu", "present", corev1.TaintEffectNoSchedule)), []snapshot.DaemonSet{ds(plugin)}, nil,
+			[]reason{{explain.UntoleratedTaint, "does not tolerate the node's taint nvidia.com/gpu=present:NoSchedule"}}},
+		{"untolerated NoExecute taint", withTaints(gpuNode(), taint("dedicated", "", corev1.TaintEffectNoExecute)), []snapshot.DaemonSet{tolerant}, nil,
+			[]reason{{explain.UntoleratedTaint, "taint dedicated:NoExecute"}}},
+		{"tolerated taint: the controller is behind", withTaints(gpuNode(), taint("nvidia.com/gpu", "present", corev1.TaintEffectNoSchedule)), []snapshot.DaemonSet{tolerant}, nil,
+			[]reason{{explain.NoPodYet, "admits the node but has no pod there yet"}}},
+		{"PreferNoSchedule does not keep a DaemonSet off", withTaints(gpuNode(), taint("soft", "", corev1.TaintEffectPreferNoSchedule)), []snapshot.DaemonSet{ds(plugin)}, nil,
+			[]reason{{explain.NoPodYet, ""}}},
+		{"default tolerations: pressure taints", withTaints(gpuNode(),
+			taint(corev1.TaintNodeDiskPressure, "", corev1.TaintEffectNoSchedule),
+			taint(corev1.TaintNodeMemoryPressure, "", corev1.TaintEffectNoSchedule),
+			taint(corev1.TaintNodePIDPressure, "", corev1.TaintEffectNoSchedule),
+			taint(corev1.TaintNodeUnreachable, "", corev1.TaintEffectNoExecute)), []snapshot.DaemonSet{ds(plugin)}, nil,
+			[]reason{{explain.NoPodYet, ""}}},
+		{"not-ready NoSchedule is not tolerated by default", withTaints(gpuNode(), taint(corev1.TaintNodeNotReady, "", corev1.TaintEffectNoSchedule)), []snapshot.DaemonSet{ds(plugin)}, nil,
+			[]reason{{explain.UntoleratedTaint, "node.kubernetes.io/not-ready:NoSchedule"}}},
+		{"network-unavailable without host network", withTaints(gpuNode(), taint(corev1.TaintNodeNetworkUnavailable, "", corev1.TaintEffectNoSchedule)), []snapshot.DaemonSet{ds(plugin)}, nil,
+			[]reason{{explain.UntoleratedTaint, "network-unavailable"}}},
+		{"network-unavailable with host network", withTaints(gpuNode(), taint(corev1.TaintNodeNetworkUnavailable, "", corev1.TaintEffectNoSchedule)), []snapshot.DaemonSet{hostNet}, nil,
+			[]reason{{explain.NoPodYet, ""}}},
+		{"cordoned: DaemonSet pods tolerate it", cordoned, []snapshot.DaemonSet{ds(plugin)}, nil,
+			[]reason{{explain.NodeCordoned, "cordoned"}, {explain.NoPodYet, ""}}},
+		{"pending, unscheduled: the scheduler's message", gpuNode(), []snapshot.DaemonSet{ds(plugin)}, []snapshot.Pod{unscheduled},
+			[]reason{{explain.PodPending, "pod p is Pending, not scheduled: 0/3 nodes are available: 1 Insufficient memory"}}},
+		{"pending pod made for another node", gpuNode(), []snapshot.DaemonSet{ds(plugin)}, []snapshot.Pod{elsewhere},
+			[]reason{{explain.NoPodYet, ""}}},
+		{"pending on the node", gpuNode(), []snapshot.DaemonSet{ds(plugin)}, []snapshot.Pod{pulling},
+			[]reason{{explain.PodPending, "pod p is Pending on the node: ImagePullBackOff"}}},
+		{"failed", gpuNode(), []snapshot.DaemonSet{ds(plugin)}, []snapshot.Pod{evicted},
+			[]reason{{explain.PodFailed, "pod p Failed: Evicted: The node was low on resource: memory."}}},
+		{"succeeded", gpuNode(), []snapshot.DaemonSet{ds(plugin)}, []snapshot.Pod{pod(corev1.PodSucceeded, "n")},
+			[]reason{{explain.PodSucceeded, "containers exited"}}},
+		{"unknown on a NotReady node", notReady, []snapshot.DaemonSet{ds(plugin)}, []snapshot.Pod{pod(corev1.PodUnknown, "n")},
+			[]reason{{explain.NodeNotReady, "NotReady"}, {explain.PodUnknown, "pod p is Unknown"}}},
+		{"being deleted", gpuNode(), []snapshot.DaemonSet{ds(plugin)}, []snapshot.Pod{deleting},
+			[]reason{{explain.PodDeleting, "pod p is being deleted"}}},
+		{"operands switched off on the node", gpuNode(operand.OperandsLabel, "false"), []snapshot.DaemonSet{ds(plugin)}, nil,
+			[]reason{{explain.OperandsDisabled, "operands=false"}, {explain.NoPodYet, ""}}},
+		{"running: nothing to explain", gpuNode(), []snapshot.DaemonSet{ds(plugin)}, []snapshot.Pod{pod(corev1.PodRunning, "n")}, nil},
+		{"a pod of an unrelated DaemonSet", gpuNode(), []snapshot.DaemonSet{ds(plugin)},
+			[]snapshot.Pod{{Name: "q", Node: "n", DaemonSet: "other", Phase: corev1.PodPending}},
+			[]reason{{explain.NoPodYet, ""}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &snapshot.Snapshot{Namespace: ns, Nodes: []snapshot.Node{tc.node}, DaemonSets: tc.dss, Pods: tc.pods}
+			checkReasons(t, explain.New(s).Why("n", plugin), tc.want)
+		})
+	}
+}
+
+func withTaints(n snapshot.Node, taints ...corev1.Taint) snapshot.Node {
+	n.Taints = taints
+	return n
+}
+
+func checkReasons(t *testing.T, got []explain.Reason, want []reason) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("reasons %+v, want %d: %+v", got, len(want), want)
+	}
+	for i, w := range want {
+		if got[i].Code != w.code || !strings.Contains(got[i].Message, w.contains) {
+			t.Errorf("reason %d = %+v, want code %s containing %q", i, got[i], w.code, w.contains)
+		}
+	}
+}
+
+// Precompiled drivers: one DaemonSet per kernel. Only the one meant for the
+// node speaks when there is one; otherwise each says why it is not.
+func TestWhyVariants(t *testing.T) {
+	const kernelKey = "feature.node.kubernetes.io/kernel-version.full"
+	variant := func(kernel string) snapshot.DaemonSet {
+		return snapshot.DaemonSet{Name: "nvidia-driver-daemonset-" + kernel + "-ubuntu22.04",
+			NodeSelector: map[string]string{driver.LabelKey(): "true", kernelKey: kernel}}
+	}
+	a, b := variant("5.15.0-105-generic"), variant("6.8.0-40-generic")
+	roster := slices.Clone(operand.Lab)
+	roster[0].DaemonSet, roster[0].Variants = a.Name, []string{b.Name}
+	node := snapshot.Node{Name: "n", Ready: true, Labels: map[string]string{driver.LabelKey(): "true", kernelKey: "6.8.0-40-generic"}}
+	pending := snapshot.Pod{Name: "d", Target: "n", DaemonSet: b.Name, Phase: corev1.PodPending, Reason: "0/1 nodes are available: 1 Insufficient memory."}
+
+	s := &snapshot.Snapshot{Namespace: ns, Nodes: []snapshot.Node{node}, DaemonSets: []snapshot.DaemonSet{a, b}, Pods: []snapshot.Pod{pending}}
+	checkReasons(t, explain.New(s).Why("n", roster[0]), []reason{{explain.PodPending, "Insufficient memory"}})
+
+	node.Labels[kernelKey] = "6.1.0"
+	s = &snapshot.Snapshot{Namespace: ns, Nodes: []snapshot.Node{node}, DaemonSets: []snapshot.DaemonSet{a, b}}
+	checkReasons(t, explain.New(s).Why("n", roster[0]), []reason{
+		{explain.NotSelected, a.Name + " selects " + kernelKey + "=5.15.0-105-generic; the node has " + kernelKey + "=6.1.0"},
+		{explain.NotSelected, b.Name + " selects " + kernelKey + "=6.8.0-40-generic"},
+	})
+}
+
+func TestWarnings(t *testing.T) {
+	selectsAny := ds(plugin)
+	selectsAny.NodeSelector = nil
+	selectsAny.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: plugin.LabelKey(), Operator: corev1.NodeSelectorOpExists}},
+		}}},
+	}}
+	for _, tc := range []struct {
+		name, value string
+		dss         []snapshot.DaemonSet
+		want        string // "" for no warning
+	}{
+		{"true", "true", []snapshot.DaemonSet{ds(plugin)}, ""},
+		{"false", "false", []snapshot.DaemonSet{ds(plugin)}, ""},
+		{"True", "True", []snapshot.DaemonSet{ds(plugin)}, "label is 'True', not 'true': the DaemonSet will not run here"},
+		{"TRUE", "TRUE", []snapshot.DaemonSet{ds(plugin)}, "label is 'TRUE', not 'true': the DaemonSet will not run here"},
+		{"yes", "yes", []snapshot.DaemonSet{ds(plugin)}, "label is 'yes', not 'true': the DaemonSet will not run here"},
+		{"False", "False", []snapshot.DaemonSet{ds(plugin)}, "label is 'False', not 'false': the DaemonSet will not run here"},
+		{"empty", "", []snapshot.DaemonSet{ds(plugin)}, "label is empty, not 'true': the DaemonSet will not run here (the operator takes an empty value for unset and will set it to 'true')"},
+		{"pre-installed", "pre-installed", []snapshot.DaemonSet{ds(plugin)}, "label is 'pre-installed': the host provides this, so the DaemonSet will not run here"},
+		{"paused", "paused-for-driver-upgrade", []snapshot.DaemonSet{ds(plugin)},
+			"label is 'paused-for-driver-upgrade': a driver upgrade paused this operand, so the DaemonSet will not run here until the label is 'true' again"},
+		{"a DaemonSet that selects any value", "yes", []snapshot.DaemonSet{selectsAny},
+			"label is 'yes', not 'true': the DaemonSet nvidia-device-plugin-daemonset will still run here"},
+		{"no DaemonSet", "True", nil, "label is 'True', not 'true': a DaemonSet that selects 'true' will not run here"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := snapshot.Node{Name: "n", Ready: true, Labels: map[string]string{plugin.LabelKey(): tc.value}}
+			s := &snapshot.Snapshot{Namespace: ns, Nodes: []snapshot.Node{n}, DaemonSets: tc.dss}
+			got := explain.New(s).Warnings("n", operand.Lab)
+			if tc.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("warnings %+v, want none", got)
+				}
+				return
+			}
+			if len(got) != 1 || got[0].Message != tc.want || got[0].Label != plugin.LabelKey() || got[0].Value != tc.value {
+				t.Fatalf("warnings %+v, want one on %s: %q", got, plugin.LabelKey(), tc.want)
+			}
+		})
+	}
+}
+
+func TestOperandsLabel(t *testing.T) {
+	running := snapshot.Pod{Name: "dp", Node: "n", DaemonSet: plugin.DaemonSet, Phase: corev1.PodRunning}
+	pending := snapshot.Pod{Name: "dr", Node: "n", DaemonSet: driver.DaemonSet, Phase: corev1.PodPending}
+	for _, tc := range []struct {
+		value          string
+		warning        string
+		unexpectedPods []string
+	}{
+		{"false", "the node asks for no operand", []string{"dp"}},
+		{"False", "label is 'False', not 'false': the operator does not switch operands off here", nil},
+		{"true", "", nil},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			n := snapshot.Node{Name: "n", Ready: true, Labels: map[string]string{operand.OperandsLabel: tc.value}}
+			s := &snapshot.Snapshot{Namespace: ns, Nodes: []snapshot.Node{n}, Pods: []snapshot.Pod{running, pending}}
+			x := explain.New(s)
+			w := x.Warnings("n", operand.Lab)
+			if tc.warning == "" && len(w) != 0 || tc.warning != "" && (len(w) != 1 || !strings.Contains(w[0].Message, tc.warning)) {
+				t.Errorf("warnings %+v, want %q", w, tc.warning)
+			}
+			var pods []string
+			for _, u := range x.Unexpected("n", operand.Lab) {
+				pods = append(pods, u.Pod)
+				if u.Operand != plugin.Name || !strings.Contains(u.Message, "Running although the node has nvidia.com/gpu.deploy.operands=false") {
+					t.Errorf("unexpected %+v", u)
+				}
+			}
+			if !slices.Equal(pods, tc.unexpectedPods) {
+				t.Errorf("unexpected pods %q, want %q", pods, tc.unexpectedPods)
+			}
+		})
+	}
+}
+
+// The text form keeps the lab's lines and their fields, adding reasons in
+// parentheses and the extra lines after each node.
+func TestWriteAudit(t *testing.T) {
+	s := &snapshot.Snapshot{
+		Namespace: ns,
+		Nodes: []snapshot.Node{
+			{Name: "b", Ready: true, Labels: map[string]string{operand.OperandsLabel: "false", driver.LabelKey(): "True"}},
+			{Name: "a", Ready: true, Labels: map[string]string{driver.LabelKey(): "true", plugin.LabelKey(): "true"}},
+		},
+		DaemonSets: []snapshot.DaemonSet{ds(plugin)},
+		Pods: []snapshot.Pod{
+			{Name: "dp-a", Target: "a", DaemonSet: plugin.DaemonSet, Phase: corev1.PodPending, Reason: "0/2 nodes are available: 1 Insufficient memory."},
+			{Name: "dp-b", Node: "b", DaemonSet: plugin.DaemonSet, Phase: corev1.PodRunning},
+		},
+	}
+	audits := judge.Audit(s, operand.Lab)
+	r := explain.Explain(s, operand.Lab, audits)
+	var b bytes.Buffer
+	if err := explain.WriteAudit(&b, audits, r); err != nil {
+		t.Fatal(err)
+	}
+	want := "a MISSING driver (no DaemonSet nvidia-driver-daemonset in namespace gpu-operator)\n" +
+		"a MISSING device-plugin (pod dp-a is Pending, not scheduled: 0/2 nodes are available: 1 Insufficient memory.)\n" +
+		"b OK\n" +
+		"b UNEXPECTED device-plugin (pod dp-b is Running although the node has nvidia.com/gpu.deploy.operands=false)\n" +
+		"b WARNING nvidia.com/gpu.deploy.operands (the node asks for no operand: the operator removes its deploy labels, and operand pods still here are unexpected)\n" +
+		"b WARNING nvidia.com/gpu.deploy.driver (label is 'True', not 'true': a DaemonSet that selects 'true' will not run here)\n"
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+	if len(r.Missing) != 2 || len(r.Unexpected) != 1 || len(r.Warnings) != 2 {
+		t.Errorf("report %+v", r)
+	}
+}
