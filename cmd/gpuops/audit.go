@@ -3,8 +3,9 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/judge"
-	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/report"
 )
 
 func auditCommand() *cli.Command {
@@ -13,8 +14,9 @@ func auditCommand() *cli.Command {
 		Usage: "is every operand a node asks for (deploy label exactly \"true\") Running there?",
 		Description: "For every node, in natural name order: \"<node> MISSING <operand>\" per missing operand,\n" +
 			"or \"<node> OK\" (the lab's operand-audit.sh, same output). A pod counts when its operand's\n" +
-			"DaemonSet controls it, it is Running and not being deleted. Exit 1 if anything is missing.",
-		Flags: []cli.Flag{outputFlag(), selectorFlag()},
+			"DaemonSet controls it, it is Running and not being deleted. Exit 1 if anything is missing\n" +
+			"(UNEXPECTED pods and WARNINGs of --explain inform, they do not change the exit code).",
+		Flags: []cli.Flag{outputFlag(), selectorFlag(), explainFlag(), discoverFlag()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageError(errUnexpectedArgs(c))
@@ -27,12 +29,20 @@ func auditCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			explained := c.Bool("explain") || p.Format == report.JSON
+			opts.DaemonSets = explained || c.Bool("discover")
 			s, err := readSnapshot(c, opts)
 			if err != nil {
 				return err
 			}
-			audits := judge.Audit(s, operand.Lab)
-			if err := p.Audit(c.App.Writer, audits); err != nil {
+			ops := roster(c, s)
+			audits := judge.Audit(s, ops)
+			if explained {
+				err = p.ExplainedAudit(c.App.Writer, audits, explain.Explain(s, ops, audits))
+			} else {
+				err = p.Audit(c.App.Writer, audits)
+			}
+			if err != nil {
 				return err
 			}
 			if judge.AuditFailed(audits) {

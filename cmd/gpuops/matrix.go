@@ -4,7 +4,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuops/gpuops/pkg/judge"
-	"github.com/gpuops/gpuops/pkg/operand"
 )
 
 func matrixCommand() *cli.Command {
@@ -14,7 +13,7 @@ func matrixCommand() *cli.Command {
 		Description: "One line per node in natural name order, \"<node> driver=yes|no toolkit=... device-plugin=...\n" +
 			"gfd=... dcgm=...\", then TOTAL_PODS=<n>: Running pods of any DaemonSet in the namespace\n" +
 			"(the lab's out/matrix.txt).",
-		Flags: []cli.Flag{outputFlag(), selectorFlag()},
+		Flags: []cli.Flag{outputFlag(), selectorFlag(), discoverFlag()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageError(errUnexpectedArgs(c))
@@ -27,11 +26,12 @@ func matrixCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			opts.DaemonSets = c.Bool("discover")
 			s, err := readSnapshot(c, opts)
 			if err != nil {
 				return err
 			}
-			return p.Matrix(c.App.Writer, judge.BuildMatrix(s, operand.Lab))
+			return p.Matrix(c.App.Writer, judge.BuildMatrix(s, roster(c, s)))
 		},
 	}
 }

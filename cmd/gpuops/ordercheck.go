@@ -17,8 +17,9 @@ func orderCheckCommand() *cli.Command {
 		ArgsUsage: "NODE",
 		Description: "Prints \"device-plugin-without-toolkit\" (exit 1) when a device-plugin pod is present on\n" +
 			"NODE and no container-toolkit pod is, \"ok\" (exit 0) otherwise (the lab's order-check.sh,\n" +
-			"same output). A node that does not exist is an error (exit 2).",
-		Flags: []cli.Flag{outputFlag()},
+			"same output). A node that does not exist is an error (exit 2). With --all-rules, every\n" +
+			"broken rule of the start-up order is a finding; the first is printed.",
+		Flags: []cli.Flag{outputFlag(), allRulesFlag(), discoverFlag()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageError(fmt.Errorf("want exactly one NODE, got %d arguments", c.NArg()))
@@ -27,11 +28,15 @@ func orderCheckCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			s, err := readSnapshot(c, snapshot.Options{})
+			s, err := readSnapshot(c, snapshot.Options{DaemonSets: c.Bool("discover")})
 			if err != nil {
 				return err
 			}
-			v, err := judge.Order(s, c.Args().First(), operand.Lab, []operand.Rule{operand.DeviceRule})
+			ops, rules := roster(c, s), []operand.Rule{operand.DeviceRule}
+			if c.Bool("all-rules") {
+				rules = operand.RulesFor(ops, operand.AllRules)
+			}
+			v, err := judge.Order(s, c.Args().First(), ops, rules)
 			if err != nil {
 				return err
 			}
