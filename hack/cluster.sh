@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# The offline lab cluster: a KWOK cluster on the binary runtime, built from
+# local binaries only (hack/build-tools.sh), with all state in the repo.
+#
+#   hack/cluster.sh up [NAME]          start NAME (default gpuops), or ensure it is
+#                                      running; then create the lab nodes
+#   hack/cluster.sh down [NAME]        delete NAME (no error if it does not exist)
+#   hack/cluster.sh kubeconfig [NAME]  print the path of NAME's kubeconfig
+#   hack/cluster.sh list               list the clusters of this repo
+#   hack/cluster.sh prune [PREFIX]     delete every cluster of this repo whose name
+#                                      starts with PREFIX (all without PREFIX)
+#
+# State lives in .lab/clusters (KWOK_WORKDIR); the kubeconfig is .lab/kubeconfig
+# for the default cluster and .lab/kubeconfig-NAME for others. ~/.kube is never
+# touched.
+#
+# Lab nodes: `up` reads the node names (the `- name:` items under `nodes:`)
+# from the lab spec file named by LAB_NODES (default lab/lab.yaml) and creates
+# each missing one as a plain KWOK fake node (Ready, capacity, no taint, no GPU
+# labels). Existing nodes are left as they are. LAB_NODES= (empty) creates none.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BIN="${LAB_BIN:-$ROOT/.lab/bin}"
+DEFAULT_NAME=gpuops
+
+export KWOK_WORKDIR="$ROOT/.lab/clusters"
+export KUBECACHEDIR="$ROOT/.lab/kube-cache" # kubectl's discovery cache, not ~/.kube/cache
+export PATH="$BIN:$PATH"
+if [[ -x "$BIN/kubectl" ]]; then
+	export KWOK_KUBECTL_BINARY="$BIN/kubectl"
+fi
+
+log() { echo "cluster: $*" >&2; }
+die() { echo "cluster: error: $*" >&2; exit 1; }
+
+kubeconfig_path() {
+	if [[ "$1" == "$DEFAULT_NAME" ]]; then
+		echo "$ROOT/.lab/kubeconfig"
+	else
+		echo "$ROOT/.lab/kubeconfig-$1"
+	fi
+}
+
+exists() { [[ -d "$KWOK_WORKDIR/clusters/$1" ]]; }
+
+reachable() {
+	[[ -s "$2" ]] && kubectl --kubeconfig "$2" --request-timeout=5s get --raw /readyz >/dev/null 2>&1
+}
+
+# lab_node_names FILE: the `- name:` items of the top-level `nodes:` list.
+lab_node_names() {
+	awk '
+		/^nodes:[ \t]*$/ { in_nodes = 1; indent = -1; next }
+		in_nodes && /^[^ \t#-]/ { in_nodes = 0 }
+		in_nodes && match($0, /^[ \t]*- +name:/) {
+			lead = $0; sub(/-.*/, "", lead)
+			if (indent < 0) indent = length(lead)
+			if (length(lead) != indent) next
+			v = $0; sub(/^[ \t]*- +name:[ \t]*/, "", v); sub(/[ \t]+#.*$/, "", v)
+			gsub(/^["'\'']|["'\''][ \t]*$/, "", v); sub(/[ \t]+$/, "", v)
+			print v
+		}
+	' "$1"
+}
+
+# fake_node NAME: a KWOK fake node manifest.
+fake_node() {
+	cat <<YAML
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: $1
+  annotations:
+    kwok.x-k8s.io/node: fake
+    node.alpha.kubernetes.io/ttl: "0"
+  labels:
+    kubernetes.io/hostname: $1
+    kubernetes.io/os: linux
+    kubernetes.io/arch: amd64
+    type: kwok
+status:
+  capacity: {cpu: "32", memory: 256Gi, pods: "110"}
+  allocatable: {cpu: "32", memory: 256Gi, pods: "110"}
+YAML
+}
+
+ensure_lab_nodes() {
+	local kc=$1 spec="${LAB_NODES-$ROOT/lab/lab.yaml}"
+	if [[ -z "$spec" ]]; then
+		return 0
+	fi
+	if [[ ! -f "$spec" ]]; then
+		log "warning: lab spec $spec not found: no lab nodes created (set LAB_NODES=<file>)"
+		return 0
+	fi
+	local names=() have missing=() n
+	mapfile -t names < <(lab_node_names "$spec")
+	[[ ${#names[@]} -gt 0 ]] || die "no '- name:' entries under 'nodes:' in $spec"
+	for n in "${names[@]}"; do
+		[[ "$n" =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]] || die "invalid node name '$n' in $spec"
+	done
+	have=" $(kubectl --kubeconfig "$kc" get nodes -o jsonpath='{.items[*].metadata.name}') "
+	for n in "${names[@]}"; do
+		[[ "$have" == *" $n "* ]] || missing+=("$n")
+	done
+	if [[ ${#missing[@]} -gt 0 ]]; then
+		for n in "${missing[@]}"; do fake_node "$n"; done | kubectl --kubeconfig "$kc" create -f - >&2
+	fi
+	kubectl --kubeconfig "$kc" wait --for=condition=Ready --timeout=60s "${names[@]/#/node/}" >/dev/null
+	log "lab nodes ready: ${names[*]}"
+}
+
+create() {
+	local name=$1 kc=$2
+	rm -f "$kc"
+	kwokctl --config "$ROOT/hack/kwokctl.yaml" create cluster \
+		--name "$name" \
+		--runtime binary \
+		--kube-apiserver-binary "$BIN/kube-apiserver" \
+		--kube-controller-manager-binary "$BIN/kube-controller-manager" \
+		--kube-scheduler-binary "$BIN/kube-scheduler" \
+		--kwok-controller-binary "$BIN/kwok" \
+		--etcd-binary "$BIN/etcd" \
+		--disable-qps-limits \
+		--kubeconfig "$kc" \
+		--wait 2m >&2
+}
+
+up() {
+	local name=$1 kc start=$SECONDS
+	kc="$(kubeconfig_path "$name")"
+	"$ROOT/hack/build-tools.sh"
+	if exists "$name"; then
+		if [[ ! -s "$kc" ]]; then
+			kwokctl get kubeconfig --name "$name" >"$kc" 2>/dev/null || true
+		fi
+		if reachable "$name" "$kc"; then
+			log "$name already running"
+		else
+			log "$name exists but is not reachable; starting it"
+			if ! kwokctl start cluster --name "$name" --wait 30s >&2 || ! reachable "$name" "$kc"; then
+				log "could not start $name; recreating it"
+				kwokctl delete cluster --name "$name" --kubeconfig "$kc" >&2 || true
+				create "$name" "$kc"
+			fi
+		fi
+	else
+		log "creating $name"
+		create "$name" "$kc"
+	fi
+	reachable "$name" "$kc" || die "$name is not reachable with $kc"
+	ensure_lab_nodes "$kc"
+	log "$name up in $((SECONDS - start))s"
+	echo "# point kubectl at the lab cluster:"
+	echo "export KUBECONFIG=$kc"
+}
+
+down() {
+	local name=$1 kc
+	kc="$(kubeconfig_path "$name")"
+	if exists "$name"; then
+		kwokctl delete cluster --name "$name" --kubeconfig "$kc" >&2
+	else
+		log "$name does not exist"
+	fi
+	rm -f "$kc"
+}
+
+list() {
+	[[ -d "$KWOK_WORKDIR/clusters" ]] || return 0
+	local d
+	for d in "$KWOK_WORKDIR"/clusters/*/; do
+		[[ -d "$d" ]] && basename "$d"
+	done
+	return 0
+}
+
+prune() {
+	local prefix=$1 name
+	for name in $(list); do
+		if [[ "$name" == "$prefix"* ]]; then
+			log "pruning $name"
+			down "$name" || true
+		fi
+	done
+}
+
+cmd="${1:-}"
+case "$cmd" in
+up) up "${2:-$DEFAULT_NAME}" ;;
+down) down "${2:-$DEFAULT_NAME}" ;;
+kubeconfig) kubeconfig_path "${2:-$DEFAULT_NAME}" ;;
+list) list ;;
+prune) prune "${2:-}" ;;
+*)
+	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+	exit 2
+	;;
+esac
