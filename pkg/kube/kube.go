@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -24,8 +25,8 @@ type Flags struct {
 
 // Clients are the API handles a command works with.
 type Clients struct {
-	Config    *rest.Config
-	Kube      kubernetes.Interface
+	Config    *rest.Config         // JSON, for clients of any type (dynamic, apply)
+	Kube      kubernetes.Interface // protobuf, for the built-in types
 	Namespace string
 }
 
@@ -43,7 +44,12 @@ func Connect(f Flags) (*Clients, error) {
 	}
 	// gpuops makes few, large requests; lift client-side throttling.
 	cfg.QPS, cfg.Burst = 100, 200
-	cs, err := kubernetes.NewForConfig(cfg)
+	// The built-in types travel as protobuf: several times faster to encode on
+	// the server and to decode here than JSON, and smaller on the wire.
+	pb := rest.CopyConfig(cfg)
+	pb.ContentType = runtime.ContentTypeProtobuf
+	pb.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	cs, err := kubernetes.NewForConfig(pb)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}

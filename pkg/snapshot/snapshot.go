@@ -5,6 +5,7 @@
 package snapshot
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -123,4 +124,15 @@ func statusReason(st *corev1.PodStatus) string {
 		}
 	}
 	return ""
+}
+
+// DaemonSetFrom converts an API DaemonSet.
+func DaemonSetFrom(d *appsv1.DaemonSet) DaemonSet {
+	return DaemonSet{
+		Name:                   d.Name,
+		NodeSelector:           d.Spec.Template.Spec.NodeSelector,
+		Affinity:               d.Spec.Template.Spec.Affinity,
+		Tolerations:            d.Spec.Template.Spec.Tolerations,
+		DesiredNumberScheduled: d.Status.DesiredNumberScheduled,
+	}
 }
