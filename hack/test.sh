@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs every test of the root module (`go test -count=1 ./...`, extra flags
+# passed on). Packages that use internal/testcluster each start a dedicated
+# lab cluster and delete it when they end; their names carry a prefix unique
+# to this run, so whatever a crashed test binary left behind is pruned here
+# at the end. Exits with go test's status.
+#
+# GPUOPS_TEST_KUBECONFIG=<kubeconfig> makes the integration tests use that
+# running cluster instead (faster, but packages then share it).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+export PATH="$ROOT/.lab/bin:$PATH"
+
+hack/build-tools.sh
+
+export GPUOPS_TEST_CLUSTER_PREFIX="gpuops-t$$"
+trap 'hack/cluster.sh prune "$GPUOPS_TEST_CLUSTER_PREFIX-"' EXIT
+
+go test -count=1 "$@" ./...
