@@ -7,7 +7,6 @@ tool github.com/go-task/task/v3/cmd/task
 require (
 	github.com/urfave/cli/v2 v2.27.7
 	golang.org/x/sync v0.23.0
-	golang.org/x/sync v0.23.0
 	golang.org/x/sys v0.48.0
 	golang.org/x/term v0.46.0
 	k8s.io/api v0.37.2
