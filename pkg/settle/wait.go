@@ -35,8 +35,8 @@ func (e *TimeoutError) Error() string {
 	return fmt.Sprintf("not settled after %s: %s", e.After, strings.Join(parts, "; "))
 }
 
-// ErrInterrupted is returned when ctx is cancelled during the wait.
-var ErrInterrupted = errors.New("interrupted while waiting for DaemonSets to settle")
+// ErrInterrupted is returned when ctx is cancelled during a wait.
+var ErrInterrupted = errors.New("interrupted")
 
 // Wait blocks until every named DaemonSet of namespace ns is settled (see
 // Check) and returns their final statuses. It lists nodes, pods and DaemonSets
@@ -73,8 +73,12 @@ func Wait(ctx context.Context, client kubernetes.Interface, ns string, names []s
 			return nil, err
 		}
 	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
+	stop := make(chan struct{})
+	factory.Start(stop)
+	defer func() {
+		close(stop)
+		factory.Shutdown() // waits for the informers to stop
+	}()
 
 	progress := newProgress(opts.Progress)
 	var statuses []Status
@@ -90,7 +94,7 @@ func Wait(ctx context.Context, client kubernetes.Interface, ns string, names []s
 		case <-changed:
 		case <-ctx.Done():
 			if parent.Err() != nil {
-				return nil, ErrInterrupted
+				return nil, fmt.Errorf("%w while waiting for DaemonSets to settle", ErrInterrupted)
 			}
 			if statuses == nil { // never listed: the API server did not answer
 				return nil, fmt.Errorf("no answer from the API server within %s", opts.Timeout)

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	gpuops "github.com/gpuops/gpuops"
+	"github.com/gpuops/gpuops/pkg/labspec"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/provision"
+	"github.com/gpuops/gpuops/pkg/workspace"
+)
+
+// Flags and plumbing shared by the provisioning commands (up, optout, optin, reset).
+
+func labFlag() cli.Flag {
+	return &cli.StringFlag{Name: "lab", Usage: "lab spec file: namespace, nodes and their labels (default: the built-in lab of SPEC.md)"}
+}
+
+func workdirFlag() cli.Flag {
+	return &cli.StringFlag{Name: "workdir", Value: ".", Usage: "workspace folder: manifests go to k8s/, results to out/"}
+}
+
+func timeoutFlag() cli.Flag {
+	return &cli.DurationFlag{Name: "timeout", Value: provision.DefaultTimeout, Usage: "how long to wait for the cluster to settle"}
+}
+
+func forceFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "force", Usage: "take over labels and DaemonSets that another field manager owns"}
+}
+
+// loadLab reads the lab spec (--lab, else the built-in one). The global
+// --namespace flag, when given, overrides the spec's namespace.
+func loadLab(c *cli.Context) (*labspec.Lab, error) {
+	data := gpuops.DefaultLab
+	if f := c.String("lab"); f != "" {
+		var err error
+		if data, err = os.ReadFile(f); err != nil {
+			return nil, fmt.Errorf("lab spec: %w", err)
+		}
+	}
+	lab, err := labspec.Parse(data, operand.Lab)
+	if err != nil {
+		return nil, err
+	}
+	if c.IsSet("namespace") {
+		lab.Namespace = c.String("namespace")
+	}
+	return lab, nil
+}
+
+func provisionOptions(c *cli.Context) provision.Options {
+	return provision.Options{
+		Force:    c.Bool("force"),
+		Timeout:  c.Duration("timeout"),
+		Progress: c.App.ErrWriter,
+		Log:      c.App.Writer,
+	}
+}
+
+func workspaceOf(c *cli.Context) workspace.Workspace { return workspace.New(c.String("workdir")) }

@@ -1,0 +1,82 @@
+// Package provision puts the lab of a lab spec onto a cluster and takes it
+// off again: the namespace, the node labels and the operand DaemonSets, all
+// written by server-side apply with one field manager, so the API server's
+// ownership record says exactly what gpuops set and what others did.
+//
+// Every operation checks all it can before it changes anything: a bad node
+// name, a foreign owner or an unusable namespace leaves the cluster and the
+// workspace as they were.
+package provision
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/gpuops/gpuops/pkg/settle"
+)
+
+// FieldManager is the server-side apply field manager of everything gpuops writes.
+const FieldManager = "gpuops"
+
+// ManagedByLabel marks the namespace gpuops created; as gpuops owns the
+// label, the ownership record says who created the namespace.
+const ManagedByLabel = "app.kubernetes.io/managed-by"
+
+// GPUNodeLabel marks a node with an NVIDIA GPU (set by the lab spec, or by GFD on a real cluster).
+const GPUNodeLabel = "nvidia.com/gpu.present"
+
+// DefaultTimeout bounds each wait for DaemonSets to settle.
+const DefaultTimeout = 2 * time.Minute
+
+// Options are shared by the operations.
+type Options struct {
+	Force    bool          // take over fields that another field manager owns
+	Timeout  time.Duration // bound of each wait; DefaultTimeout if zero
+	Progress io.Writer     // progress of waits (stderr); nil for none
+	Log      io.Writer     // one line per object changed, kubectl style (stdout); nil for none
+}
+
+func (o Options) settle() settle.Options {
+	t := o.Timeout
+	if t == 0 {
+		t = DefaultTimeout
+	}
+	return settle.Options{Timeout: t, Progress: o.Progress}
+}
+
+func (o Options) logf(format string, args ...any) {
+	if o.Log != nil {
+		fmt.Fprintf(o.Log, format+"\n", args...)
+	}
+}
+
+// NodeNotFoundError is a node named by the lab spec or the command line that the cluster lacks.
+type NodeNotFoundError struct{ Node string }
+
+func (e *NodeNotFoundError) Error() string { return fmt.Sprintf("node %s not found", e.Node) }
+
+// ForeignOwnerError refuses to write what another field manager owns.
+type ForeignOwnerError struct {
+	Object string // e.g. "node/lab-node-1", "daemonset.apps/gpu-operator/nvidia-driver-daemonset"
+	Owners []Owner
+	Detail string // the API server's conflict message, when it gave one
+}
+
+func (e *ForeignOwnerError) Error() string {
+	who := e.Detail
+	if who == "" {
+		who = "owned by"
+		for i, o := range e.Owners {
+			if i > 0 {
+				who += ","
+			}
+			who += " " + o.String()
+		}
+	}
+	return fmt.Sprintf("%s: %s; not changed (--force takes it over)", e.Object, who)
+}
+
+func notFound(err error) bool { return apierrors.IsNotFound(err) }
