@@ -51,6 +51,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Flags:           globalFlags(),
 		Commands: []*cli.Command{
 			// one file per command; each adds itself here
+			upCommand(),
+			optOutCommand(),
+			optInCommand(),
+			resetCommand(),
 			auditCommand(),
 			orderCheckCommand(),
 			matrixCommand(),
