@@ -133,6 +133,7 @@ func DaemonSetFrom(d *appsv1.DaemonSet) DaemonSet {
 		NodeSelector:           d.Spec.Template.Spec.NodeSelector,
 		Affinity:               d.Spec.Template.Spec.Affinity,
 		Tolerations:            d.Spec.Template.Spec.Tolerations,
+		HostNetwork:            d.Spec.Template.Spec.HostNetwork,
 		DesiredNumberScheduled: d.Status.DesiredNumberScheduled,
 	}
 }
