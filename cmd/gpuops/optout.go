@@ -5,6 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/pkg/access"
 	"github.com/gpuops/gpuops/pkg/provision"
 )
 
@@ -35,6 +36,9 @@ func setDeploy(c *cli.Context, on bool) error {
 	}
 	cl, err := connect(c)
 	if err != nil {
+		return err
+	}
+	if err := access.Check(c.Context, cl.Kube.AuthorizationV1(), access.Relabel(lab.Namespace)); err != nil {
 		return err
 	}
 	opts := provisionOptions(c)

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/pkg/access"
 	"github.com/gpuops/gpuops/pkg/provision"
 )
 
@@ -27,6 +28,9 @@ func upCommand() *cli.Command {
 			}
 			cl, err := connect(c)
 			if err != nil {
+				return err
+			}
+			if err := access.Check(c.Context, cl.Kube.AuthorizationV1(), access.Provision(lab.Namespace)); err != nil {
 				return err
 			}
 			_, err = provision.Up(c.Context, cl.Kube, lab, workspaceOf(c), provisionOptions(c))

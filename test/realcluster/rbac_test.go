@@ -1,0 +1,139 @@
+package realcluster_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/gpuops/gpuops/internal/testcluster"
+	"github.com/gpuops/gpuops/pkg/operand"
+)
+
+// The judges work with only the shipped read-only RBAC (kustomize/rbac/judge);
+// up with it stops before changing anything, with one line naming what it needs.
+func TestLeastPrivilege(t *testing.T) {
+	env := testcluster.New(t)
+	suffix := "-" + env.ID // ClusterRole and ClusterRoleBinding are cluster-wide
+	create(t, env, kustomize(t, "kustomize/rbac/judge", "namespace: "+env.Namespace+"\nnameSuffix: "+suffix))
+	judge := tokenKubeconfig(t, env, "gpuops-judge"+suffix)
+
+	toolkit, plugin := operand.Lab[1], operand.Lab[2]
+	full := env.NodeName("full")
+	bare := env.NodeName("bare")
+	env.AddNode(t, full, map[string]string{toolkit.LabelKey(): "true", plugin.LabelKey(): "true"})
+	env.AddNode(t, bare, map[string]string{plugin.LabelKey(): "true"})
+	create(t, env, operands(t, env))
+	env.WaitForPods(t, env.Namespace, func(pods []corev1.Pod) bool {
+		return len(testcluster.PodsOn(pods, full)) == 2 && len(testcluster.PodsOn(pods, bare)) == 1
+	})
+
+	ns, sel := env.Namespace, selector(env)
+	for _, tc := range []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"audit", "-l", sel}, 0, fmt.Sprintf("%s OK\n%s OK\n", bare, full)},
+		{[]string{"audit", "-l", sel, "--explain", "--discover"}, 0, fmt.Sprintf("%s OK\n%s OK\n", bare, full)},
+		{[]string{"audit", "-l", sel, "-o", "json"}, 0, `"ok": true`},
+		{[]string{"order-check", full}, 0, "ok\n"},
+		{[]string{"order-check", "--all-rules", "--discover", bare}, 1, "device-plugin-without-toolkit\n"},
+		{[]string{"matrix", "-l", sel}, 0, fmt.Sprintf(
+			"%s driver=no toolkit=no device-plugin=yes gfd=no dcgm=no\n%s driver=no toolkit=yes device-plugin=yes gfd=no dcgm=no\nTOTAL_PODS=3\n", bare, full)},
+		{[]string{"matrix", "-l", sel, "--discover", "-o", "table"}, 0, "DEVICE-PLUGIN"},
+	} {
+		r := run(t, judge, ns, tc.args...)
+		if r.Code != tc.code || !strings.Contains(r.Stdout, tc.out) || r.Stderr != "" {
+			t.Errorf("gpuops %s as the judge: exit %d, stdout %q, stderr %q; want exit %d, stdout with %q",
+				strings.Join(tc.args, " "), r.Code, r.Stdout, r.Stderr, tc.code, tc.out)
+		}
+	}
+
+	// up as the judge: refused before anything is written, here or in the cluster.
+	work := t.TempDir()
+	spec := filepath.Join(t.TempDir(), "lab.yaml")
+	writeFile(t, spec, fmt.Sprintf("namespace: %s\nnodes:\n- name: %s\n  operands: {driver: true}\n- name: %s\n  operands: {driver: false}\n", ns, full, bare))
+	before := clusterState(t, env, full, bare)
+	r := run(t, judge, ns, "up", "--lab", spec, "--workdir", work)
+	oneErrorLine(t, r, "forbidden: needs ")
+	for _, want := range []string{"patch nodes", "create,patch daemonsets.apps in namespace " + ns} {
+		if !strings.Contains(r.Stderr, want) {
+			t.Errorf("up as the judge: %q does not name %q", r.Stderr, want)
+		}
+	}
+	if after := clusterState(t, env, full, bare); !reflect.DeepEqual(before, after) {
+		t.Errorf("up as the judge changed the cluster:\nbefore %v\nafter  %v", before, after)
+	}
+	if entries, _ := os.ReadDir(work); len(entries) != 0 {
+		t.Errorf("up as the judge wrote into the workspace: %v", entries)
+	}
+}
+
+// tokenKubeconfig writes a kubeconfig that authenticates as the service
+// account with a short-lived token (TokenRequest).
+func tokenKubeconfig(t *testing.T, env *testcluster.Env, serviceAccount string) string {
+	t.Helper()
+	expiry := int64(3600)
+	tok, err := env.Client.CoreV1().ServiceAccounts(env.Namespace).CreateToken(context.Background(), serviceAccount,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for %s: %v", serviceAccount, err)
+	}
+	rc := env.RESTConfig
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["lab"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthority: rc.CAFile,
+		CertificateAuthorityData: rc.CAData, InsecureSkipTLSVerify: rc.Insecure}
+	cfg.AuthInfos[serviceAccount] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	cfg.Contexts["judge"] = &clientcmdapi.Context{Cluster: "lab", AuthInfo: serviceAccount}
+	cfg.CurrentContext = "judge"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// clusterState is what up would change: the nodes' labels, the namespace's
+// DaemonSets (name → generation) and the namespace itself.
+func clusterState(t *testing.T, env *testcluster.Env, nodes ...string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	state := map[string]string{}
+	for _, n := range nodes {
+		node, err := env.Client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		state["node/"+n] = fmt.Sprint(node.Labels)
+	}
+	dss, err := env.Client.AppsV1().DaemonSets(env.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dss.Items {
+		state["daemonset/"+d.Name] = fmt.Sprint(d.Generation, d.Labels, d.Spec.Template.Spec.NodeSelector)
+	}
+	ns, err := env.Client.CoreV1().Namespaces().Get(ctx, env.Namespace, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state["namespace"] = fmt.Sprint(ns.Labels, ns.Annotations)
+	return state
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
