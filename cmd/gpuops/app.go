@@ -58,6 +58,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			auditCommand(),
 			orderCheckCommand(),
 			matrixCommand(),
+			labCommand(),
 		},
 		// urfave prints usage errors itself; make them ours (one line, exit 2).
 		OnUsageError:   func(_ *cli.Context, err error, _ bool) error { return usageError(err) },

@@ -59,16 +59,20 @@ func (p Presence) Total() int { return p.total }
 // SortedNodes returns the snapshot's nodes in natural name order.
 func SortedNodes(s *snapshot.Snapshot) []snapshot.Node {
 	nodes := slices.Clone(s.Nodes)
-	slices.SortFunc(nodes, func(a, b snapshot.Node) int {
-		switch {
-		case a.Name == b.Name:
-			return 0
-		case naturalLess(a.Name, b.Name):
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(nodes, func(a, b snapshot.Node) int { return NaturalCompare(a.Name, b.Name) })
 	return nodes
+}
+
+// NaturalCompare orders node names the way people count (lab-node-2 before
+// lab-node-10), for slices.SortFunc.
+func NaturalCompare(a, b string) int {
+	switch {
+	case a == b:
+		return 0
+	case naturalLess(a, b):
+		return -1
+	}
+	return 1
 }
 
 // NodeAudit is the audit verdict of one node.

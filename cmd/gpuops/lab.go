@@ -1,0 +1,43 @@
+package main
+
+import (
+	"github.com/urfave/cli/v2"
+
+	"github.com/gpuops/gpuops/pkg/access"
+	"github.com/gpuops/gpuops/pkg/labrun"
+)
+
+func labCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "lab",
+		Usage: "run the whole lab (SPEC steps 1-8) on the current cluster and leave the workspace",
+		Description: "up (steps 1-4), optout of the lab spec's optout: node and operand (step 5), audit\n" +
+			"(step 6), optin of its optin: node and operand (step 7), order check of every lab node\n" +
+			"and the matrix (steps 7-8). Leaves k8s/ (five manifests), out/ (roster, driver, optout,\n" +
+			"audit, order and matrix .txt) and the two scripts in --workdir, then prints the matrix.\n" +
+			"After `gpuops reset`, running it again writes the same out/ byte for byte.",
+		Flags: []cli.Flag{labFlag(), workdirFlag(), timeoutFlag(), forceFlag()},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usageError(errUnexpectedArgs(c))
+			}
+			lab, err := loadLab(c)
+			if err != nil {
+				return err
+			}
+			cl, err := connect(c)
+			if err != nil {
+				return err
+			}
+			needs := append(access.Provision(lab.Namespace), access.Relabel(lab.Namespace)...)
+			if err := access.Check(c.Context, cl.Kube.AuthorizationV1(), needs); err != nil {
+				return err
+			}
+			m, err := labrun.Run(c.Context, cl.Kube, lab, workspaceOf(c), provisionOptions(c))
+			if err != nil {
+				return err
+			}
+			return m.WriteText(c.App.Writer)
+		},
+	}
+}

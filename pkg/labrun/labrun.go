@@ -1,0 +1,108 @@
+// Package labrun runs the whole lab of a lab spec, SPEC steps 1 to 8 in order,
+// against a cluster, and leaves the workspace complete: k8s/, out/ and the
+// scripts. Provisioning is pkg/provision's, judging pkg/judge's; this package
+// only puts them in the lab's order and writes the judges' files.
+package labrun
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpuops/gpuops/pkg/judge"
+	"github.com/gpuops/gpuops/pkg/labspec"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/provision"
+	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/workspace"
+)
+
+// The out/ files of SPEC steps 6 to 8.
+const (
+	AuditFile  = "audit.txt"
+	OrderFile  = "order.txt"
+	MatrixFile = "matrix.txt"
+)
+
+// Run runs the lab and returns the matrix of step 8. Progress, if not nil,
+// gets one line per step besides the waits' progress.
+func Run(ctx context.Context, c kubernetes.Interface, lab *labspec.Lab, ws workspace.Workspace, opts provision.Options) (judge.Matrix, error) {
+	step := func(format string, args ...any) {
+		if opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, "lab: "+format+"\n", args...)
+		}
+	}
+	step("steps 1-4: namespace %s, node labels, operand DaemonSets", lab.Namespace)
+	if _, err := provision.Up(ctx, c, lab, ws, opts); err != nil {
+		return judge.Matrix{}, err
+	}
+	if t := lab.OptOut; t != nil {
+		step("step 5: %s opts out of %s", t.Node, t.Operand)
+		if _, err := provision.OptOut(ctx, c, lab.Namespace, ws, t.Node, t.Operand, opts); err != nil {
+			return judge.Matrix{}, err
+		}
+	}
+
+	step("step 6: audit")
+	s, err := snapshot.Read(ctx, c, lab.Namespace, snapshot.Options{})
+	if err != nil {
+		return judge.Matrix{}, err
+	}
+	if err := writeOut(ws, AuditFile, func(w io.Writer) error { return judge.WriteAudit(w, judge.Audit(s, operand.Lab)) }); err != nil {
+		return judge.Matrix{}, err
+	}
+
+	if t := lab.OptIn; t != nil {
+		step("step 7: %s opts in to %s", t.Node, t.Operand)
+		if _, err := provision.OptIn(ctx, c, lab.Namespace, t.Node, t.Operand, opts); err != nil {
+			return judge.Matrix{}, err
+		}
+	}
+	step("steps 7-8: order check of the lab's nodes, matrix")
+	if s, err = snapshot.Read(ctx, c, lab.Namespace, snapshot.Options{}); err != nil {
+		return judge.Matrix{}, err
+	}
+	order, err := OrderText(s, lab)
+	if err != nil {
+		return judge.Matrix{}, err
+	}
+	if err := ws.WriteOut(OrderFile, order); err != nil {
+		return judge.Matrix{}, err
+	}
+	m := judge.BuildMatrix(s, operand.Lab)
+	if err := writeOut(ws, MatrixFile, m.WriteText); err != nil {
+		return judge.Matrix{}, err
+	}
+	return m, nil
+}
+
+// OrderText is out/order.txt: "<node> <verdict>" for every node of the lab
+// spec, in natural name order.
+func OrderText(s *snapshot.Snapshot, lab *labspec.Lab) ([]byte, error) {
+	names := make([]string, len(lab.Nodes))
+	for i, n := range lab.Nodes {
+		names[i] = n.Name
+	}
+	slices.SortFunc(names, judge.NaturalCompare)
+	var b bytes.Buffer
+	for _, n := range names {
+		v, err := judge.Order(s, n, operand.Lab, []operand.Rule{operand.DeviceRule})
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&b, "%s %s\n", n, v)
+	}
+	return b.Bytes(), nil
+}
+
+func writeOut(ws workspace.Workspace, name string, write func(io.Writer) error) error {
+	var b bytes.Buffer
+	if err := write(&b); err != nil {
+		return err
+	}
+	return ws.WriteOut(name, b.Bytes())
+}
