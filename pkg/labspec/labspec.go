@@ -41,6 +41,9 @@ func Parse(data []byte, roster []operand.Operand) (*Lab, error) {
 	if err := yaml.UnmarshalStrict(data, &lab); err != nil {
 		return nil, fmt.Errorf("invalid lab spec: %w", err)
 	}
+	if err := checkBooleans(data); err != nil {
+		return nil, fmt.Errorf("invalid lab spec: %w", err)
+	}
 	if err := lab.validate(roster); err != nil {
 		return nil, fmt.Errorf("invalid lab spec: %w", err)
 	}
