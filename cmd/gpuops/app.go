@@ -40,7 +40,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:  "gpuops",
 		Usage: "provision a GPU Operator lab and judge operand DaemonSets on any cluster",
 		Description: "Exit codes: 0 all good, 1 a judge found something wrong, 2 bad input or the\n" +
@@ -64,6 +64,11 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		OnUsageError:   func(_ *cli.Context, err error, _ bool) error { return usageError(err) },
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
+	// A command's own flag errors would otherwise print its help on stdout.
+	for _, cmd := range app.Commands {
+		cmd.OnUsageError = app.OnUsageError
+	}
+	return app
 }
 
 func globalFlags() []cli.Flag {
