@@ -30,6 +30,9 @@ func setDeploy(c *cli.Context, on bool) error {
 		return usageError(fmt.Errorf("want NODE OPERAND, got %d arguments", c.NArg()))
 	}
 	node, name := c.Args().Get(0), c.Args().Get(1)
+	if err := checkNodeName(node); err != nil {
+		return err
+	}
 	lab, err := loadLab(c)
 	if err != nil {
 		return err

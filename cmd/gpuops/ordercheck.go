@@ -24,6 +24,9 @@ func orderCheckCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return usageError(fmt.Errorf("want exactly one NODE, got %d arguments", c.NArg()))
 			}
+			if err := checkNodeName(c.Args().First()); err != nil {
+				return err
+			}
 			p, err := printerFor(c)
 			if err != nil {
 				return err
