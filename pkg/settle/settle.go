@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	v1helper "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
@@ -59,7 +60,7 @@ func Check(ds *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod) Statu
 	byNode := map[string][]*corev1.Pod{}
 	for _, p := range pods {
 		if ownedBy(p, ds) {
-			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+			byNode[nodeOf(p)] = append(byNode[nodeOf(p)], p)
 		}
 	}
 	var waiting []nodeNote
@@ -108,8 +109,31 @@ func onlyRunning(here []*corev1.Pod) string {
 		return fmt.Sprintf("%d pods", len(here))
 	case here[0].DeletionTimestamp != nil:
 		return "pod being deleted"
+	case here[0].Spec.NodeName == "":
+		return "pod not scheduled"
 	case here[0].Status.Phase != corev1.PodRunning:
 		return "pod " + strings.ToLower(string(here[0].Status.Phase))
+	}
+	return ""
+}
+
+// nodeOf is the node a daemon pod belongs to: the one it is bound to or,
+// until the scheduler binds it, the one the DaemonSet controller pinned it
+// to (a required node affinity on metadata.name).
+func nodeOf(p *corev1.Pod) string {
+	if p.Spec.NodeName != "" {
+		return p.Spec.NodeName
+	}
+	a := p.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return ""
+	}
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, f := range term.MatchFields {
+			if f.Key == metav1.ObjectNameField && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
+				return f.Values[0]
+			}
+		}
 	}
 	return ""
 }

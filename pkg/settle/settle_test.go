@@ -54,6 +54,17 @@ func deleting(p *corev1.Pod) { now := metav1.Now(); p.DeletionTimestamp = &now }
 
 func ownedByOld(p *corev1.Pod) { p.OwnerReferences[0].UID = types.UID("old-uid") }
 
+// pinnedTo gives the pod the node affinity the DaemonSet controller sets.
+func pinnedTo(node string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+			}}},
+		}}
+	}
+}
+
 func taint(k string, effect corev1.TaintEffect) corev1.Taint {
 	return corev1.Taint{Key: k, Effect: effect}
 }
@@ -106,6 +117,11 @@ func TestCheck(t *testing.T) {
 			name: "pods of a deleted DaemonSet of the same name do not count", ds: daemonSet(2), nodes: twoNodes,
 			pods:    []*corev1.Pod{pod("a", running, ownedByOld), pod("b", running), pod("c", running, ownedByOld)},
 			desired: 2, ready: 1, waiting: []string{"a no pod"},
+		},
+		{
+			name: "a pod the scheduler has not bound yet counts on the node it is pinned to", ds: daemonSet(2), nodes: twoNodes,
+			pods:    []*corev1.Pod{pod("a", running), pod("", corev1.PodPending, pinnedTo("b"))},
+			desired: 2, ready: 1, waiting: []string{"b pod not scheduled"},
 		},
 		{
 			name: "pod bound to no node", ds: daemonSet(2), nodes: twoNodes,
