@@ -418,6 +418,9 @@ func TestForeignDaemonSetIsRefused(t *testing.T) {
 			if _, err := c.AppsV1().DaemonSets(l.ns).Create(ctx, &ds, metav1.CreateOptions{FieldManager: "gpu-operator"}); err != nil {
 				t.Fatal(err)
 			}
+			l.env.WaitForDaemonSet(t, l.ns, ds.Name, func(ds *appsv1.DaemonSet) bool { // its status written
+				return ds.Status.ObservedGeneration >= ds.Generation
+			})
 			before := l.state()
 
 			wantError(t, l.gpuops("up"), "daemonset.apps/"+l.ns+"/nvidia-driver-daemonset", `"gpu-operator"`, "--force")
