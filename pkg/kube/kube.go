@@ -4,6 +4,8 @@ package kube
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,6 +37,9 @@ type Clients struct {
 func Connect(f Flags) (*Clients, error) {
 	cf := genericclioptions.NewConfigFlags(false)
 	cf.KubeConfig, cf.Context = &f.Kubeconfig, &f.Context
+	if err := checkNotEmpty(cf); err != nil {
+		return nil, err
+	}
 	cfg, err := cf.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
@@ -58,4 +63,21 @@ func Connect(f Flags) (*Clients, error) {
 		ns = DefaultNamespace
 	}
 	return &Clients{Config: cfg, Kube: cs, Namespace: ns}, nil
+}
+
+// checkNotEmpty refuses a kubeconfig that names no cluster (an empty file, a
+// $KUBECONFIG that points nowhere, no ~/.kube/config), where client-go
+// would quietly fall back to http://localhost:8080 and the user would read
+// "connection refused" about a server they never chose. Inside a pod the
+// in-cluster config still applies.
+func checkNotEmpty(cf *genericclioptions.ConfigFlags) error {
+	loader := cf.ToRawKubeConfigLoader()
+	raw, err := loader.RawConfig()
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	if len(raw.Clusters) == 0 && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+		return fmt.Errorf("kubeconfig: no cluster configured in %s", strings.Join(loader.ConfigAccess().GetLoadingPrecedence(), ", "))
+	}
+	return nil
 }
