@@ -1,0 +1,167 @@
+// Package e2e_test runs the lab end to end, as `task lab` does, on a cluster
+// of its own: the built gpuops binary runs SPEC steps 1 to 8, and every file
+// it leaves is compared with SPEC.md.
+package e2e_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	gpuops "github.com/gpuops/gpuops"
+	"github.com/gpuops/gpuops/internal/gpuopstest"
+	"github.com/gpuops/gpuops/internal/testcluster"
+	"github.com/gpuops/gpuops/pkg/labspec"
+	"github.com/gpuops/gpuops/pkg/operand"
+)
+
+func TestMain(m *testing.M) { testcluster.Main(m) }
+
+// SPEC.md's out/ files, byte for byte.
+var specOut = map[string]string{
+	"roster.txt": "" +
+		"driver=nvidia.com/gpu.deploy.driver\n" +
+		"container-toolkit=nvidia.com/gpu.deploy.container-toolkit\n" +
+		"device-plugin=nvidia.com/gpu.deploy.device-plugin\n" +
+		"gpu-feature-discovery=nvidia.com/gpu.deploy.gpu-feature-discovery\n" +
+		"dcgm-exporter=nvidia.com/gpu.deploy.dcgm-exporter\n",
+	"driver.txt": "DESIRED=1\nSKIPPED=lab-node-1\n",
+	"optout.txt": "BEFORE=2\nAFTER=1\n",
+	"audit.txt":  "lab-node-0 OK\nlab-node-1 OK\nlab-node-2 OK\n",
+	"order.txt":  "lab-node-0 ok\nlab-node-1 ok\nlab-node-2 device-plugin-without-toolkit\n",
+	"matrix.txt": "" +
+		"lab-node-0 driver=yes toolkit=yes device-plugin=yes gfd=yes dcgm=yes\n" +
+		"lab-node-1 driver=no toolkit=yes device-plugin=yes gfd=yes dcgm=no\n" +
+		"lab-node-2 driver=no toolkit=no device-plugin=yes gfd=no dcgm=no\n" +
+		"TOTAL_PODS=9\n",
+}
+
+func TestLab(t *testing.T) {
+	env := testcluster.New(t)
+	lab, err := labspec.Parse(gpuops.DefaultLab, operand.Lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The lab's nodes, plain as hack/cluster.sh makes them (no GPU labels).
+	for _, n := range lab.Nodes {
+		env.AddNode(t, n.Name, nil)
+	}
+	bin := gpuopstest.Binary(t)
+	work := t.TempDir()
+	gpuopsRun := func(args ...string) gpuopstest.Result {
+		return gpuopstest.Run(t, nil, bin, append([]string{"--kubeconfig", env.Kubeconfig}, args...)...)
+	}
+	runLab := func(what string) map[string]string {
+		t.Helper()
+		res := gpuopsRun("lab", "--workdir", work)
+		if res.Code != 0 {
+			t.Fatalf("%s: gpuops lab: exit %d\n%s", what, res.Code, res.Stderr)
+		}
+		if !strings.HasSuffix(res.Stdout, specOut["matrix.txt"]) {
+			t.Errorf("%s: gpuops lab must end by printing the matrix; stdout:\n%s", what, res.Stdout)
+		}
+		return readDir(t, filepath.Join(work, "out"))
+	}
+
+	first := runLab("first run")
+	for name, want := range specOut {
+		if first[name] != want {
+			t.Errorf("out/%s:\n%s\nSPEC.md:\n%s", name, first[name], want)
+		}
+	}
+	if len(first) != len(specOut) {
+		t.Errorf("out/ holds %d files, want exactly SPEC's %d", len(first), len(specOut))
+	}
+	var manifests []string
+	for _, o := range operand.Lab {
+		manifests = append(manifests, o.Manifest)
+	}
+	slices.Sort(manifests)
+	if got := keys(readDir(t, filepath.Join(work, "k8s"))); !slices.Equal(got, manifests) {
+		t.Errorf("k8s/ holds %v, want %v", got, manifests)
+	}
+
+	// The scripts stand at the workspace root, executable, and print what
+	// the Go commands print.
+	scriptEnv := []string{"KUBECONFIG=" + env.Kubeconfig}
+	for _, s := range []string{"operand-audit.sh", "order-check.sh"} {
+		fi, err := os.Stat(filepath.Join(work, s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode()&0o111 != 0o111 {
+			t.Errorf("%s: mode %v, want executable", s, fi.Mode())
+		}
+	}
+	audit := gpuopstest.Run(t, scriptEnv, filepath.Join(work, "operand-audit.sh"))
+	if goAudit := gpuopsRun("audit"); audit != goAudit || audit.Stdout != specOut["audit.txt"] {
+		t.Errorf("operand-audit.sh: exit %d\n%s%s\ngpuops audit: exit %d\n%s%s", audit.Code, audit.Stdout, audit.Stderr,
+			goAudit.Code, goAudit.Stdout, goAudit.Stderr)
+	}
+	var order strings.Builder
+	for _, n := range lab.Nodes {
+		sh := gpuopstest.Run(t, scriptEnv, filepath.Join(work, "order-check.sh"), n.Name)
+		if goOrder := gpuopsRun("order-check", n.Name); sh != goOrder {
+			t.Errorf("order-check.sh %s: exit %d %q %s; gpuops order-check: exit %d %q %s", n.Name,
+				sh.Code, sh.Stdout, sh.Stderr, goOrder.Code, goOrder.Stdout, goOrder.Stderr)
+		}
+		order.WriteString(n.Name + " " + sh.Stdout)
+	}
+	if order.String() != specOut["order.txt"] {
+		t.Errorf("order-check.sh on the lab's nodes:\n%s\nSPEC.md:\n%s", order.String(), specOut["order.txt"])
+	}
+	if m := gpuopsRun("matrix"); m.Stdout != specOut["matrix.txt"] || m.Code != 0 {
+		t.Errorf("gpuops matrix: exit %d\n%s%s", m.Code, m.Stdout, m.Stderr)
+	}
+
+	// Again on the lab as it stands, then after reset: the same out/.
+	if again := runLab("second run"); !equalFiles(again, first) {
+		t.Errorf("second run changed out/:\n%v\nfirst:\n%v", again, first)
+	}
+	if res := gpuopsRun("reset"); res.Code != 0 {
+		t.Fatalf("gpuops reset: exit %d\n%s", res.Code, res.Stderr)
+	}
+	if afterReset := runLab("run after reset"); !equalFiles(afterReset, first) {
+		t.Errorf("run after reset changed out/:\n%v\nfirst:\n%v", afterReset, first)
+	}
+}
+
+func readDir(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = string(b)
+	}
+	return files
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func equalFiles(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
