@@ -277,3 +277,44 @@ func TestScriptsCannotJudge(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditScriptAtScale: 5,000 nodes and 25,000 pods pass through files,
+// not arguments, and the verdict is still the judge's.
+func TestAuditScriptAtScale(t *testing.T) {
+	f := newFakeCluster(t)
+	yes := true
+	var nodes []corev1.Node
+	var pods []corev1.Pod
+	for i := range 5000 {
+		name := fmt.Sprintf("gpu-node-%d", (i*7919)%5000)
+		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"nvidia.com/gpu.present": "true"}}}
+		for k, o := range operand.Lab {
+			n.Labels[o.LabelKey()] = "true"
+			if i%250 == k { // five nodes in 250 lack one pod each
+				continue
+			}
+			pods = append(pods, corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", o.DaemonSet, i), OwnerReferences: []metav1.OwnerReference{
+					{APIVersion: "apps/v1", Kind: "DaemonSet", Name: o.DaemonSet, Controller: &yes},
+				}},
+				Spec:   corev1.PodSpec{NodeName: name},
+				Status: corev1.PodStatus{Phase: corev1.PodRunning},
+			})
+		}
+		nodes = append(nodes, n)
+	}
+	f.set(t, nodes, pods)
+	audits := judge.Audit(snapshotOf(nodes, pods), operand.Lab)
+	var want bytes.Buffer
+	if err := judge.WriteAudit(&want, audits); err != nil {
+		t.Fatal(err)
+	}
+	got := f.run(t, nil, "operand-audit.sh")
+	if got.Code != 1 || got.Stdout != want.String() {
+		t.Fatalf("operand-audit.sh at 5,000 nodes: exit %d, %d bytes (want exit 1, %d bytes)\n%s",
+			got.Code, len(got.Stdout), want.Len(), got.Stderr)
+	}
+	if n := strings.Count(got.Stdout, " MISSING "); n != 5000/250*len(operand.Lab) {
+		t.Errorf("%d MISSING lines, want %d", n, 5000/250*len(operand.Lab))
+	}
+}
