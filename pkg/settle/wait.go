@@ -80,24 +80,28 @@ func Wait(ctx context.Context, client kubernetes.Interface, ns string, names []s
 		factory.Shutdown() // waits for the informers to stop
 	}()
 
+	// An informer reports synced from a goroutine of its own, possibly after
+	// its last initial event was handled: on a quiet cluster no later event
+	// would come to look again, so wait for the sync itself first.
+	if !cache.WaitForCacheSync(ctx.Done(), nodes.HasSynced, pods.HasSynced, dss.HasSynced) {
+		if parent.Err() != nil {
+			return nil, fmt.Errorf("%w while waiting for DaemonSets to settle", ErrInterrupted)
+		}
+		return nil, fmt.Errorf("no answer from the API server within %s", opts.Timeout)
+	}
 	progress := newProgress(opts.Progress)
 	var statuses []Status
 	for {
-		if nodes.HasSynced() && pods.HasSynced() && dss.HasSynced() {
-			statuses = judgeAll(ns, names, nodes.GetStore(), pods.GetStore(), dss.GetStore())
-			progress.report(statuses)
-			if allSettled(statuses) {
-				return statuses, nil
-			}
+		statuses = judgeAll(ns, names, nodes.GetStore(), pods.GetStore(), dss.GetStore())
+		progress.report(statuses)
+		if allSettled(statuses) {
+			return statuses, nil
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
 			if parent.Err() != nil {
 				return nil, fmt.Errorf("%w while waiting for DaemonSets to settle", ErrInterrupted)
-			}
-			if statuses == nil { // never listed: the API server did not answer
-				return nil, fmt.Errorf("no answer from the API server within %s", opts.Timeout)
 			}
 			return nil, &TimeoutError{After: opts.Timeout, Unsettled: unsettled(statuses)}
 		}
