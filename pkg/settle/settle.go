@@ -46,10 +46,11 @@ func (s Status) String() string {
 
 // Check judges one DaemonSet against the nodes of the cluster and the pods of
 // its namespace. It is settled when:
-//   - the controller has observed its generation, rolled its template out to
-//     every desired node (updatedNumberScheduled, as `kubectl rollout status`
-//     checks) and its desiredNumberScheduled equals the number of nodes that
-//     its node selector, affinity and tolerations admit;
+//   - the controller has observed its generation, its desiredNumberScheduled
+//     equals the number of nodes that its node selector, affinity and
+//     tolerations admit, and its status counts that many pods scheduled,
+//     updated (as `kubectl rollout status` checks), ready and available, and
+//     no pod misscheduled but those that may stay;
 //   - each admitted node has exactly one pod of the DaemonSet, Running and not
 //     being deleted;
 //   - no other node has a pod of it, except a node the pod may stay on (see
@@ -64,6 +65,7 @@ func Check(ds *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod) Statu
 		}
 	}
 	var waiting []nodeNote
+	staying := 0
 	for _, n := range nodes {
 		run, stay := admit.admits(n)
 		here := byNode[n.Name]
@@ -77,7 +79,9 @@ func Check(ds *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod) Statu
 				st.Ready++
 			}
 		case stay && (len(here) == 0 || onlyRunning(here) == ""):
-			// a pod that tolerates the node's NoExecute taints may stay, or go
+			// a pod that tolerates the node's NoExecute taints may stay, or
+			// go; the controller counts one that stays as misscheduled
+			staying += len(here)
 		case len(here) > 0:
 			waiting = append(waiting, nodeNote{n.Name, fmt.Sprintf("%d pod(s) not yet removed", len(here))})
 		}
@@ -93,7 +97,7 @@ func Check(ds *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod) Statu
 	for _, w := range waiting {
 		st.Waiting = append(st.Waiting, w.node+" "+w.note)
 	}
-	st.Lagging = lagging(ds, st.Desired)
+	st.Lagging = lagging(ds, st.Desired, staying)
 	return st
 }
 
@@ -138,7 +142,7 @@ func nodeOf(p *corev1.Pod) string {
 	return ""
 }
 
-func lagging(ds *appsv1.DaemonSet, desired int) string {
+func lagging(ds *appsv1.DaemonSet, desired, misscheduled int) string {
 	s := ds.Status
 	switch {
 	case s.ObservedGeneration < ds.Generation:
@@ -147,6 +151,13 @@ func lagging(ds *appsv1.DaemonSet, desired int) string {
 		return fmt.Sprintf("status says %d desired", s.DesiredNumberScheduled)
 	case s.UpdatedNumberScheduled != s.DesiredNumberScheduled:
 		return fmt.Sprintf("%d of %d updated", s.UpdatedNumberScheduled, s.DesiredNumberScheduled)
+	case s.CurrentNumberScheduled != s.DesiredNumberScheduled || int(s.NumberMisscheduled) != misscheduled ||
+		s.NumberReady != s.DesiredNumberScheduled || s.NumberAvailable != s.DesiredNumberScheduled:
+		// The pods are there; the controller has yet to count them. Waiting
+		// for it leaves a status that no longer changes, so what is read
+		// next (and a second up) sees a still object.
+		return fmt.Sprintf("status counts %d scheduled, %d misscheduled, %d ready, %d available",
+			s.CurrentNumberScheduled, s.NumberMisscheduled, s.NumberReady, s.NumberAvailable)
 	}
 	return ""
 }

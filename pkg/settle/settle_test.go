@@ -19,7 +19,8 @@ func daemonSet(desired int32, mutate ...func(*appsv1.DaemonSet)) *appsv1.DaemonS
 		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			NodeSelector: map[string]string{key: "true"},
 		}}},
-		Status: appsv1.DaemonSetStatus{ObservedGeneration: 2, DesiredNumberScheduled: desired, UpdatedNumberScheduled: desired},
+		Status: appsv1.DaemonSetStatus{ObservedGeneration: 2, DesiredNumberScheduled: desired, UpdatedNumberScheduled: desired,
+			CurrentNumberScheduled: desired, NumberReady: desired, NumberAvailable: desired},
 	}
 	for _, m := range mutate {
 		m(ds)
@@ -146,6 +147,18 @@ func TestCheck(t *testing.T) {
 			desired: 2, ready: 2, lagging: "1 of 2 updated",
 		},
 		{
+			name: "status has not counted the ready pods yet",
+			ds:   daemonSet(2, func(ds *appsv1.DaemonSet) { ds.Status.NumberReady, ds.Status.NumberAvailable = 1, 0 }), nodes: twoNodes,
+			pods:    []*corev1.Pod{pod("a", running), pod("b", running)},
+			desired: 2, ready: 2, lagging: "status counts 2 scheduled, 0 misscheduled, 1 ready, 0 available",
+		},
+		{
+			name: "status still counts a misscheduled pod",
+			ds:   daemonSet(2, func(ds *appsv1.DaemonSet) { ds.Status.NumberMisscheduled = 1 }), nodes: twoNodes,
+			pods:    []*corev1.Pod{pod("a", running), pod("b", running)},
+			desired: 2, ready: 2, lagging: "status counts 2 scheduled, 1 misscheduled, 2 ready, 2 available",
+		},
+		{
 			name:    "untolerated NoSchedule taint keeps a node out",
 			ds:      daemonSet(1),
 			nodes:   []*corev1.Node{node("a", "true"), node("b", "true", taint("gpu", corev1.TaintEffectNoSchedule))},
@@ -154,7 +167,7 @@ func TestCheck(t *testing.T) {
 		},
 		{
 			name:    "a pod may stay on a node tainted NoSchedule after it started",
-			ds:      daemonSet(1),
+			ds:      daemonSet(1, func(ds *appsv1.DaemonSet) { ds.Status.NumberMisscheduled = 1 }),
 			nodes:   []*corev1.Node{node("a", "true"), node("b", "true", taint("gpu", corev1.TaintEffectNoSchedule))},
 			pods:    []*corev1.Pod{pod("a", running), pod("b", running)},
 			settled: true, desired: 1, ready: 1,
