@@ -71,7 +71,9 @@ func create(t *testing.T, env *testcluster.Env, docs []byte) {
 			_, err = env.Client.RbacV1().RoleBindings(ns).Create(ctx, o, metav1.CreateOptions{})
 		case *rbacv1.ClusterRole:
 			_, err = env.Client.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
-			t.Cleanup(func() { _ = env.Client.RbacV1().ClusterRoles().Delete(context.Background(), o.Name, metav1.DeleteOptions{}) })
+			t.Cleanup(func() {
+				_ = env.Client.RbacV1().ClusterRoles().Delete(context.Background(), o.Name, metav1.DeleteOptions{})
+			})
 		case *rbacv1.ClusterRoleBinding:
 			_, err = env.Client.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
 			t.Cleanup(func() {
