@@ -75,10 +75,10 @@ func daemonSet(ns, name string, selector map[string]string) *appsv1.DaemonSet {
 	}
 }
 
-// TestReadMatchesPlainList proves that the fast read (protobuf, paged,
-// concurrent, converted page by page) yields exactly the snapshot of a plain
-// JSON list, over nodes and pods in every state a judge distinguishes, with
-// pages small enough that every list spans several.
+// TestReadMatchesPlainList proves that the fast read (protobuf, streamed,
+// trimmed, concurrent) yields exactly the snapshot of a plain JSON list, over
+// nodes and pods in every state a judge distinguishes; so does it in pages
+// small enough that every list spans several, and with a JSON client.
 func TestReadMatchesPlainList(t *testing.T) {
 	env := testcluster.New(t)
 	ctx := context.Background()
@@ -137,24 +137,37 @@ func TestReadMatchesPlainList(t *testing.T) {
 		return d.Status.ObservedGeneration == d.Generation && d.Status.DesiredNumberScheduled == 7
 	})
 
-	opts := snapshot.Options{NodeSelector: testcluster.LabelTestID + "=" + env.ID, DaemonSets: true, PageSize: 3}
+	opts := snapshot.Options{NodeSelector: testcluster.LabelTestID + "=" + env.ID, DaemonSets: true}
 	jsonCfg := rest.CopyConfig(env.RESTConfig)
 	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
-	want := plainRead(t, kubernetes.NewForConfigOrDie(jsonCfg), env.Namespace, opts)
+	jsonClient := kubernetes.NewForConfigOrDie(jsonCfg)
+	want := plainRead(t, jsonClient, env.Namespace, opts)
+	if len(want.Nodes) != 10 || len(want.Pods) != 8 || len(want.DaemonSets) != 1 {
+		t.Fatalf("reference read: %d nodes, %d pods, %d DaemonSets; want 10, 8, 1", len(want.Nodes), len(want.Pods), len(want.DaemonSets))
+	}
 
 	clients, err := kube.Connect(kube.Flags{Kubeconfig: env.Kubeconfig, Namespace: env.Namespace})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := snapshot.Read(ctx, clients.Kube, clients.Namespace, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(want.Nodes) != 10 || len(want.Pods) != 8 || len(want.DaemonSets) != 1 {
-		t.Fatalf("reference read: %d nodes, %d pods, %d DaemonSets; want 10, 8, 1", len(want.Nodes), len(want.Pods), len(want.DaemonSets))
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("fast read differs from the plain list\n got: %+v\nwant: %+v", got, want)
+	for _, tc := range []struct {
+		name     string
+		client   kubernetes.Interface
+		pageSize int64
+	}{
+		{"protobuf streamed", clients.Kube, 0},
+		{"protobuf in pages of 3", clients.Kube, 3},
+		{"JSON in pages of 3", jsonClient, 3},
+	} {
+		o := opts
+		o.PageSize = tc.pageSize
+		got, err := snapshot.Read(ctx, tc.client, env.Namespace, o)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: read differs from the plain list\n got: %+v\nwant: %+v", tc.name, got, want)
+		}
 	}
 }
 

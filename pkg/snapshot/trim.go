@@ -1,0 +1,252 @@
+package snapshot
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// Decoding a whole pod costs far more than the few fields a judge reads:
+// most of its bytes are managedFields, annotations, containers and volumes.
+// So the protobuf bytes of each list item are trimmed to the fields that
+// NodeFrom and PodFrom read, and only those are unmarshalled (by the API
+// types' own generated code) before the usual conversion. Field numbers are
+// the API's protobuf tags, which never change meaning.
+
+// fields is the set of fields of one protobuf message to keep. A field
+// mapped to nil is kept whole; one mapped to a set is a message trimmed in
+// turn.
+type fields map[protowire.Number]fields
+
+// podFields are what PodFrom reads.
+var podFields = fields{
+	1: { // metadata
+		1:  nil, // name
+		9:  nil, // deletionTimestamp
+		13: nil, // ownerReferences
+	},
+	2: { // spec
+		10: nil, // nodeName
+		18: nil, // affinity
+	},
+	3: { // status
+		1:  nil, // phase
+		2:  nil, // conditions
+		3:  nil, // message
+		4:  nil, // reason
+		8:  nil, // containerStatuses
+		10: nil, // initContainerStatuses
+	},
+}
+
+// nodeFields are what NodeFrom reads.
+var nodeFields = fields{
+	1: { // metadata
+		1:  nil, // name
+		11: nil, // labels
+	},
+	2: { // spec
+		4: nil, // unschedulable
+		5: nil, // taints
+	},
+	3: { // status
+		4: nil, // conditions
+	},
+}
+
+// trim appends to dst the fields of the message msg that keep names.
+func trim(dst, msg []byte, keep fields) ([]byte, error) {
+	for len(msg) > 0 {
+		num, typ, n := protowire.ConsumeTag(msg)
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		m := protowire.ConsumeFieldValue(num, typ, msg[n:])
+		if m < 0 {
+			return nil, protowire.ParseError(m)
+		}
+		field := msg[:n+m]
+		msg = msg[n+m:]
+		sub, ok := keep[num]
+		switch {
+		case !ok:
+		case sub == nil:
+			dst = append(dst, field...)
+		case typ != protowire.BytesType:
+			return nil, fmt.Errorf("field %d: wire type %d, want a message", num, typ)
+		default:
+			inner, _ := protowire.ConsumeBytes(field[n:])
+			trimmed, err := trim(nil, inner, sub)
+			if err != nil {
+				return nil, fmt.Errorf("field %d: %w", num, err)
+			}
+			dst = protowire.AppendTag(dst, num, protowire.BytesType)
+			dst = protowire.AppendBytes(dst, trimmed)
+		}
+	}
+	return dst, nil
+}
+
+// protobufMagic starts every protobuf body of the Kubernetes API.
+var protobufMagic = []byte("k8s\x00")
+
+// maxItem bounds the bytes of one list item, so a corrupt length cannot make
+// the reader allocate without limit. The API server itself refuses objects
+// above a few megabytes.
+const maxItem = 64 << 20
+
+// eachListItem reads a protobuf list body as it streams in (a
+// runtime.Unknown whose raw field holds, say, a PodList: field 1 its
+// ListMeta, field 2 each item) and calls fn on each item's bytes, trimmed to
+// keep. Only one item is in memory at a time, however long the list. It
+// returns the list's continue token.
+func eachListItem(r *bufio.Reader, keep fields, fn func(item []byte) error) (string, error) {
+	magic, err := r.Peek(len(protobufMagic))
+	if err != nil || !bytes.Equal(magic, protobufMagic) {
+		return "", errors.New("not a protobuf body")
+	}
+	s := &stream{r: r}
+	if err := s.skip(int64(len(protobufMagic))); err != nil {
+		return "", err
+	}
+	var cont string
+	var item, trimmed []byte
+	err = s.fields(-1, func(num protowire.Number, size int64) error {
+		if num != 2 { // runtime.Unknown.raw
+			return s.skip(size)
+		}
+		return s.fields(size, func(num protowire.Number, size int64) (err error) {
+			if num != 1 && num != 2 {
+				return s.skip(size)
+			}
+			if item, err = s.read(item, size); err != nil {
+				return err
+			}
+			if num == 1 { // ListMeta
+				c, err := field(item, 3) // continue
+				cont = string(c)
+				return err
+			}
+			if trimmed, err = trim(trimmed[:0], item, keep); err != nil {
+				return fmt.Errorf("list item: %w", err)
+			}
+			return fn(trimmed)
+		})
+	})
+	if err != nil {
+		return "", err
+	}
+	return cont, nil
+}
+
+// stream reads protobuf fields off a buffered body, counting the bytes it
+// has consumed so that nested messages end where their length says.
+type stream struct {
+	r *bufio.Reader
+	n int64
+}
+
+func (s *stream) ReadByte() (byte, error) {
+	b, err := s.r.ReadByte()
+	if err == nil {
+		s.n++
+	}
+	return b, err
+}
+
+func (s *stream) skip(n int64) error {
+	d, err := s.r.Discard(int(n))
+	s.n += int64(d)
+	return truncated(err)
+}
+
+// read reads the next n bytes into buf, reusing its storage.
+func (s *stream) read(buf []byte, n int64) ([]byte, error) {
+	if n > maxItem {
+		return nil, fmt.Errorf("list item of %d bytes: more than %d", n, maxItem)
+	}
+	buf = slices.Grow(buf[:0], int(n))[:n]
+	m, err := io.ReadFull(s.r, buf)
+	s.n += int64(m)
+	return buf, truncated(err)
+}
+
+// fields reads the fields of a message that ends size bytes on (-1: at the
+// end of the body) and calls fn with the number and length of each
+// length-delimited one; fn consumes exactly those bytes. Fields of other wire
+// types are skipped.
+func (s *stream) fields(size int64, fn func(num protowire.Number, size int64) error) error {
+	end := s.n + size
+	for size < 0 || s.n < end {
+		tag, err := binary.ReadUvarint(s)
+		if err == io.EOF && size < 0 {
+			return nil
+		}
+		if err != nil {
+			return truncated(err)
+		}
+		num, typ := protowire.DecodeTag(tag)
+		switch typ {
+		case protowire.BytesType:
+			var length uint64
+			if length, err = binary.ReadUvarint(s); err == nil {
+				err = fn(num, int64(length))
+			}
+		case protowire.VarintType:
+			_, err = binary.ReadUvarint(s)
+		case protowire.Fixed32Type:
+			err = s.skip(4)
+		case protowire.Fixed64Type:
+			err = s.skip(8)
+		default:
+			err = fmt.Errorf("field %d: unsupported wire type %d", num, typ)
+		}
+		if err != nil {
+			return truncated(err)
+		}
+	}
+	if s.n != end {
+		return errors.New("a field overruns its message")
+	}
+	return nil
+}
+
+func truncated(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// field returns the bytes of the last occurrence of a length-delimited field
+// (protobuf's rule for a repeated scalar field), or nil if it is absent.
+func field(msg []byte, want protowire.Number) ([]byte, error) {
+	var out []byte
+	for len(msg) > 0 {
+		num, typ, n := protowire.ConsumeTag(msg)
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		if num == want && typ == protowire.BytesType {
+			v, m := protowire.ConsumeBytes(msg[n:])
+			if m < 0 {
+				return nil, protowire.ParseError(m)
+			}
+			out = v
+			msg = msg[n+m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, msg[n:])
+		if m < 0 {
+			return nil, protowire.ParseError(m)
+		}
+		msg = msg[n+m:]
+	}
+	return out, nil
+}

@@ -1,0 +1,195 @@
+package snapshot
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/randfill"
+)
+
+// filler fills API objects at random, with valid quantities (their internals
+// are unexported and the protobuf encoder needs them consistent).
+func filler(seed int64) *randfill.Filler {
+	return randfill.NewWithSeed(seed).NilChance(0.2).NumElements(0, 3).Funcs(
+		func(q *resource.Quantity, c randfill.Continue) { *q = *resource.NewQuantity(c.Int63n(1<<40), resource.BinarySI) },
+	)
+}
+
+// TestTrimKeepsWhatConversionReads proves, over random pods and nodes, that
+// converting the trimmed decode gives what converting the whole object gives:
+// a field PodFrom or NodeFrom starts reading without a keep entry fails here.
+func TestTrimKeepsWhatConversionReads(t *testing.T) {
+	for seed := range int64(300) {
+		f := filler(seed)
+		var pod corev1.Pod
+		f.Fill(&pod)
+		if seed%2 == 0 { // make sure the branches that matter are taken
+			pod.OwnerReferences = append(pod.OwnerReferences, metav1.OwnerReference{
+				APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", Controller: new(bool),
+			})
+			*pod.OwnerReferences[len(pod.OwnerReferences)-1].Controller = true
+			pod.Spec.Affinity = targetAffinity("node-a")
+			pod.Status.Phase = corev1.PodPending
+			pod.Status.Reason, pod.Status.Message = "", ""
+			pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Message: "no fit"})
+		}
+		if seed%3 == 0 {
+			pod.Status.Conditions, pod.Status.Reason, pod.Status.Message = nil, "", ""
+			pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "pull"}},
+			})
+		}
+		var got corev1.Pod
+		decodeTrimmed(t, &pod, &got, podFields)
+		if want, have := PodFrom(&pod), PodFrom(&got); !equality.Semantic.DeepEqual(want, have) {
+			t.Fatalf("seed %d: pod from trimmed bytes\n got %+v\nwant %+v", seed, have, want)
+		}
+
+		var node corev1.Node
+		f.Fill(&node)
+		if seed%2 == 0 {
+			node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue})
+		}
+		var gotNode corev1.Node
+		decodeTrimmed(t, &node, &gotNode, nodeFields)
+		if want, have := NodeFrom(&node), NodeFrom(&gotNode); !equality.Semantic.DeepEqual(want, have) {
+			t.Fatalf("seed %d: node from trimmed bytes\n got %+v\nwant %+v", seed, have, want)
+		}
+	}
+}
+
+func targetAffinity(node string) *corev1.Affinity {
+	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+		}}},
+	}}
+}
+
+type protoMessage interface {
+	Marshal() ([]byte, error)
+	Unmarshal([]byte) error
+}
+
+func decodeTrimmed(t *testing.T, in, out protoMessage, keep fields) {
+	t.Helper()
+	b, err := in.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	trimmed, err := trim(nil, b, keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Unmarshal(trimmed); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// podPage is a protobuf PodList body of n copies of a real DaemonSet pod
+// (testdata/pod.json, as a KWOK cluster serves it, managedFields and all).
+func podPage(tb testing.TB, n int, cont string) []byte {
+	tb.Helper()
+	data, err := os.ReadFile("testdata/pod.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var pod corev1.Pod
+	if err := json.Unmarshal(data, &pod); err != nil {
+		tb.Fatal(err)
+	}
+	list := &corev1.PodList{ListMeta: metav1.ListMeta{Continue: cont}}
+	for i := range n {
+		p := pod.DeepCopy()
+		p.Name = fmt.Sprintf("%s-%d", pod.Name, i)
+		p.Spec.NodeName = fmt.Sprintf("node-%d", i)
+		list.Items = append(list.Items, *p)
+	}
+	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+	if !ok {
+		tb.Fatal("no protobuf serializer")
+	}
+	body, err := runtime.Encode(scheme.Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion), list)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return body
+}
+
+func reader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
+
+func TestEachListItemReadsAPage(t *testing.T) {
+	body := podPage(t, 3, "next-page")
+	var pods []Pod
+	cont, err := eachListItem(reader(body), podFields, func(b []byte) error {
+		var p corev1.Pod
+		if err := p.Unmarshal(b); err != nil {
+			return err
+		}
+		pods = append(pods, PodFrom(&p))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cont != "next-page" {
+		t.Errorf("continue = %q, want next-page", cont)
+	}
+	if len(pods) != 3 || pods[2].Name != "gpu-feature-discovery-22bkd-2" || pods[2].Node != "node-2" ||
+		pods[2].DaemonSet != "gpu-feature-discovery" || pods[2].Phase != corev1.PodRunning || pods[2].Target != "gpu-node-0180" {
+		t.Fatalf("pods = %+v", pods)
+	}
+	if _, err := eachListItem(reader([]byte(`{"kind":"PodList"}`)), podFields, nil); err == nil {
+		t.Error("a JSON body must be refused")
+	}
+	if _, err := eachListItem(reader(body[:len(body)-7]), podFields, func([]byte) error { return nil }); err == nil {
+		t.Error("a truncated body must be refused")
+	}
+}
+
+// BenchmarkDecodePodPage compares decoding one page of 2,000 pods whole (what
+// a typed client does) with decoding it trimmed (what Read does):
+//
+//	go test ./pkg/snapshot -run '^$' -bench DecodePodPage -count 6 | benchstat -col /decode -
+func BenchmarkDecodePodPage(b *testing.B) {
+	body := podPage(b, 2000, "")
+	b.Run("decode=typed", func(b *testing.B) {
+		for b.Loop() {
+			var list corev1.PodList
+			if _, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, &list); err != nil {
+				b.Fatal(err)
+			}
+			pods := make([]Pod, 0, len(list.Items))
+			for i := range list.Items {
+				pods = append(pods, PodFrom(&list.Items[i]))
+			}
+		}
+	})
+	b.Run("decode=trimmed", func(b *testing.B) {
+		for b.Loop() {
+			var pods []Pod
+			var p corev1.Pod
+			_, err := eachListItem(reader(body), podFields, func(item []byte) error {
+				p = corev1.Pod{}
+				if err := p.Unmarshal(item); err != nil {
+					return err
+				}
+				pods = append(pods, PodFrom(&p))
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
