@@ -61,6 +61,9 @@ func newTestLab(t *testing.T, opts ...testcluster.NodeOption) *testLab {
 			o = opts
 		}
 		env.AddNode(t, name, nil, o...)
+		// the controller manager adds the beta.kubernetes.io labels soon
+		// after; wait, so that no label changes later behind the test's back
+		env.WaitForNode(t, name, func(n *corev1.Node) bool { return n.Labels[corev1.LabelOSStable] == n.Labels["beta.kubernetes.io/os"] })
 	}
 	spec.Namespace = l.ns
 	spec.OptOut.Node, spec.OptIn.Node = rename[spec.OptOut.Node], rename[spec.OptIn.Node]
