@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpuops/gpuops/internal/testcluster"
+	"github.com/gpuops/gpuops/pkg/labspec"
+	"github.com/gpuops/gpuops/pkg/operand"
+)
+
+// role is what kind of node a fleet member is.
+type role int
+
+const (
+	gpu       role = iota // asks for its operands and runs them all
+	noGPU                 // no deploy label at all
+	tainted               // asks for all five, but carries a taint no DaemonSet tolerates
+	lowMemory             // too little memory for the driver pod (512Mi): it stays Pending
+)
+
+// brokenTaint keeps every operand off a node.
+var brokenTaint = corev1.Taint{Key: "gpuops.bench/broken", Value: "true", Effect: corev1.TaintEffectNoSchedule}
+
+// lowMemory nodes opt out of dcgm-exporter, so the other three 128Mi pods
+// always fit while the 512Mi driver never does.
+const lowMemoryCapacity = "448Mi"
+
+type fleetNode struct {
+	name     string
+	role     role
+	operands map[string]bool // deploy label values; an operand left out has no label
+}
+
+// plan lays out a fleet of n nodes: mostly GPU nodes with all five operands,
+// some opting out of the driver (host driver) or of dcgm-exporter, one in a
+// hundred without GPU, and per 500 nodes one tainted and one low-memory node.
+// Names are zero-padded so that natural and plain order agree.
+func plan(n int) []fleetNode {
+	width := max(4, len(fmt.Sprint(n-1)))
+	broken := max(2, n/500)
+	out := make([]fleetNode, n)
+	for i := range out {
+		f := fleetNode{name: fmt.Sprintf("gpu-node-%0*d", width, i), role: gpu, operands: map[string]bool{}}
+		switch {
+		case i >= n-broken:
+			f.role = lowMemory
+		case i%500 == min(250, n/2):
+			f.role = tainted
+		case i%100 == 99:
+			f.role = noGPU
+		}
+		if f.role != noGPU {
+			for _, o := range operand.Lab {
+				f.operands[o.Name] = true
+			}
+		}
+		if f.role == gpu && i%20 == 3 {
+			f.operands[operand.Driver] = false
+		}
+		if (f.role == gpu && i%50 == 11) || f.role == lowMemory {
+			f.operands["dcgm-exporter"] = false
+		}
+		out[i] = f
+	}
+	return out
+}
+
+// runs reports whether the operand's pod runs on the node once settled.
+func (f fleetNode) runs(o operand.Operand) bool {
+	switch f.role {
+	case tainted:
+		return false
+	case lowMemory:
+		return f.operands[o.Name] && o.Name != operand.Driver
+	}
+	return f.operands[o.Name]
+}
+
+// expectedAudit is the audit text the fleet must produce once settled.
+func expectedAudit(fleet []fleetNode) string {
+	var b strings.Builder
+	for _, f := range fleet {
+		missing := 0
+		for _, o := range operand.Lab {
+			if f.operands[o.Name] && !f.runs(o) {
+				fmt.Fprintf(&b, "%s MISSING %s\n", f.name, o.Name)
+				missing++
+			}
+		}
+		if missing == 0 {
+			fmt.Fprintf(&b, "%s OK\n", f.name)
+		}
+	}
+	return b.String()
+}
+
+// expectedPods counts the operand pods of the settled fleet: Running, and
+// Pending for lack of memory.
+func expectedPods(fleet []fleetNode) (running, pending int) {
+	for _, f := range fleet {
+		for _, o := range operand.Lab {
+			if f.runs(o) {
+				running++
+			} else if f.role == lowMemory && f.operands[o.Name] {
+				pending++
+			}
+		}
+	}
+	return running, pending
+}
+
+func (f fleetNode) deployLabels() map[string]string {
+	labels := map[string]string{}
+	for _, o := range operand.Lab {
+		if on, ok := f.operands[o.Name]; ok {
+			labels[o.LabelKey()] = fmt.Sprint(on)
+		}
+	}
+	return labels
+}
+
+func (f fleetNode) object(withDeployLabels bool) *corev1.Node {
+	labels := map[string]string{}
+	if f.role != noGPU {
+		labels["nvidia.com/gpu.present"] = "true"
+	}
+	if withDeployLabels {
+		for k, v := range f.deployLabels() {
+			labels[k] = v
+		}
+	}
+	n := testcluster.FakeNode(f.name, labels)
+	switch f.role {
+	case tainted:
+		n.Spec.Taints = []corev1.Taint{brokenTaint}
+	case lowMemory:
+		testcluster.WithMemory(lowMemoryCapacity)(n)
+	}
+	return n
+}
+
+// createNodes creates the nodes concurrently; nodes that exist are left alone.
+func createNodes(ctx context.Context, c kubernetes.Interface, nodes []*corev1.Node) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(64)
+	for _, n := range nodes {
+		g.Go(func() error {
+			_, err := c.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{FieldManager: "gpuops-bench"})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("create node %s: %w", n.Name, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// labSpec is the lab spec that makes `gpuops up` label the given nodes.
+func labSpec(namespace string, fleet []fleetNode) ([]byte, error) {
+	lab := labspec.Lab{Namespace: namespace}
+	for _, f := range fleet {
+		n := labspec.Node{Name: f.name}
+		if len(f.operands) > 0 {
+			n.Operands = f.operands
+		}
+		lab.Nodes = append(lab.Nodes, n)
+	}
+	return yaml.Marshal(lab)
+}
+
+// waitPods watches the namespace's pods until as many are Running and as
+// many Pending unscheduled as the settled fleet has.
+func waitPods(ctx context.Context, c kubernetes.Interface, namespace string, running, pending int) error {
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.CoreV1().Pods(namespace).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.CoreV1().Pods(namespace).Watch(ctx, o)
+		},
+	}
+	var store cache.Store
+	var r, p int
+	settled := func() (bool, error) {
+		r, p = 0, 0
+		for _, o := range store.List() {
+			pod := o.(*corev1.Pod)
+			switch {
+			case pod.DeletionTimestamp != nil:
+			case pod.Status.Phase == corev1.PodRunning:
+				r++
+			case pod.Status.Phase == corev1.PodPending && unschedulable(pod):
+				p++
+			}
+		}
+		return r == running && p == pending && len(store.List()) == running+pending, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+	defer cancel()
+	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{},
+		func(s cache.Store) (bool, error) { store = s; return settled() },
+		func(watch.Event) (bool, error) { return settled() })
+	if err != nil {
+		return fmt.Errorf("waiting for %d Running and %d Pending pods (have %d and %d): %w", running, pending, r, p, err)
+	}
+	return nil
+}
+
+func unschedulable(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return true
+		}
+	}
+	return false
+}
+
+// expectedMatrix is the matrix text the fleet must produce once settled.
+func expectedMatrix(fleet []fleetNode) string {
+	var b strings.Builder
+	running, _ := expectedPods(fleet)
+	for _, f := range fleet {
+		b.WriteString(f.name)
+		for _, o := range operand.Lab {
+			yes := "no"
+			if f.runs(o) {
+				yes = "yes"
+			}
+			fmt.Fprintf(&b, " %s=%s", o.Column, yes)
+		}
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "TOTAL_PODS=%d\n", running)
+	return b.String()
+}

@@ -1,0 +1,73 @@
+// Command floor sends the LIST requests a judge needs — all nodes and the
+// namespace's pods, concurrently, unpaged — and nothing else: each body is
+// read and dropped. Its time and memory are the API server's own floor, the
+// baseline `task bench` measures gpuops and the scripts against.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func main() {
+	kubeconfig := flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster")
+	namespace := flag.String("n", "gpu-operator", "namespace of the pods")
+	asJSON := flag.Bool("json", false, "ask for JSON instead of protobuf")
+	flag.Parse()
+	if err := run(*kubeconfig, *namespace, *asJSON); err != nil {
+		fmt.Fprintf(os.Stderr, "error: %v\n", err)
+		os.Exit(2)
+	}
+}
+
+func run(kubeconfig, namespace string, asJSON bool) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
+	accept := "application/vnd.kubernetes.protobuf"
+	if asJSON {
+		accept = "application/json"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var g errgroup.Group
+	for _, path := range []string{"/api/v1/nodes", "/api/v1/namespaces/" + namespace + "/pods"} {
+		g.Go(func() error { return get(ctx, client, cfg.Host+path, accept) })
+	}
+	return g.Wait()
+}
+
+func get(ctx context.Context, client *http.Client, url, accept string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", accept)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s (%d bytes)", url, resp.Status, n)
+	}
+	return nil
+}

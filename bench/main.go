@@ -1,0 +1,242 @@
+// Command bench is `task bench`: on a local KWOK cluster of its own it builds
+// a fleet of N GPU nodes (some opted out of operands, some broken: a taint the
+// DaemonSets don't tolerate, too little memory for the driver), lets
+// `gpuops up` label them and settle the five operand DaemonSets, then times
+// side by side, in rounds, the API server's floor (bench/floor), gpuops audit
+// and matrix, operand-audit.sh and the kubectl+jq recipe (bench/recipe.sh). It
+// checks every output against the fleet's expected audit, prints a table with
+// ratios to the floor and appends it to bench/RESULTS.md.
+//
+//	go run ./bench -n 5000       # from the repository root, tools built
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gpuops/gpuops/pkg/kube"
+)
+
+type config struct {
+	nodes   int
+	rounds  int
+	cluster string
+	keep    bool // leave the cluster running at the end
+	reuse   bool // measure a fleet an earlier -keep run left, without setup
+	results string
+}
+
+func main() {
+	var cfg config
+	flag.IntVar(&cfg.nodes, "n", 1000, "number of nodes in the fleet")
+	flag.IntVar(&cfg.rounds, "rounds", 5, "timed rounds per contender (after one warm-up)")
+	flag.StringVar(&cfg.cluster, "cluster", "gpuops-scale", "name of the bench's own KWOK cluster (hack/cluster.sh)")
+	flag.BoolVar(&cfg.keep, "keep", false, "leave the cluster running at the end")
+	flag.BoolVar(&cfg.reuse, "reuse", false, "measure the fleet a -keep run left (no setup, no `gpuops up` figure)")
+	flag.StringVar(&cfg.results, "results", "bench/RESULTS.md", "file the results are appended to (empty: none)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, cfg)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: error: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+}
+
+func run(ctx context.Context, cfg config) (err error) {
+	root, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(root, "hack", "cluster.sh")); err != nil {
+		return fmt.Errorf("run from the repository root: %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "gpuops-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	env := append(os.Environ(), "PATH="+filepath.Join(root, ".lab", "bin")+":"+os.Getenv("PATH"))
+
+	logf("building gpuops and the floor program")
+	bin := func(name string) string { return filepath.Join(tmp, name) }
+	if err := sh(ctx, env, "go", "build", "-o", bin("gpuops"), "./cmd/gpuops"); err != nil {
+		return err
+	}
+	if err := sh(ctx, env, "go", "build", "-o", bin("floor"), "./bench/floor"); err != nil {
+		return err
+	}
+
+	logf("starting cluster %s", cfg.cluster)
+	script := filepath.Join(root, "hack", "cluster.sh")
+	if err := sh(ctx, append(env, "LAB_NODES="), "bash", script, "up", cfg.cluster); err != nil {
+		return err
+	}
+	if !cfg.keep {
+		defer func() {
+			logf("deleting cluster %s", cfg.cluster)
+			if derr := sh(context.Background(), env, "bash", script, "down", cfg.cluster); derr != nil && err == nil {
+				err = derr
+			}
+		}()
+	}
+	out, err := exec.CommandContext(ctx, "bash", script, "kubeconfig", cfg.cluster).Output()
+	if err != nil {
+		return fmt.Errorf("kubeconfig of %s: %w", cfg.cluster, err)
+	}
+	kubeconfig := strings.TrimSpace(string(out))
+	env = append(env, "KUBECONFIG="+kubeconfig)
+	client, server, err := benchClient(kubeconfig)
+	if err != nil {
+		return err
+	}
+
+	fleet := plan(cfg.nodes)
+	var setup []string
+	if cfg.reuse {
+		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return err
+		}
+		if len(nodes.Items) != len(fleet) {
+			return fmt.Errorf("-reuse: cluster %s has %d nodes, want %d", cfg.cluster, len(nodes.Items), len(fleet))
+		}
+		setup = append(setup, "fleet reused from an earlier run: `gpuops up` not timed")
+	} else if setup, err = buildFleet(ctx, client, fleet, env, bin("gpuops"), tmp); err != nil {
+		return err
+	}
+
+	contenders, notes := lineUp(root, bin, fleet)
+	logf("measuring %d contenders, %d rounds each", len(contenders), cfg.rounds)
+	load := loadAverage()
+	results, err := measure(ctx, contenders, append(env, "ROSTER="+rosterJSON()), tmp, cfg.rounds, func(s string) { logf("%s", s) })
+	if err != nil {
+		return err
+	}
+	running, pending := expectedPods(fleet)
+	rep := report{
+		nodes: len(fleet), running: running, pending: pending, rounds: cfg.rounds,
+		when: time.Now().UTC(), machine: machine(server), revision: revision(ctx, root),
+		results: results, setup: setup, notes: notes, load: [2]string{load, loadAverage()},
+	}
+	text := rep.markdown()
+	fmt.Print(text)
+	if cfg.results != "" {
+		return appendResults(cfg.results, text)
+	}
+	return nil
+}
+
+// benchClient is a client for setting the fleet up quickly: many concurrent
+// creates, no client-side throttling.
+func benchClient(kubeconfig string) (kubernetes.Interface, string, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, "", err
+	}
+	cfg.QPS, cfg.Burst = -1, 0
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	v, err := c.Discovery().ServerVersion()
+	if err != nil {
+		return nil, "", fmt.Errorf("server version: %w", err)
+	}
+	return c, v.GitVersion, nil
+}
+
+// buildFleet creates the fleet and settles it; it returns what each step took.
+func buildFleet(ctx context.Context, c kubernetes.Interface, fleet []fleetNode, env []string, gpuops, tmp string) ([]string, error) {
+	have, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(have.Items) > 0 {
+		return nil, fmt.Errorf("the bench cluster already has nodes: delete it first (hack/cluster.sh down NAME) or pass -reuse")
+	}
+	var first, late []fleetNode
+	for _, f := range fleet {
+		if f.role == lowMemory {
+			late = append(late, f)
+		} else {
+			first = append(first, f)
+		}
+	}
+	var notes []string
+	step := func(what string, do func() error) error {
+		logf("%s", what)
+		start := time.Now()
+		if err := do(); err != nil {
+			return err
+		}
+		took := time.Since(start)
+		logf("%s: %.1f s", what, took.Seconds())
+		notes = append(notes, fmt.Sprintf("%s: %.1f s", what, took.Seconds()))
+		return nil
+	}
+	err = step(fmt.Sprintf("create %d nodes without deploy labels (64 concurrent creates)", len(first)), func() error {
+		return createNodes(ctx, c, objects(first, false))
+	})
+	if err != nil {
+		return nil, err
+	}
+	spec, err := labSpec(kube.DefaultNamespace, first)
+	if err != nil {
+		return nil, err
+	}
+	labFile := filepath.Join(tmp, "fleet-lab.yaml")
+	if err := os.WriteFile(labFile, spec, 0o644); err != nil {
+		return nil, err
+	}
+	err = step(fmt.Sprintf("`gpuops up` (label %d nodes, apply 5 DaemonSets, wait until settled)", len(first)), func() error {
+		return sh(ctx, env, gpuops, "up", "--lab", labFile, "--workdir", filepath.Join(tmp, "workdir"), "--timeout", "30m")
+	})
+	if err != nil {
+		return nil, err
+	}
+	running, pending := expectedPods(fleet)
+	err = step(fmt.Sprintf("add %d low-memory nodes (deploy labels set), wait for %d Running and %d Pending pods", len(late), running, pending), func() error {
+		if err := createNodes(ctx, c, objects(late, true)); err != nil {
+			return err
+		}
+		return waitPods(ctx, c, kube.DefaultNamespace, running, pending)
+	})
+	return notes, err
+}
+
+func objects(fleet []fleetNode, withDeployLabels bool) []*corev1.Node {
+	out := make([]*corev1.Node, 0, len(fleet))
+	for _, f := range fleet {
+		out = append(out, f.object(withDeployLabels))
+	}
+	return out
+}
+
+// sh runs a command with its output on stderr.
+func sh(ctx context.Context, env []string, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env, cmd.Stdout, cmd.Stderr = env, os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+	}
+	return nil
+}

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/gpuops/gpuops/pkg/kube"
+	"github.com/gpuops/gpuops/pkg/operand"
+)
+
+// lineUp lists the contenders, each with the output it must print. A
+// contender that is not there yet (a gpuops command not written, an empty
+// script) is left out with a note, so the bench runs at every stage.
+func lineUp(root string, bin func(string) string, fleet []fleetNode) ([]contender, []string) {
+	ns := kube.DefaultNamespace
+	audit, matrix := expectedAudit(fleet), expectedMatrix(fleet)
+	cs := []contender{
+		{name: "floor: the raw LISTs (nodes ‖ pods), protobuf", argv: []string{bin("floor"), "-n", ns}, codes: []int{0}, floor: true},
+		{name: "the raw LISTs as JSON", argv: []string{bin("floor"), "-n", ns, "-json"}, codes: []int{0}},
+	}
+	var notes []string
+	for _, c := range []struct{ cmd, want string }{{"audit", audit}, {"matrix", matrix}} {
+		if exec.Command(bin("gpuops"), c.cmd, "--help").Run() != nil {
+			notes = append(notes, fmt.Sprintf("`gpuops %s` not measured: the command does not exist yet", c.cmd))
+			continue
+		}
+		cs = append(cs, contender{name: "gpuops " + c.cmd, argv: []string{bin("gpuops"), "-n", ns, c.cmd}, codes: []int{0, 1}, want: c.want})
+	}
+	script := filepath.Join(root, "operand-audit.sh")
+	if data, err := os.ReadFile(script); err != nil || !bytes.Contains(data, []byte("kubectl")) {
+		notes = append(notes, "operand-audit.sh not measured: still a placeholder")
+	} else {
+		cs = append(cs, contender{name: "operand-audit.sh", argv: []string{"bash", script}, codes: []int{0, 1}, want: audit})
+	}
+	cs = append(cs, contender{name: "kubectl+jq recipe (bench/recipe.sh)", argv: []string{"bash", filepath.Join(root, "bench", "recipe.sh")}, codes: []int{0, 1}, want: audit})
+	return cs, notes
+}
+
+// rosterJSON hands the operand catalog to the recipe script.
+func rosterJSON() string {
+	type entry struct {
+		Name string `json:"name"`
+		Key  string `json:"key"`
+		DS   string `json:"ds"`
+	}
+	var r []entry
+	for _, o := range operand.Lab {
+		r = append(r, entry{o.Name, o.LabelKey(), o.DaemonSet})
+	}
+	b, _ := json.Marshal(r)
+	return string(b)
+}
+
+type report struct {
+	nodes, running, pending, rounds int
+	when                            time.Time
+	machine, revision               string
+	results                         []result
+	setup, notes                    []string
+	load                            [2]string // 1-minute load average before and after the rounds
+}
+
+func (r report) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n## %d nodes, %d operand pods (%d Pending) — %s\n\n", r.nodes, r.running+r.pending, r.pending, r.when.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "%s; gpuops %s. Median of %d rounds after a warm-up; peak RSS is the largest process of the run (/usr/bin/time). Load average (1 min) %s before the rounds, %s after.\n\n",
+		r.machine, r.revision, r.rounds, r.load[0], r.load[1])
+	var floor time.Duration
+	for _, res := range r.results {
+		if res.floor {
+			floor = res.median()
+		}
+	}
+	b.WriteString("| what | median wall | × floor | peak RSS | output |\n|---|---:|---:|---:|---|\n")
+	for _, res := range r.results {
+		ratio := "—"
+		if floor > 0 {
+			ratio = fmt.Sprintf("%.2f", float64(res.median())/float64(floor))
+		}
+		fmt.Fprintf(&b, "| %s | %.3f s | %s | %d MB | %s |\n", res.name, res.median().Seconds(), ratio, res.peakRSS()>>20, verdict(res))
+	}
+	b.WriteByte('\n')
+	for _, s := range r.setup {
+		fmt.Fprintf(&b, "- setup: %s\n", s)
+	}
+	for _, s := range r.notes {
+		fmt.Fprintf(&b, "- %s\n", s)
+	}
+	return b.String()
+}
+
+// verdict compares a contender's output with what the fleet must produce.
+func verdict(r result) string {
+	if r.want == "" {
+		return "—"
+	}
+	if string(r.out) == r.want {
+		return fmt.Sprintf("as expected (%d lines)", strings.Count(r.want, "\n"))
+	}
+	got, want := strings.Split(string(r.out), "\n"), strings.Split(r.want, "\n")
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			return fmt.Sprintf("**WRONG** at line %d: got %q, want %q", i+1, got[i], want[i])
+		}
+	}
+	return fmt.Sprintf("**WRONG**: %d lines, want %d", len(got)-1, len(want)-1)
+}
+
+const resultsHeader = `# Benchmark results
+
+Written by ` + "`go tool task bench`" + ` (N=1000) and ` + "`go tool task bench N=5000`" + `, one section per run,
+newest last. Each run builds a fresh KWOK fleet on this machine's local control plane (QPS limits off),
+settles it with ` + "`gpuops up`" + `, then times every contender in interleaved rounds. The floor is a minimal
+Go program that sends the two LIST requests and drops the bodies; "× floor" is median wall over the
+floor's. "output" compares each judge's stdout, byte for byte, with the audit (or matrix) the fleet
+must produce.
+`
+
+// appendResults adds a run's section to the results file, creating it with
+// its header if needed.
+func appendResults(path, section string) error {
+	if _, err := os.Stat(path); os.IsNotExist(err) {
+		section = resultsHeader + section
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(section); err != nil {
+		f.Close()
+		return err
+	}
+	logf("results appended to %s", path)
+	return f.Close()
+}
+
+// machine describes where the figures come from.
+func machine(server string) string {
+	cpu := "unknown CPU"
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		s := bufio.NewScanner(f)
+		for s.Scan() {
+			if k, v, ok := strings.Cut(s.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	mem := ""
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int64
+		if _, err := fmt.Sscanf(string(data), "MemTotal: %d kB", &kb); err == nil {
+			mem = fmt.Sprintf(", %d GiB RAM", (kb+1<<19)>>20)
+		}
+	}
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	return fmt.Sprintf("Machine: %s, %d cores%s, Linux %s; %s; kube-apiserver %s on KWOK",
+		cpu, runtime.NumCPU(), mem, strings.TrimSpace(string(kernel)), runtime.Version(), server)
+}
+
+// loadAverage is the 1-minute load average: other work on the machine
+// slows the API server and every contender with it.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Fields(string(data))[0]
+}
+
+// revision names the code measured: the commit, marked when the work tree
+// differs from it in the files that make up gpuops.
+func revision(ctx context.Context, root string) string {
+	out, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "(unknown revision)"
+	}
+	rev := strings.TrimSpace(string(out))
+	dirty, _ := exec.CommandContext(ctx, "git", "-C", root, "status", "--porcelain", "--", "cmd", "pkg", "go.mod", "operand-audit.sh").Output()
+	if len(bytes.TrimSpace(dirty)) > 0 {
+		rev += " + uncommitted changes"
+	}
+	return rev
+}
