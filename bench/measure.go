@@ -16,8 +16,8 @@ import (
 type contender struct {
 	name  string
 	argv  []string
-	codes []int // exit codes that mean "ran fine" (1 is a finding for the judges)
-	floor bool  // the baseline of the ratios
+	codes []int  // exit codes that mean "ran fine" (1 is a finding for the judges)
+	floor bool   // the baseline of the ratios
 	want  string // the exact output expected of it; empty: not checked
 }
 

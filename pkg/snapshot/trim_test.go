@@ -21,7 +21,9 @@ import (
 // are unexported and the protobuf encoder needs them consistent).
 func filler(seed int64) *randfill.Filler {
 	return randfill.NewWithSeed(seed).NilChance(0.2).NumElements(0, 3).Funcs(
-		func(q *resource.Quantity, c randfill.Continue) { *q = *resource.NewQuantity(c.Int63n(1<<40), resource.BinarySI) },
+		func(q *resource.Quantity, c randfill.Continue) {
+			*q = *resource.NewQuantity(c.Int63n(1<<40), resource.BinarySI)
+		},
 	)
 }
 
