@@ -114,7 +114,7 @@ func randomState(r *rand.Rand) ([]corev1.Node, []corev1.Pod) {
 	names = names[:r.IntN(len(names)+1)]
 	var nodes []corev1.Node
 	var pods []corev1.Pod
-	yes, no := true, false
+	no := false
 	now := metav1.Now()
 	for _, name := range names {
 		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
@@ -126,17 +126,7 @@ func randomState(r *rand.Rand) ([]corev1.Node, []corev1.Pod) {
 				n.Labels[o.LabelKey()] = v
 			}
 			for k := range r.IntN(3) {
-				p := corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{
-						Name:   fmt.Sprintf("%s-%s-%d", o.DaemonSet, name, k),
-						Labels: map[string]string{"app": o.DaemonSet},
-						OwnerReferences: []metav1.OwnerReference{
-							{APIVersion: "apps/v1", Kind: "DaemonSet", Name: o.DaemonSet, Controller: &yes},
-						},
-					},
-					Spec:   corev1.PodSpec{NodeName: name},
-					Status: corev1.PodStatus{Phase: corev1.PodRunning},
-				}
+				p := daemonPod(fmt.Sprintf("%s-%s-%d", o.DaemonSet, name, k), name, o.DaemonSet)
 				switch r.IntN(12) {
 				case 0:
 					p.Status.Phase = corev1.PodPending
@@ -166,13 +156,39 @@ func randomState(r *rand.Rand) ([]corev1.Node, []corev1.Pod) {
 		nodes = append(nodes, n)
 	}
 	// A pod of another DaemonSet, and one on a node that is not listed.
-	pods = append(pods, corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "validator", OwnerReferences: []metav1.OwnerReference{
-			{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "nvidia-operator-validator", Controller: &yes},
-		}},
-		Spec: corev1.PodSpec{NodeName: "gone"}, Status: corev1.PodStatus{Phase: corev1.PodRunning},
-	})
+	pods = append(pods, daemonPod("validator", "gone", "nvidia-operator-validator"))
 	return nodes, pods
+}
+
+// daemonPod is a Running pod on node, controlled by the DaemonSet ds.
+func daemonPod(name, node, ds string) corev1.Pod {
+	yes := true
+	return corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   name,
+			Labels: map[string]string{"app": ds},
+			OwnerReferences: []metav1.OwnerReference{
+				{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds, Controller: &yes},
+			},
+		},
+		Spec:   corev1.PodSpec{NodeName: node},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+}
+
+// healing returns a Running pod of each operand's DaemonSet wherever a node
+// asks for it, so that an audit finds nothing missing.
+func healing(nodes []corev1.Node) []corev1.Pod {
+	var pods []corev1.Pod
+	for _, n := range nodes {
+		for _, o := range operand.Lab {
+			if n.Labels[o.LabelKey()] != "true" {
+				continue
+			}
+			pods = append(pods, daemonPod(o.DaemonSet+"-"+n.Name+"-healthy", n.Name, o.DaemonSet))
+		}
+	}
+	return pods
 }
 
 func snapshotOf(nodes []corev1.Node, pods []corev1.Pod) *snapshot.Snapshot {
@@ -191,8 +207,12 @@ func snapshotOf(nodes []corev1.Node, pods []corev1.Pod) *snapshot.Snapshot {
 func TestScriptsAgreeWithTheJudge(t *testing.T) {
 	f := newFakeCluster(t)
 	r := rand.New(rand.NewPCG(4, 2))
-	for round := range 10 {
+	seen := map[string]bool{} // verdicts compared, to prove the states are not too tame
+	for round := range 12 {
 		nodes, pods := randomState(r)
+		if round%4 == 3 {
+			pods = append(pods, healing(nodes)...)
+		}
 		f.set(t, nodes, pods)
 		s := snapshotOf(nodes, pods)
 
@@ -210,11 +230,13 @@ func TestScriptsAgreeWithTheJudge(t *testing.T) {
 			t.Fatalf("round %d: operand-audit.sh exit %d:\n%s%s\ngpuops judge exit %d:\n%s",
 				round, got.Code, got.Stdout, got.Stderr, wantCode, want.String())
 		}
+		seen[fmt.Sprint("audit ", wantCode)] = true
 		if calls := f.calls(t); len(calls) != 2 {
 			t.Errorf("round %d: operand-audit.sh made %d API reads, want 2: %q", round, len(calls), calls)
 		}
 
-		for _, n := range nodes {
+		// A few nodes a round: each check is a few processes.
+		for _, n := range nodes[:min(len(nodes), 4)] {
 			v, err := judge.Order(s, n.Name, operand.Lab, []operand.Rule{operand.DeviceRule})
 			if err != nil {
 				t.Fatal(err)
@@ -228,6 +250,12 @@ func TestScriptsAgreeWithTheJudge(t *testing.T) {
 				t.Fatalf("round %d: order-check.sh %s: exit %d %q %s; gpuops judge: exit %d %q",
 					round, n.Name, got.Code, got.Stdout, got.Stderr, wantCode, v.String())
 			}
+			seen[fmt.Sprint("order-check ", wantCode)] = true
+		}
+	}
+	for _, want := range []string{"audit 0", "audit 1", "order-check 0", "order-check 1"} {
+		if !seen[want] {
+			t.Errorf("no round compared %q", want)
 		}
 	}
 }
@@ -282,7 +310,6 @@ func TestScriptsCannotJudge(t *testing.T) {
 // not arguments, and the verdict is still the judge's.
 func TestAuditScriptAtScale(t *testing.T) {
 	f := newFakeCluster(t)
-	yes := true
 	var nodes []corev1.Node
 	var pods []corev1.Pod
 	for i := range 5000 {
@@ -293,13 +320,7 @@ func TestAuditScriptAtScale(t *testing.T) {
 			if i%250 == k { // five nodes in 250 lack one pod each
 				continue
 			}
-			pods = append(pods, corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", o.DaemonSet, i), OwnerReferences: []metav1.OwnerReference{
-					{APIVersion: "apps/v1", Kind: "DaemonSet", Name: o.DaemonSet, Controller: &yes},
-				}},
-				Spec:   corev1.PodSpec{NodeName: name},
-				Status: corev1.PodStatus{Phase: corev1.PodRunning},
-			})
+			pods = append(pods, daemonPod(fmt.Sprintf("%s-%d", o.DaemonSet, i), name, o.DaemonSet))
 		}
 		nodes = append(nodes, n)
 	}
