@@ -68,10 +68,13 @@ func Wait(ctx context.Context, client kubernetes.Interface, ns string, names []s
 		UpdateFunc: func(any, any) { notify() },
 		DeleteFunc: func(any) { notify() },
 	}
+	var synced []cache.DoneChecker
 	for _, inf := range []cache.SharedIndexInformer{nodes, pods, dss} {
-		if _, err := inf.AddEventHandler(onChange); err != nil {
+		reg, err := inf.AddEventHandler(onChange)
+		if err != nil {
 			return nil, err
 		}
+		synced = append(synced, reg.HasSyncedChecker())
 	}
 	stop := make(chan struct{})
 	factory.Start(stop)
@@ -82,8 +85,9 @@ func Wait(ctx context.Context, client kubernetes.Interface, ns string, names []s
 
 	// An informer reports synced from a goroutine of its own, possibly after
 	// its last initial event was handled: on a quiet cluster no later event
-	// would come to look again, so wait for the sync itself first.
-	if !cache.WaitForCacheSync(ctx.Done(), nodes.HasSynced, pods.HasSynced, dss.HasSynced) {
+	// would come to look again, so wait for the sync itself first (on
+	// channels, not by polling).
+	if !cache.WaitFor(ctx, "", synced...) {
 		if parent.Err() != nil {
 			return nil, fmt.Errorf("%w while waiting for DaemonSets to settle", ErrInterrupted)
 		}
