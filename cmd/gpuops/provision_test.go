@@ -587,3 +587,20 @@ func TestUpInterrupted(t *testing.T) {
 		}
 	}
 }
+
+func TestResetKeepsANamespaceItDidNotCreate(t *testing.T) {
+	l := newTestLab(t)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: l.ns}}
+	if _, err := l.env.Client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := l.mustGpuops("up")
+	if strings.Contains(r.stdout, "namespace/") {
+		t.Errorf("up reports a change to a namespace it found:\n%s", r.stdout)
+	}
+	l.mustGpuops("reset")
+	s := l.state()
+	if !s.NamespaceExists || len(s.DaemonSets) != 0 {
+		t.Errorf("after reset: namespace exists %v, DaemonSets %v; want the namespace kept, empty", s.NamespaceExists, slices.Collect(maps.Keys(s.DaemonSets)))
+	}
+}
