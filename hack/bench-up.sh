@@ -73,17 +73,20 @@ kubectl_down() {
 
 now() { date +%s.%N; }
 
+# gpuops quietly; its stderr shows when it fails
+gpuops() { "$WORK/gpuops" "$@" >/dev/null 2>"$WORK/gpuops.err" || { cat "$WORK/gpuops.err" >&2; return 1; }; }
+
 mkdir -p "$WORK/gpuops-ws"
 # a first up, untimed, writes the k8s/ manifests the kubectl script applies
-"$WORK/gpuops" up --workdir "$WORK/gpuops-ws" >/dev/null 2>&1
-"$WORK/gpuops" reset >/dev/null
+gpuops up --workdir "$WORK/gpuops-ws"
+gpuops reset
 
 g=() k=()
 for i in $(seq "$RUNS"); do
 	t0=$(now)
-	"$WORK/gpuops" up --workdir "$WORK/gpuops-ws" >/dev/null 2>&1
+	gpuops up --workdir "$WORK/gpuops-ws"
 	t1=$(now)
-	"$WORK/gpuops" reset >/dev/null
+	gpuops reset
 	rm -rf "$WORK/kubectl-ws"
 	t2=$(now)
 	kubectl_up "$WORK/kubectl-ws"
