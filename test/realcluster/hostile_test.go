@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
@@ -15,8 +16,9 @@ import (
 
 // Bad input to every command ends in one error line and exit 2, and changes
 // nothing: not the cluster, not the workspace. (Unknown operands of
-// optout/optin, missing nodes of up, an unreachable server and a lab spec
-// with unknown operands are the provisioning tests' cases in cmd/gpuops.)
+// optout/optin, missing nodes of up and a lab spec with unknown operands are
+// the provisioning tests' cases in cmd/gpuops; a server that stops answering
+// is test/faults'.)
 func TestHostileInput(t *testing.T) {
 	env := testcluster.New(t)
 	node := env.NodeName("gpu")
@@ -73,6 +75,7 @@ func TestHostileInput(t *testing.T) {
 	}
 
 	// Connection settings: the kubeconfig and its context.
+	refusing := refusingKubeconfig(t, env, filepath.Join(dir, "refusing"))
 	empty := file("empty", "")
 	broken := file("broken", "apiVersion: v1\nkind: Config\nclusters: [oops\n")
 	for _, tc := range []struct {
@@ -86,6 +89,7 @@ func TestHostileInput(t *testing.T) {
 		{"broken kubeconfig", nil, []string{"--kubeconfig", broken}, "kubeconfig: error loading config file"},
 		{"KUBECONFIG pointing nowhere", []string{"KUBECONFIG=" + filepath.Join(dir, "nowhere")}, nil, "kubeconfig: no cluster configured in " + filepath.Join(dir, "nowhere")},
 		{"context that does not exist", nil, []string{"--kubeconfig", kc, "--context", "nope"}, `context "nope" does not exist`},
+		{"API server refusing connections", nil, []string{"--kubeconfig", refusing}, "connection refused"},
 	} {
 		for _, args := range [][]string{{"audit"}, {"matrix", "--discover"}, {"order-check", node}, {"up", "--workdir", work}, {"optout", node, "driver"}, {"reset"}} {
 			t.Run(tc.name+"/"+args[0], func(t *testing.T) {
@@ -121,4 +125,21 @@ func unchanged(t *testing.T, dir string, want map[string]string) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("workspace %v, want %v", got, want)
 	}
+}
+
+// refusingKubeconfig copies env's kubeconfig with its server moved to a port
+// where nothing listens.
+func refusingKubeconfig(t *testing.T, env *testcluster.Env, path string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(env.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cfg.Clusters {
+		c.Server = "https://127.0.0.1:1"
+	}
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
