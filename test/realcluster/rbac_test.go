@@ -66,11 +66,14 @@ func TestLeastPrivilege(t *testing.T) {
 	before := clusterState(t, env, full, bare)
 	r := run(t, judge, ns, "up", "--lab", spec, "--workdir", work)
 	oneErrorLine(t, r, "forbidden: needs ")
-	for _, want := range []string{"patch nodes", "create,patch daemonsets.apps in namespace " + ns} {
-		if !strings.Contains(r.Stderr, want) {
-			t.Errorf("up as the judge: %q does not name %q", r.Stderr, want)
-		}
+	want := "error: forbidden: needs get namespaces; get,watch,patch nodes; get,watch,create,patch daemonsets.apps in namespace " + ns +
+		"; watch pods in namespace " + ns + "\n"
+	if r.Stderr != want {
+		t.Errorf("up as the judge: %q, want %q", r.Stderr, want)
 	}
+	// optout and optin need less, and are refused as well.
+	r = run(t, judge, ns, "optout", "--workdir", work, full, "driver")
+	oneErrorLine(t, r, "forbidden: needs get,watch,patch nodes; get,watch daemonsets.apps in namespace "+ns+"; watch pods in namespace "+ns)
 	if after := clusterState(t, env, full, bare); !reflect.DeepEqual(before, after) {
 		t.Errorf("up as the judge changed the cluster:\nbefore %v\nafter  %v", before, after)
 	}
