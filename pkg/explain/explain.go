@@ -81,12 +81,13 @@ type Report struct {
 }
 
 // Explain explains every MISSING of the audit, and reports label-value
-// warnings and unexpected pods. The snapshot must include the namespace's
-// DaemonSets, or every missing operand reads as having no DaemonSet.
+// warnings and unexpected pods of the audited nodes. The snapshot must
+// include the namespace's DaemonSets, or every missing operand reads as
+// having no DaemonSet.
 func Explain(s *snapshot.Snapshot, roster []operand.Operand, audits []judge.NodeAudit) Report {
 	x := New(s)
 	r := Report{Missing: []Missing{}, Warnings: []Warning{}, Unexpected: []Unexpected{}}
-	for _, a := range audits {
+	for _, a := range audits { // one per node, in the judge's order
 		for _, name := range a.Missing {
 			o, err := operand.Lookup(roster, name)
 			if err != nil {
@@ -94,10 +95,8 @@ func Explain(s *snapshot.Snapshot, roster []operand.Operand, audits []judge.Node
 			}
 			r.Missing = append(r.Missing, Missing{Node: a.Node, Operand: name, Reasons: x.Why(a.Node, o)})
 		}
-	}
-	for _, n := range judge.SortedNodes(s) {
-		r.Warnings = append(r.Warnings, x.Warnings(n.Name, roster)...)
-		r.Unexpected = append(r.Unexpected, x.Unexpected(n.Name, roster)...)
+		r.Warnings = append(r.Warnings, x.Warnings(a.Node, roster)...)
+		r.Unexpected = append(r.Unexpected, x.Unexpected(a.Node, roster)...)
 	}
 	return r
 }
