@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/pkg/access"
 	"github.com/gpuops/gpuops/pkg/provision"
 )
 
@@ -25,6 +26,9 @@ func resetCommand() *cli.Command {
 			}
 			cl, err := connect(c)
 			if err != nil {
+				return err
+			}
+			if err := access.Check(c.Context, cl.Kube.AuthorizationV1(), access.Reset(lab.Namespace)); err != nil {
 				return err
 			}
 			return provision.Reset(c.Context, cl.Kube, lab.Namespace, provisionOptions(c))

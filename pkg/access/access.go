@@ -59,6 +59,18 @@ func Relabel(namespace string) []Need {
 	}
 }
 
+// Reset is what reset always needs: find and unlabel gpuops' nodes, delete
+// its DaemonSets and watch their pods go. Deleting the namespace, which it
+// does only when gpuops created it, is left to the call itself.
+func Reset(namespace string) []Need {
+	return []Need{
+		{Verbs: []string{"get"}, Resource: "namespaces"},
+		{Verbs: []string{"list", "patch"}, Resource: "nodes"},
+		{Verbs: []string{"list", "delete"}, Group: "apps", Resource: "daemonsets", Namespace: namespace},
+		{Verbs: []string{"list", "watch"}, Resource: "pods", Namespace: namespace},
+	}
+}
+
 // ForbiddenError lists what the caller may not do, each with only the verbs
 // it lacks.
 type ForbiddenError struct{ Missing []Need }

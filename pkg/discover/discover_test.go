@@ -41,7 +41,7 @@ func realInstall(t *testing.T) []snapshot.DaemonSet {
 
 type row struct {
 	name, daemonSet, column string
-	variants            []string
+	variants                []string
 }
 
 func rows(roster []operand.Operand) []row {

@@ -71,9 +71,11 @@ func TestLeastPrivilege(t *testing.T) {
 	if r.Stderr != want {
 		t.Errorf("up as the judge: %q, want %q", r.Stderr, want)
 	}
-	// optout and optin need less, and are refused as well.
+	// optout and reset need other rights, and are refused as well.
 	r = run(t, judge, ns, "optout", "--workdir", work, full, "driver")
 	oneErrorLine(t, r, "forbidden: needs get,watch,patch nodes; get,watch daemonsets.apps in namespace "+ns+"; watch pods in namespace "+ns)
+	r = run(t, judge, ns, "reset")
+	oneErrorLine(t, r, "forbidden: needs get namespaces; patch nodes; delete daemonsets.apps in namespace "+ns)
 	if after := clusterState(t, env, full, bare); !reflect.DeepEqual(before, after) {
 		t.Errorf("up as the judge changed the cluster:\nbefore %v\nafter  %v", before, after)
 	}
