@@ -31,6 +31,9 @@ if [[ -x "$BIN/kubectl" ]]; then
 	export KWOK_KUBECTL_BINARY="$BIN/kubectl"
 fi
 
+# kwokctl's own log level (DEBUG, INFO, WARN, ERROR).
+KWOKCTL=(kwokctl -v "${KWOKCTL_LOG_LEVEL:-WARN}")
+
 log() { echo "cluster: $*" >&2; }
 die() { echo "cluster: error: $*" >&2; exit 1; }
 
@@ -115,7 +118,7 @@ ensure_lab_nodes() {
 create() {
 	local name=$1 kc=$2
 	rm -f "$kc"
-	kwokctl --config "$ROOT/hack/kwokctl.yaml" create cluster \
+	"${KWOKCTL[@]}" --config "$ROOT/hack/kwokctl.yaml" create cluster \
 		--name "$name" \
 		--runtime binary \
 		--kube-apiserver-binary "$BIN/kube-apiserver" \
@@ -134,15 +137,15 @@ up() {
 	"$ROOT/hack/build-tools.sh"
 	if exists "$name"; then
 		if [[ ! -s "$kc" ]]; then
-			kwokctl get kubeconfig --name "$name" >"$kc" 2>/dev/null || true
+			"${KWOKCTL[@]}" get kubeconfig --name "$name" >"$kc" 2>/dev/null || true
 		fi
 		if reachable "$name" "$kc"; then
 			log "$name already running"
 		else
 			log "$name exists but is not reachable; starting it"
-			if ! kwokctl start cluster --name "$name" --wait 30s >&2 || ! reachable "$name" "$kc"; then
+			if ! "${KWOKCTL[@]}" start cluster --name "$name" --wait 30s >&2 || ! reachable "$name" "$kc"; then
 				log "could not start $name; recreating it"
-				kwokctl delete cluster --name "$name" --kubeconfig "$kc" >&2 || true
+				"${KWOKCTL[@]}" delete cluster --name "$name" --kubeconfig "$kc" >&2 || true
 				create "$name" "$kc"
 			fi
 		fi
@@ -161,7 +164,7 @@ down() {
 	local name=$1 kc
 	kc="$(kubeconfig_path "$name")"
 	if exists "$name"; then
-		kwokctl delete cluster --name "$name" --kubeconfig "$kc" >&2
+		"${KWOKCTL[@]}" delete cluster --name "$name" --kubeconfig "$kc" >&2
 	else
 		log "$name does not exist"
 	fi
