@@ -12,6 +12,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 export PATH="$ROOT/.lab/bin:$PATH"
+export KUBECACHEDIR="${KUBECACHEDIR:-$ROOT/.lab/kube-cache}" # kubectl's cache, not ~/.kube
 
 hack/build-tools.sh
 
