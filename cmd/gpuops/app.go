@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -28,7 +27,7 @@ var errFinding = errors.New("finding")
 // error to an exit code and a one-line message on stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
-	err := app.RunContext(ctx, args)
+	err := app.RunContext(ctx, intersperse(app, args))
 	switch {
 	case err == nil:
 		return exitOK
@@ -64,29 +63,25 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		OnUsageError:   func(_ *cli.Context, err error, _ bool) error { return usageError(err) },
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
-	// A command's own flag errors would otherwise print its help on stdout.
 	for _, cmd := range app.Commands {
+		// A command's own flag errors would otherwise print its help on stdout.
 		cmd.OnUsageError = app.OnUsageError
+		// kubectl users write the connection flags after the command too.
+		cmd.Flags = append(cmd.Flags, globalFlags()...)
 	}
 	return app
 }
 
-func globalFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "kubeconfig", Usage: "path to the kubeconfig file (default $KUBECONFIG, then ~/.kube/config)"},
-		&cli.StringFlag{Name: "context", Usage: "kubeconfig context to use (default: its current context)"},
-		&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Value: kube.DefaultNamespace, Usage: "namespace of the operand DaemonSets"},
-		&cli.DurationFlag{Name: "request-timeout", Value: 30 * time.Second, Usage: "timeout of each API request"},
-	}
-}
-
 // connect builds API clients from the global flags.
 func connect(c *cli.Context) (*kube.Clients, error) {
+	kubeconfig, _ := globalString(c, "kubeconfig")
+	context, _ := globalString(c, "context")
+	namespace, _ := globalString(c, "namespace")
 	return kube.Connect(kube.Flags{
-		Kubeconfig: c.String("kubeconfig"),
-		Context:    c.String("context"),
-		Namespace:  c.String("namespace"),
-		Timeout:    c.Duration("request-timeout"),
+		Kubeconfig: kubeconfig,
+		Context:    context,
+		Namespace:  namespace,
+		Timeout:    globalDuration(c, "request-timeout"),
 	})
 }
 

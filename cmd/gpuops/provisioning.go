@@ -45,8 +45,8 @@ func loadLab(c *cli.Context) (*labspec.Lab, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.IsSet("namespace") {
-		lab.Namespace = c.String("namespace")
+	if ns, set := globalString(c, "namespace"); set {
+		lab.Namespace = ns
 	}
 	return lab, nil
 }

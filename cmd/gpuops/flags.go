@@ -1,0 +1,98 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/gpuops/gpuops/pkg/kube"
+)
+
+// globalFlags are the connection flags, as kubectl spells them. Every command
+// takes them too, so they work before or after the command name.
+func globalFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "kubeconfig", Usage: "path to the kubeconfig file (default $KUBECONFIG, then ~/.kube/config)"},
+		&cli.StringFlag{Name: "context", Usage: "kubeconfig context to use (default: its current context)"},
+		&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Value: kube.DefaultNamespace, Usage: "namespace of the operand DaemonSets"},
+		&cli.DurationFlag{Name: "request-timeout", Value: 30 * time.Second, Usage: "timeout of each API request"},
+	}
+}
+
+// setIn returns the innermost context (command, then app) where a global flag
+// was given. urfave/cli v2 would look a name up in the first context that
+// defines it, set or not. When it was not given, the command's own context
+// holds the same default as the app's.
+func setIn(c *cli.Context, name string) (*cli.Context, bool) {
+	for _, ctx := range c.Lineage() {
+		if slices.Contains(ctx.LocalFlagNames(), name) {
+			return ctx, true
+		}
+	}
+	return c, false
+}
+
+// globalString is a global string flag's value and whether the user gave it.
+func globalString(c *cli.Context, name string) (string, bool) {
+	ctx, set := setIn(c, name)
+	return ctx.String(name), set
+}
+
+func globalDuration(c *cli.Context, name string) time.Duration {
+	ctx, _ := setIn(c, name)
+	return ctx.Duration(name)
+}
+
+// intersperse moves a command's positional arguments behind its flags, so
+// "order-check NODE -o json" parses like kubectl: urfave/cli v2 stops reading
+// flags at the first positional argument.
+func intersperse(app *cli.App, args []string) []string {
+	i := 1 // find the command name behind the global flags and their values
+	for i < len(args) && strings.HasPrefix(args[i], "-") {
+		if takesValue(app.Flags, args[i]) {
+			i++
+		}
+		i++
+	}
+	if i >= len(args) || app.Command(args[i]) == nil {
+		return args
+	}
+	cmd := app.Command(args[i])
+	var flags, positional []string
+	rest := args[i+1:]
+	for j := 0; j < len(rest); j++ {
+		a := rest[j]
+		switch {
+		case a == "--":
+			positional = append(positional, rest[j:]...)
+			j = len(rest)
+		case strings.HasPrefix(a, "-") && a != "-":
+			flags = append(flags, a)
+			if takesValue(cmd.Flags, a) && j+1 < len(rest) {
+				j++
+				flags = append(flags, rest[j])
+			}
+		default:
+			positional = append(positional, a)
+		}
+	}
+	return slices.Concat(args[:i+1], flags, positional)
+}
+
+// takesValue reports whether arg is a flag of the set that reads the next
+// argument as its value ("-o json", but not "--explain" or "-o=json").
+func takesValue(set []cli.Flag, arg string) bool {
+	name := strings.TrimLeft(arg, "-")
+	if strings.Contains(name, "=") {
+		return false
+	}
+	for _, f := range set {
+		if slices.Contains(f.Names(), name) {
+			_, isBool := f.(*cli.BoolFlag)
+			return !isBool
+		}
+	}
+	return false
+}
