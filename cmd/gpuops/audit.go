@@ -18,8 +18,8 @@ func auditCommand() *cli.Command {
 			"(UNEXPECTED pods and WARNINGs of --explain inform, they do not change the exit code).",
 		Flags: []cli.Flag{outputFlag(), selectorFlag(), explainFlag(), discoverFlag()},
 		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usageError(errUnexpectedArgs(c))
+			if err := noArgs(c); err != nil {
+				return err
 			}
 			p, err := printerFor(c)
 			if err != nil {

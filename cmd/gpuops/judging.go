@@ -53,6 +53,10 @@ func readSnapshot(c *cli.Context, opts snapshot.Options) (*snapshot.Snapshot, er
 	return snapshot.Read(c.Context, cl.Kube, cl.Namespace, opts)
 }
 
-func errUnexpectedArgs(c *cli.Context) error {
-	return fmt.Errorf("unexpected arguments %q", c.Args().Slice())
+// noArgs refuses positional arguments for a command that takes none.
+func noArgs(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageError(fmt.Errorf("unexpected arguments %q", c.Args().Slice()))
+	}
+	return nil
 }

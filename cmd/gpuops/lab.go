@@ -18,19 +18,13 @@ func labCommand() *cli.Command {
 			"After `gpuops reset`, running it again writes the same out/ byte for byte.",
 		Flags: []cli.Flag{labFlag(), workdirFlag(), timeoutFlag(), forceFlag()},
 		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usageError(errUnexpectedArgs(c))
-			}
-			lab, err := loadLab(c)
-			if err != nil {
+			if err := noArgs(c); err != nil {
 				return err
 			}
-			cl, err := connect(c)
+			lab, cl, err := prepare(c, func(ns string) []access.Need {
+				return append(access.Provision(ns), access.Relabel(ns)...)
+			})
 			if err != nil {
-				return err
-			}
-			needs := append(access.Provision(lab.Namespace), access.Relabel(lab.Namespace)...)
-			if err := access.Check(c.Context, cl.Kube.AuthorizationV1(), needs); err != nil {
 				return err
 			}
 			m, err := labrun.Run(c.Context, cl.Kube, lab, workspaceOf(c), provisionOptions(c))

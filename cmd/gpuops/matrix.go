@@ -15,8 +15,8 @@ func matrixCommand() *cli.Command {
 			"(the lab's out/matrix.txt).",
 		Flags: []cli.Flag{outputFlag(), selectorFlag(), discoverFlag()},
 		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usageError(errUnexpectedArgs(c))
+			if err := noArgs(c); err != nil {
+				return err
 			}
 			p, err := printerFor(c)
 			if err != nil {

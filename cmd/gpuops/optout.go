@@ -33,15 +33,8 @@ func setDeploy(c *cli.Context, on bool) error {
 	if err := checkNodeName(node); err != nil {
 		return err
 	}
-	lab, err := loadLab(c)
+	lab, cl, err := prepare(c, access.Relabel)
 	if err != nil {
-		return err
-	}
-	cl, err := connect(c)
-	if err != nil {
-		return err
-	}
-	if err := access.Check(c.Context, cl.Kube.AuthorizationV1(), access.Relabel(lab.Namespace)); err != nil {
 		return err
 	}
 	opts := provisionOptions(c)

@@ -7,6 +7,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	gpuops "github.com/gpuops/gpuops"
+	"github.com/gpuops/gpuops/pkg/access"
+	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/labspec"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/provision"
@@ -49,6 +51,23 @@ func loadLab(c *cli.Context) (*labspec.Lab, error) {
 		lab.Namespace = ns
 	}
 	return lab, nil
+}
+
+// prepare is the prelude of every provisioning command: read the lab spec,
+// connect, and make sure the caller may make the changes before making any.
+func prepare(c *cli.Context, needs func(namespace string) []access.Need) (*labspec.Lab, *kube.Clients, error) {
+	lab, err := loadLab(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := connect(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := access.Check(c.Context, cl.Kube.AuthorizationV1(), needs(lab.Namespace)); err != nil {
+		return nil, nil, err
+	}
+	return lab, cl, nil
 }
 
 func provisionOptions(c *cli.Context) provision.Options {

@@ -17,18 +17,11 @@ func resetCommand() *cli.Command {
 			"out/ stay: they record what was done.",
 		Flags: []cli.Flag{labFlag(), timeoutFlag()},
 		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usageError(errUnexpectedArgs(c))
-			}
-			lab, err := loadLab(c)
-			if err != nil {
+			if err := noArgs(c); err != nil {
 				return err
 			}
-			cl, err := connect(c)
+			lab, cl, err := prepare(c, access.Reset)
 			if err != nil {
-				return err
-			}
-			if err := access.Check(c.Context, cl.Kube.AuthorizationV1(), access.Reset(lab.Namespace)); err != nil {
 				return err
 			}
 			return provision.Reset(c.Context, cl.Kube, lab.Namespace, provisionOptions(c))

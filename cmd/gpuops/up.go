@@ -19,18 +19,11 @@ func upCommand() *cli.Command {
 			"again with nothing changed changes nothing.",
 		Flags: []cli.Flag{labFlag(), workdirFlag(), timeoutFlag(), forceFlag()},
 		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usageError(errUnexpectedArgs(c))
-			}
-			lab, err := loadLab(c)
-			if err != nil {
+			if err := noArgs(c); err != nil {
 				return err
 			}
-			cl, err := connect(c)
+			lab, cl, err := prepare(c, access.Provision)
 			if err != nil {
-				return err
-			}
-			if err := access.Check(c.Context, cl.Kube.AuthorizationV1(), access.Provision(lab.Namespace)); err != nil {
 				return err
 			}
 			_, err = provision.Up(c.Context, cl.Kube, lab, workspaceOf(c), provisionOptions(c))
