@@ -6,37 +6,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuops/gpuops/internal/testcluster"
 )
 
 func TestMain(m *testing.M) { testcluster.Main(m) }
-
-// daemonSet returns a DaemonSet whose pods go to nodes labelled key=value.
-func daemonSet(ns, name, key, value string) *appsv1.DaemonSet {
-	labels := map[string]string{"app": name}
-	return &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{key: value},
-					Containers: []corev1.Container{{
-						Name:  "main",
-						Image: "registry.example/fake:1",
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-							corev1.ResourceMemory: resource.MustParse("128Mi"),
-						}},
-					}},
-				},
-			},
-		},
-	}
-}
 
 func runningOn(pods []corev1.Pod, node string) int {
 	n := 0
@@ -61,7 +36,7 @@ func TestDaemonSetFollowsNodeLabel(t *testing.T) {
 	labelled := env.AddNode(t, env.NodeName("a"), nil).Name
 	other := env.AddNode(t, env.NodeName("b"), map[string]string{key: "false"}).Name
 
-	ds := daemonSet(env.Namespace, "example", key, "true-"+env.ID)
+	ds := testcluster.DaemonSet(env.Namespace, "example", map[string]string{key: "true-" + env.ID}, "128Mi")
 	if _, err := env.Client.AppsV1().DaemonSets(env.Namespace).Create(context.Background(), ds, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"maps"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -51,13 +52,13 @@ func TestOperandsMatchSpec(t *testing.T) {
 				t.Errorf("name %s/%s, want gpu-operator/%s", ds.Namespace, ds.Name, want.daemonSet)
 			}
 			app := map[string]string{"app": want.daemonSet}
-			if ds.Spec.Selector == nil || !equal(ds.Spec.Selector.MatchLabels, app) || len(ds.Spec.Selector.MatchExpressions) > 0 {
+			if ds.Spec.Selector == nil || !maps.Equal(ds.Spec.Selector.MatchLabels, app) || len(ds.Spec.Selector.MatchExpressions) > 0 {
 				t.Errorf("selector %v, want matchLabels %v", ds.Spec.Selector, app)
 			}
-			if !equal(ds.Spec.Template.Labels, app) {
+			if !maps.Equal(ds.Spec.Template.Labels, app) {
 				t.Errorf("pod labels %v, want %v", ds.Spec.Template.Labels, app)
 			}
-			if sel := ds.Spec.Template.Spec.NodeSelector; !equal(sel, map[string]string{want.labelKey: "true"}) {
+			if sel := ds.Spec.Template.Spec.NodeSelector; !maps.Equal(sel, map[string]string{want.labelKey: "true"}) {
 				t.Errorf("nodeSelector %v, want {%s: \"true\"}", sel, want.labelKey)
 			}
 			if !bytes.Contains(m.YAML, []byte(want.labelKey+`: "true"`)) {
@@ -88,16 +89,4 @@ func TestOperandsInAnotherNamespace(t *testing.T) {
 			t.Errorf("%s: namespace %q (%v), want lab-x", m.Operand.Name, ds.Namespace, err)
 		}
 	}
-}
-
-func equal(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }

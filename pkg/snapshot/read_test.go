@@ -9,7 +9,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -52,29 +51,6 @@ func plainRead(t *testing.T, c kubernetes.Interface, ns string, opts snapshot.Op
 	return s
 }
 
-func daemonSet(ns, name string, selector map[string]string) *appsv1.DaemonSet {
-	labels := map[string]string{"app": name}
-	return &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector: selector,
-					Containers: []corev1.Container{{
-						Name:  "main",
-						Image: "registry.example/fake:1",
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-							corev1.ResourceMemory: resource.MustParse("512Mi"),
-						}},
-					}},
-				},
-			},
-		},
-	}
-}
-
 // TestReadMatchesPlainList proves that the fast read (protobuf, streamed,
 // trimmed, concurrent) yields exactly the snapshot of a plain JSON list, over
 // nodes and pods in every state a judge distinguishes; so does it in pages
@@ -95,7 +71,7 @@ func TestReadMatchesPlainList(t *testing.T) {
 	env.AddNode(t, env.NodeName("down"), nil, testcluster.NotReady())
 
 	selector := map[string]string{"example.com/deploy": env.ID}
-	if _, err := env.Client.AppsV1().DaemonSets(env.Namespace).Create(ctx, daemonSet(env.Namespace, "operand", selector), metav1.CreateOptions{}); err != nil {
+	if _, err := env.Client.AppsV1().DaemonSets(env.Namespace).Create(ctx, testcluster.DaemonSet(env.Namespace, "operand", selector, "512Mi"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	bare := &corev1.Pod{

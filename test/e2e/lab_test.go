@@ -4,6 +4,7 @@
 package e2e_test
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -117,13 +118,13 @@ func TestLab(t *testing.T) {
 	}
 
 	// Again on the lab as it stands, then after reset: the same out/.
-	if again := runLab("second run"); !equalFiles(again, first) {
+	if again := runLab("second run"); !maps.Equal(again, first) {
 		t.Errorf("second run changed out/:\n%v\nfirst:\n%v", again, first)
 	}
 	if res := gpuopsRun("reset"); res.Code != 0 {
 		t.Fatalf("gpuops reset: exit %d\n%s", res.Code, res.Stderr)
 	}
-	if afterReset := runLab("run after reset"); !equalFiles(afterReset, first) {
+	if afterReset := runLab("run after reset"); !maps.Equal(afterReset, first) {
 		t.Errorf("run after reset changed out/:\n%v\nfirst:\n%v", afterReset, first)
 	}
 }
@@ -152,16 +153,4 @@ func keys(m map[string]string) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-func equalFiles(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
