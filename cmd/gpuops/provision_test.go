@@ -421,9 +421,7 @@ func TestForeignDaemonSetIsRefused(t *testing.T) {
 			if _, err := c.AppsV1().DaemonSets(l.ns).Create(ctx, &ds, metav1.CreateOptions{FieldManager: "gpu-operator"}); err != nil {
 				t.Fatal(err)
 			}
-			l.env.WaitForDaemonSet(t, l.ns, ds.Name, func(ds *appsv1.DaemonSet) bool { // its status written
-				return ds.Status.ObservedGeneration >= ds.Generation
-			})
+			l.env.WaitForDaemonSet(t, l.ns, ds.Name, statusCaughtUp)
 			before := l.state()
 
 			wantError(t, l.gpuops("up"), "daemonset.apps/"+l.ns+"/nvidia-driver-daemonset", `"gpu-operator"`, "--force")
@@ -442,6 +440,15 @@ func TestForeignDaemonSetIsRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// statusCaughtUp reports whether the DaemonSet controller has written the
+// status of what it did, so that no further write of it is due.
+func statusCaughtUp(ds *appsv1.DaemonSet) bool {
+	st := ds.Status
+	return st.ObservedGeneration >= ds.Generation && st.NumberMisscheduled == 0 &&
+		st.CurrentNumberScheduled == st.DesiredNumberScheduled && st.UpdatedNumberScheduled == st.DesiredNumberScheduled &&
+		st.NumberReady == st.DesiredNumberScheduled && st.NumberAvailable == st.DesiredNumberScheduled
 }
 
 func TestForeignLabelIsRefused(t *testing.T) {
@@ -465,6 +472,8 @@ func TestForeignLabelIsRefused(t *testing.T) {
 			return strings.HasPrefix(p.Name, "nvidia-dcgm-exporter-")
 		})
 	})
+	// and has written the DaemonSet's status for it (else that write could land mid-test)
+	l.env.WaitForDaemonSet(t, l.ns, "nvidia-dcgm-exporter", statusCaughtUp)
 	before, files := l.state(), l.files()
 	wantError(t, l.gpuops("optout", l.gpuNoDriver, "dcgm-exporter"), "nvidia.com/gpu.deploy.dcgm-exporter", "--force")
 	diffState(t, "refused optout", l.state(), before)
