@@ -11,15 +11,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpuops/gpuops"
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/labspec"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/render"
 )
 
 // role is what kind of node a fleet member is.
@@ -246,4 +249,26 @@ func expectedMatrix(fleet []fleetNode) string {
 	}
 	fmt.Fprintf(&b, "TOTAL_PODS=%d\n", running)
 	return b.String()
+}
+
+// applyDaemonSets creates the namespace and server-side applies the five
+// DaemonSets rendered from the embedded bases, as `gpuops up` would.
+func applyDaemonSets(ctx context.Context, c kubernetes.Interface, namespace string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	if _, err := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", namespace, err)
+	}
+	manifests, err := render.Operands(gpuops.Kustomize, operand.Lab, namespace)
+	if err != nil {
+		return err
+	}
+	force := true
+	for _, m := range manifests {
+		_, err := c.AppsV1().DaemonSets(namespace).Patch(ctx, m.Operand.DaemonSet, types.ApplyYAMLPatchType, m.YAML,
+			metav1.PatchOptions{FieldManager: "gpuops-bench", Force: &force})
+		if err != nil {
+			return fmt.Errorf("apply DaemonSet %s: %w", m.Operand.DaemonSet, err)
+		}
+	}
+	return nil
 }
