@@ -7,29 +7,28 @@ import "strings"
 // non-digit run, digit runs compare by value, others byte-wise; equal keys fall
 // back to the plain string order. The shell scripts sort with the same key (jq).
 func naturalLess(a, b string) bool {
-	ca, cb := chunks(a), chunks(b)
-	for i := 0; i < len(ca) && i < len(cb); i++ {
-		if c := compareChunk(ca[i], cb[i]); c != 0 {
+	// Walks the runs in place: sorting thousands of nodes must not allocate.
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		ea, eb := runEnd(a, i), runEnd(b, j)
+		if c := compareChunk(a[i:ea], b[j:eb]); c != 0 {
 			return c < 0
 		}
+		i, j = ea, eb
 	}
-	if len(ca) != len(cb) {
-		return len(ca) < len(cb)
+	if (i < len(a)) != (j < len(b)) {
+		return j < len(b) // a ran out of runs first
 	}
 	return a < b
 }
 
-func chunks(s string) []string {
-	var out []string
-	for len(s) > 0 {
-		n := 1
-		for n < len(s) && isDigit(s[n]) == isDigit(s[0]) {
-			n++
-		}
-		out = append(out, s[:n])
-		s = s[n:]
+// runEnd is the end of the run of digits or non-digits that starts at s[i].
+func runEnd(s string, i int) int {
+	n := i + 1
+	for n < len(s) && isDigit(s[n]) == isDigit(s[i]) {
+		n++
 	}
-	return out
+	return n
 }
 
 func compareChunk(a, b string) int {
