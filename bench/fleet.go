@@ -212,7 +212,8 @@ func waitPods(ctx context.Context, c kubernetes.Interface, namespace string, run
 		}
 		return r == running && p == pending && len(store.List()) == running+pending, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+	// A loaded 2-core machine schedules ~20 pods a second: 25,000 take 20 minutes.
+	ctx, cancel := context.WithTimeout(ctx, time.Hour)
 	defer cancel()
 	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{},
 		func(s cache.Store) (bool, error) { store = s; return settled() },

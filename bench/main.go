@@ -121,6 +121,11 @@ func run(ctx context.Context, cfg config) (err error) {
 		if len(nodes.Items) != len(fleet) {
 			return fmt.Errorf("-reuse: cluster %s has %d nodes, want %d", cfg.cluster, len(nodes.Items), len(fleet))
 		}
+		running, pending := expectedPods(fleet)
+		logf("waiting for %d Running and %d Pending pods", running, pending)
+		if err := waitPods(ctx, client, kube.DefaultNamespace, running, pending); err != nil {
+			return err
+		}
 		setup = append(setup, "fleet reused from an earlier run: `gpuops up` not timed")
 	} else if setup, err = buildFleet(ctx, client, fleet, cfg.up, env, bin("gpuops"), tmp); err != nil {
 		return err
