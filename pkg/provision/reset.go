@@ -47,13 +47,23 @@ func Reset(ctx context.Context, c kubernetes.Interface, ns string, opts Options)
 		}
 		opts.logf("namespace/%s deleted", ns)
 	}
-	for _, n := range p.nodes {
+	unlabelled := make([]bool, len(p.nodes))
+	err = forEach(ctx, len(p.nodes), func(ctx context.Context, i int) error {
 		// Applying no labels gives up gpuops's claim on them; the API server
 		// removes each one that no other manager holds.
-		if _, err := c.CoreV1().Nodes().Apply(ctx, corev1ac.Node(n), applyOptions(false)); err != nil {
-			return fmt.Errorf("unlabel node %s: %w", n, err)
+		if _, err := c.CoreV1().Nodes().Apply(ctx, corev1ac.Node(p.nodes[i]), applyOptions(false)); err != nil {
+			return fmt.Errorf("unlabel node %s: %w", p.nodes[i], err)
 		}
-		opts.logf("node/%s unlabelled", n)
+		unlabelled[i] = true
+		return nil
+	})
+	for i, n := range p.nodes {
+		if unlabelled[i] {
+			opts.logf("node/%s unlabelled", n)
+		}
+	}
+	if err != nil {
+		return err
 	}
 	for _, k := range p.kept {
 		opts.logf("%s", k)

@@ -110,21 +110,27 @@ func planUp(ctx context.Context, c kubernetes.Interface, lab *labspec.Lab, roste
 		return nil, fmt.Errorf("namespace %s is being deleted; wait until it is gone", lab.Namespace)
 	}
 
-	for _, n := range lab.Nodes {
+	p.nodes = make([]plannedNode, len(lab.Nodes))
+	err = forEach(ctx, len(lab.Nodes), func(ctx context.Context, i int) error {
+		n := lab.Nodes[i]
 		node, err := c.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 		if notFound(err) {
-			return nil, &NodeNotFoundError{Node: n.Name}
+			return &NodeNotFoundError{Node: n.Name}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read node %s: %w", n.Name, err)
+			return fmt.Errorf("read node %s: %w", n.Name, err)
 		}
 		labels := n.NodeLabels(roster)
 		if !force {
 			if err := checkLabelOwners(node, labels); err != nil {
-				return nil, err
+				return err
 			}
 		}
-		p.nodes = append(p.nodes, plannedNode{name: n.Name, labels: labels, resourceVersion: node.ResourceVersion})
+		p.nodes[i] = plannedNode{name: n.Name, labels: labels, resourceVersion: node.ResourceVersion}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 
 	for _, m := range manifests {
@@ -198,12 +204,23 @@ func (p *upPlan) apply(ctx context.Context, c kubernetes.Interface, opts Options
 		}
 		opts.logf("namespace/%s created", p.namespace)
 	}
-	for _, n := range p.nodes {
+	done := make([]string, len(p.nodes)) // what happened to each node, logged in the lab's order
+	err := forEach(ctx, len(p.nodes), func(ctx context.Context, i int) error {
+		n := p.nodes[i]
 		after, err := c.CoreV1().Nodes().Apply(ctx, corev1ac.Node(n.name).WithLabels(n.labels), applyOptions(opts.Force))
 		if err != nil {
 			return fmt.Errorf("label node %s: %w", n.name, err)
 		}
-		opts.logf("node/%s %s", n.name, change(n.resourceVersion, after.ResourceVersion, "labelled"))
+		done[i] = change(n.resourceVersion, after.ResourceVersion, "labelled")
+		return nil
+	})
+	for i, d := range done {
+		if d != "" {
+			opts.logf("node/%s %s", p.nodes[i].name, d)
+		}
+	}
+	if err != nil {
+		return err
 	}
 	for _, d := range p.daemonSets {
 		after, err := applyDaemonSet(ctx, c, p.namespace, d.Manifest, applyOptions(opts.Force))
