@@ -119,7 +119,8 @@ const resultsHeader = `# Benchmark results
 
 Written by ` + "`go tool task bench`" + ` (N=1000) and ` + "`go tool task bench N=5000`" + `, one section per run,
 newest last. Each run builds a fresh KWOK fleet on this machine's local control plane (QPS limits off),
-settles it with ` + "`gpuops up`" + `, then times every contender in interleaved rounds. The floor is a minimal
+settles it with ` + "`gpuops up`" + ` (or, with ` + "`UP=false`" + `, labels the nodes at creation and applies the
+DaemonSets itself), then times every contender in interleaved rounds. The floor is a minimal
 Go program that sends the two LIST requests and drops the bodies; "× floor" is median wall over the
 floor's. "output" compares each judge's stdout, byte for byte, with the audit (or matrix) the fleet
 must produce.
