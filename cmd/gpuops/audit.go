@@ -18,14 +18,7 @@ func auditCommand() *cli.Command {
 			"(UNEXPECTED pods and WARNINGs of --explain inform, they do not change the exit code).",
 		Flags: []cli.Flag{outputFlag(), selectorFlag(), explainFlag(), discoverFlag()},
 		Action: func(c *cli.Context) error {
-			if err := noArgs(c); err != nil {
-				return err
-			}
-			p, err := printerFor(c)
-			if err != nil {
-				return err
-			}
-			opts, err := snapshotOptions(c)
+			p, opts, err := judgeInput(c)
 			if err != nil {
 				return err
 			}

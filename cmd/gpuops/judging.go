@@ -44,6 +44,20 @@ func snapshotOptions(c *cli.Context) (snapshot.Options, error) {
 	return snapshot.Options{NodeSelector: sel}, nil
 }
 
+// judgeInput refuses a whole-cluster judge's bad arguments and flags before
+// anything is read.
+func judgeInput(c *cli.Context) (report.Printer, snapshot.Options, error) {
+	if err := noArgs(c); err != nil {
+		return report.Printer{}, snapshot.Options{}, err
+	}
+	p, err := printerFor(c)
+	if err != nil {
+		return report.Printer{}, snapshot.Options{}, err
+	}
+	opts, err := snapshotOptions(c)
+	return p, opts, err
+}
+
 // readSnapshot reads the cluster state every judgement is made from.
 func readSnapshot(c *cli.Context, opts snapshot.Options) (*snapshot.Snapshot, error) {
 	cl, err := connect(c)

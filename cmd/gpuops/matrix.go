@@ -15,14 +15,7 @@ func matrixCommand() *cli.Command {
 			"(the lab's out/matrix.txt).",
 		Flags: []cli.Flag{outputFlag(), selectorFlag(), discoverFlag()},
 		Action: func(c *cli.Context) error {
-			if err := noArgs(c); err != nil {
-				return err
-			}
-			p, err := printerFor(c)
-			if err != nil {
-				return err
-			}
-			opts, err := snapshotOptions(c)
+			p, opts, err := judgeInput(c)
 			if err != nil {
 				return err
 			}
