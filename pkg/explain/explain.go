@@ -14,9 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	schedcorev1 "k8s.io/component-helpers/scheduling/corev1"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
-	"k8s.io/klog/v2"
 
 	"github.com/gpuops/gpuops/pkg/daemonset"
 	"github.com/gpuops/gpuops/pkg/judge"
@@ -233,9 +230,9 @@ func phaseName(p corev1.PodPhase) string {
 // does not, the reason names the first mismatch.
 func admits(d *snapshot.DaemonSet, n *snapshot.Node) (Reason, bool) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}, Spec: corev1.NodeSpec{Taints: n.Taints}}
-	// The upstream matcher decides (parse errors count as no match, as in the
-	// controller); the selector is walked only to name the mismatch.
-	if ok, _ := nodeaffinity.NewRequiredNodeAffinity(d.NodeSelector, d.Affinity).Match(node); !ok {
+	a := daemonset.NewAdmission(corev1.PodSpec{NodeSelector: d.NodeSelector, Affinity: d.Affinity, Tolerations: d.Tolerations, HostNetwork: d.HostNetwork})
+	// The shared matcher decides; the selector is walked only to name the mismatch.
+	if !a.Selects(node) {
 		for _, k := range sortedKeys(d.NodeSelector) {
 			want := d.NodeSelector[k]
 			if got, ok := n.Labels[k]; !ok {
@@ -246,10 +243,7 @@ func admits(d *snapshot.DaemonSet, n *snapshot.Node) (Reason, bool) {
 		}
 		return Reason{NotSelected, fmt.Sprintf("DaemonSet %s: the node does not match its required node affinity", d.Name)}, false
 	}
-	taint, untolerated := schedcorev1.FindMatchingUntoleratedTaint(klog.Background(), n.Taints, daemonset.PodTolerations(d.Tolerations, d.HostNetwork),
-		func(t *corev1.Taint) bool {
-			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
-		}, false) // comparison operators in tolerations are alpha, off by default
+	taint, untolerated := a.UntoleratedTaint(node, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute)
 	if untolerated {
 		return Reason{UntoleratedTaint, fmt.Sprintf("DaemonSet %s does not tolerate the node's taint %s", d.Name, taintString(taint))}, false
 	}

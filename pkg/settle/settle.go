@@ -11,9 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	v1helper "k8s.io/component-helpers/scheduling/corev1"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
-	"k8s.io/klog/v2"
 
 	"github.com/gpuops/gpuops/pkg/daemonset"
 )
@@ -57,7 +54,7 @@ func (s Status) String() string {
 //     Admits).
 func Check(ds *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod) Status {
 	st := Status{Name: ds.Name}
-	admit := newAdmitter(ds)
+	admit := daemonset.NewAdmission(ds.Spec.Template.Spec)
 	byNode := map[string][]*corev1.Pod{}
 	for _, p := range pods {
 		if ownedBy(p, ds) {
@@ -67,7 +64,7 @@ func Check(ds *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod) Statu
 	var waiting []nodeNote
 	staying := 0
 	for _, n := range nodes {
-		run, stay := admit.admits(n)
+		run, stay := admits(admit, n)
 		here := byNode[n.Name]
 		delete(byNode, n.Name)
 		switch {
@@ -172,48 +169,17 @@ func ownedBy(p *corev1.Pod, ds *appsv1.DaemonSet) bool {
 	return false
 }
 
-// admitter decides which nodes a DaemonSet's pods belong on, the way the
-// DaemonSet controller does (NodeShouldRunDaemonPod in
-// k8s.io/kubernetes/pkg/controller/daemon): the template's node name, node
-// selector and required node affinity must match, and the pod's tolerations
-// (the template's plus the defaults the controller adds to every daemon pod)
-// must tolerate the node's NoSchedule and NoExecute taints.
-type admitter struct {
-	nodeName    string
-	affinity    nodeaffinity.RequiredNodeAffinity
-	tolerations []corev1.Toleration
-}
-
-func newAdmitter(ds *appsv1.DaemonSet) admitter {
-	spec := ds.Spec.Template.Spec
-	return admitter{
-		nodeName:    spec.NodeName,
-		affinity:    nodeaffinity.NewRequiredNodeAffinity(spec.NodeSelector, spec.Affinity),
-		tolerations: daemonset.PodTolerations(spec.Tolerations, spec.HostNetwork),
-	}
-}
-
 // admits returns run (the controller wants a pod there; it counts in
 // desiredNumberScheduled) and stay (a pod already there may keep running:
 // it tolerates the node's NoExecute taints, though a NoSchedule one keeps new
 // pods away).
-func (a admitter) admits(n *corev1.Node) (run, stay bool) {
-	if a.nodeName != "" && a.nodeName != n.Name {
+func admits(a daemonset.Admission, n *corev1.Node) (run, stay bool) {
+	if !a.Selects(n) {
 		return false, false
 	}
-	// The controller ignores parse errors of the affinity too: no match.
-	if ok, _ := a.affinity.Match(n); !ok {
-		return false, false
-	}
-	if !a.untolerated(n, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) {
+	if _, untolerated := a.UntoleratedTaint(n, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute); !untolerated {
 		return true, true
 	}
-	return false, !a.untolerated(n, corev1.TaintEffectNoExecute)
-}
-
-func (a admitter) untolerated(n *corev1.Node, effects ...corev1.TaintEffect) bool {
-	// Comparison operators in tolerations are an alpha feature (off by default).
-	_, found := v1helper.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, a.tolerations,
-		func(t *corev1.Taint) bool { return slices.Contains(effects, t.Effect) }, false)
-	return found
+	_, evicted := a.UntoleratedTaint(n, corev1.TaintEffectNoExecute)
+	return false, !evicted
 }
