@@ -98,15 +98,6 @@ func WithMemory(quantity string) NodeOption {
 	return WithCapacity(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(quantity)})
 }
 
-// WithAnnotations adds annotations to the node.
-func WithAnnotations(annotations map[string]string) NodeOption {
-	return func(n *corev1.Node) {
-		for k, v := range annotations {
-			n.Annotations[k] = v
-		}
-	}
-}
-
 // Unschedulable cordons the node (spec.unschedulable). It is still Ready and
 // KWOK still runs its pods; DaemonSet pods tolerate the cordon.
 func Unschedulable() NodeOption {
