@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/snapshot/read"
 )
 
 // Flags and plumbing shared by the judging commands (audit, order-check, matrix).
@@ -36,35 +37,35 @@ func printerFor(c *cli.Context) (report.Printer, error) {
 }
 
 // snapshotOptions validates the --selector flag before anything is read.
-func snapshotOptions(c *cli.Context) (snapshot.Options, error) {
+func snapshotOptions(c *cli.Context) (read.Options, error) {
 	sel := c.String("selector")
 	if _, err := labels.Parse(sel); err != nil {
-		return snapshot.Options{}, usageError(fmt.Errorf("--selector: %w", err))
+		return read.Options{}, usageError(fmt.Errorf("--selector: %w", err))
 	}
-	return snapshot.Options{NodeSelector: sel}, nil
+	return read.Options{NodeSelector: sel}, nil
 }
 
 // judgeInput refuses a whole-cluster judge's bad arguments and flags before
 // anything is read.
-func judgeInput(c *cli.Context) (report.Printer, snapshot.Options, error) {
+func judgeInput(c *cli.Context) (report.Printer, read.Options, error) {
 	if err := noArgs(c); err != nil {
-		return report.Printer{}, snapshot.Options{}, err
+		return report.Printer{}, read.Options{}, err
 	}
 	p, err := printerFor(c)
 	if err != nil {
-		return report.Printer{}, snapshot.Options{}, err
+		return report.Printer{}, read.Options{}, err
 	}
 	opts, err := snapshotOptions(c)
 	return p, opts, err
 }
 
 // readSnapshot reads the cluster state every judgement is made from.
-func readSnapshot(c *cli.Context, opts snapshot.Options) (*snapshot.Snapshot, error) {
+func readSnapshot(c *cli.Context, opts read.Options) (*snapshot.Snapshot, error) {
 	cl, err := connect(c)
 	if err != nil {
 		return nil, err
 	}
-	return snapshot.Read(c.Context, cl.Kube, cl.Namespace, opts)
+	return read.Snapshot(c.Context, cl.Kube, cl.Namespace, opts)
 }
 
 // noArgs refuses positional arguments for a command that takes none.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
-	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/snapshot/read"
 )
 
 func orderCheckCommand() *cli.Command {
@@ -31,7 +31,7 @@ func orderCheckCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			s, err := readSnapshot(c, snapshot.Options{DaemonSets: c.Bool("discover")})
+			s, err := readSnapshot(c, read.Options{DaemonSets: c.Bool("discover")})
 			if err != nil {
 				return err
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/provision"
 	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/snapshot/read"
 	"github.com/gpuops/gpuops/pkg/workspace"
 )
 
@@ -48,7 +49,7 @@ func Run(ctx context.Context, c kubernetes.Interface, lab *labspec.Lab, ws works
 	}
 
 	step("step 6: audit")
-	s, err := snapshot.Read(ctx, c, lab.Namespace, snapshot.Options{})
+	s, err := read.Snapshot(ctx, c, lab.Namespace, read.Options{})
 	if err != nil {
 		return judge.Matrix{}, err
 	}
@@ -63,7 +64,7 @@ func Run(ctx context.Context, c kubernetes.Interface, lab *labspec.Lab, ws works
 		}
 	}
 	step("steps 7-8: order check of the lab's nodes, matrix")
-	if s, err = snapshot.Read(ctx, c, lab.Namespace, snapshot.Options{}); err != nil {
+	if s, err = read.Snapshot(ctx, c, lab.Namespace, read.Options{}); err != nil {
 		return judge.Matrix{}, err
 	}
 	order, err := OrderText(s, lab)

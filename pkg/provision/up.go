@@ -18,7 +18,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/render"
 	"github.com/gpuops/gpuops/pkg/settle"
-	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/snapshot/read"
 	"github.com/gpuops/gpuops/pkg/workspace"
 )
 
@@ -277,7 +277,7 @@ func readDriver(ctx context.Context, c kubernetes.Interface, ns string, roster [
 	if err != nil {
 		return nil, err
 	}
-	s, err := snapshot.Read(ctx, c, ns, snapshot.Options{NodeSelector: GPUNodeLabel + "=true"})
+	s, err := read.Snapshot(ctx, c, ns, read.Options{NodeSelector: GPUNodeLabel + "=true"})
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,8 @@
-// Package snapshot holds the cluster state that every judgement is made from:
+// Package snapshot is the model of the cluster state that every judgement is made from:
 // one node list, one pod list of the operator's namespace and, when needed, its
 // DaemonSets. The types are compact on purpose: they keep only what a judge
-// reads, so a snapshot of thousands of nodes stays small.
+// reads, so a snapshot of thousands of nodes stays small. It imports API
+// types only, never a client: pkg/snapshot/read fills it from the cluster.
 package snapshot
 
 import (

@@ -1,4 +1,4 @@
-package snapshot_test
+package read_test
 
 import (
 	"context"
@@ -17,13 +17,14 @@ import (
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/snapshot/read"
 )
 
 func TestMain(m *testing.M) { testcluster.Main(m) }
 
 // plainRead is the reference: one unpaged JSON LIST per resource, converted
 // after the whole list has arrived.
-func plainRead(t *testing.T, c kubernetes.Interface, ns string, opts snapshot.Options) *snapshot.Snapshot {
+func plainRead(t *testing.T, c kubernetes.Interface, ns string, opts read.Options) *snapshot.Snapshot {
 	t.Helper()
 	ctx := context.Background()
 	s := &snapshot.Snapshot{Namespace: ns}
@@ -113,7 +114,7 @@ func TestReadMatchesPlainList(t *testing.T) {
 		return d.Status.ObservedGeneration == d.Generation && d.Status.DesiredNumberScheduled == 7
 	})
 
-	opts := snapshot.Options{NodeSelector: testcluster.LabelTestID + "=" + env.ID, DaemonSets: true}
+	opts := read.Options{NodeSelector: testcluster.LabelTestID + "=" + env.ID, DaemonSets: true}
 	jsonCfg := rest.CopyConfig(env.RESTConfig)
 	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
 	jsonClient := kubernetes.NewForConfigOrDie(jsonCfg)
@@ -137,7 +138,7 @@ func TestReadMatchesPlainList(t *testing.T) {
 	} {
 		o := opts
 		o.PageSize = tc.pageSize
-		got, err := snapshot.Read(ctx, tc.client, env.Namespace, o)
+		got, err := read.Snapshot(ctx, tc.client, env.Namespace, o)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -149,7 +150,7 @@ func TestReadMatchesPlainList(t *testing.T) {
 
 func TestReadFailsOnOneLine(t *testing.T) {
 	c := kubernetes.NewForConfigOrDie(&rest.Config{Host: "https://127.0.0.1:1"})
-	_, err := snapshot.Read(context.Background(), c, "gpu-operator", snapshot.Options{})
+	_, err := read.Snapshot(context.Background(), c, "gpu-operator", read.Options{})
 	if err == nil || !strings.Contains(err.Error(), "list ") {
 		t.Fatalf("Read against no server: err = %v, want a wrapped list error", err)
 	}

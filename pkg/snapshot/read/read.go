@@ -1,4 +1,4 @@
-package snapshot
+package read
 
 import (
 	"bufio"
@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+
+	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
 // Options says what to read besides nodes and pods.
@@ -28,20 +30,20 @@ type Options struct {
 	PageSize int64
 }
 
-// Read takes a snapshot with one LIST call per page of objects, never one per
+// Snapshot takes a snapshot with one LIST call per page of objects, never one per
 // node: nodes, the namespace's pods (and its DaemonSets when asked), listed
 // concurrently. Each list is one consistent view (the pages of a list share
 // its resourceVersion). Nodes and pods come as protobuf when the client asks
 // for it (kube.Connect does) and are decoded trimmed to what the judges read
 // (see trim.go); a JSON client gets the same snapshot, more slowly.
-func Read(ctx context.Context, c kubernetes.Interface, namespace string, opts Options) (*Snapshot, error) {
-	s := &Snapshot{Namespace: namespace}
+func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opts Options) (*snapshot.Snapshot, error) {
+	s := &snapshot.Snapshot{Namespace: namespace}
 	page := opts.PageSize
 	core := c.CoreV1().RESTClient()
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		err := readList(ctx, core, "nodes", "", metav1.ListOptions{LabelSelector: opts.NodeSelector, Limit: page},
-			nodeFields, &corev1.NodeList{}, func(n *corev1.Node) { s.Nodes = append(s.Nodes, NodeFrom(n)) })
+			nodeFields, &corev1.NodeList{}, func(n *corev1.Node) { s.Nodes = append(s.Nodes, snapshot.NodeFrom(n)) })
 		if err != nil {
 			return fmt.Errorf("list nodes: %w", err)
 		}
@@ -49,7 +51,7 @@ func Read(ctx context.Context, c kubernetes.Interface, namespace string, opts Op
 	})
 	g.Go(func() error {
 		err := readList(ctx, core, "pods", namespace, metav1.ListOptions{Limit: page},
-			podFields, &corev1.PodList{}, func(p *corev1.Pod) { s.Pods = append(s.Pods, PodFrom(p)) })
+			podFields, &corev1.PodList{}, func(p *corev1.Pod) { s.Pods = append(s.Pods, snapshot.PodFrom(p)) })
 		if err != nil {
 			return fmt.Errorf("list pods in namespace %s: %w", namespace, err)
 		}
@@ -62,7 +64,7 @@ func Read(ctx context.Context, c kubernetes.Interface, namespace string, opts Op
 				return fmt.Errorf("list daemonsets in namespace %s: %w", namespace, err)
 			}
 			for i := range dss.Items {
-				s.DaemonSets = append(s.DaemonSets, DaemonSetFrom(&dss.Items[i]))
+				s.DaemonSets = append(s.DaemonSets, snapshot.DaemonSetFrom(&dss.Items[i]))
 			}
 			return nil
 		})

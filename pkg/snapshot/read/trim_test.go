@@ -1,4 +1,4 @@
-package snapshot
+package read
 
 import (
 	"bufio"
@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/randfill"
+
+	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
 // filler fills API objects at random, with valid quantities (their internals
@@ -53,7 +55,7 @@ func TestTrimKeepsWhatConversionReads(t *testing.T) {
 		}
 		var got corev1.Pod
 		decodeTrimmed(t, &pod, &got, podFields)
-		if want, have := PodFrom(&pod), PodFrom(&got); !equality.Semantic.DeepEqual(want, have) {
+		if want, have := snapshot.PodFrom(&pod), snapshot.PodFrom(&got); !equality.Semantic.DeepEqual(want, have) {
 			t.Fatalf("seed %d: pod from trimmed bytes\n got %+v\nwant %+v", seed, have, want)
 		}
 
@@ -64,7 +66,7 @@ func TestTrimKeepsWhatConversionReads(t *testing.T) {
 		}
 		var gotNode corev1.Node
 		decodeTrimmed(t, &node, &gotNode, nodeFields)
-		if want, have := NodeFrom(&node), NodeFrom(&gotNode); !equality.Semantic.DeepEqual(want, have) {
+		if want, have := snapshot.NodeFrom(&node), snapshot.NodeFrom(&gotNode); !equality.Semantic.DeepEqual(want, have) {
 			t.Fatalf("seed %d: node from trimmed bytes\n got %+v\nwant %+v", seed, have, want)
 		}
 	}
@@ -132,13 +134,13 @@ func reader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b))
 
 func TestEachListItemReadsAPage(t *testing.T) {
 	body := podPage(t, 3, "next-page")
-	var pods []Pod
+	var pods []snapshot.Pod
 	cont, err := eachListItem(reader(body), podFields, func(b []byte) error {
 		var p corev1.Pod
 		if err := p.Unmarshal(b); err != nil {
 			return err
 		}
-		pods = append(pods, PodFrom(&p))
+		pods = append(pods, snapshot.PodFrom(&p))
 		return nil
 	})
 	if err != nil {
@@ -171,22 +173,22 @@ func BenchmarkDecodePodPage(b *testing.B) {
 			if _, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, &list); err != nil {
 				b.Fatal(err)
 			}
-			pods := make([]Pod, 0, len(list.Items))
+			pods := make([]snapshot.Pod, 0, len(list.Items))
 			for i := range list.Items {
-				pods = append(pods, PodFrom(&list.Items[i]))
+				pods = append(pods, snapshot.PodFrom(&list.Items[i]))
 			}
 		}
 	})
 	b.Run("decode=trimmed", func(b *testing.B) {
 		for b.Loop() {
-			var pods []Pod
+			var pods []snapshot.Pod
 			var p corev1.Pod
 			_, err := eachListItem(reader(body), podFields, func(item []byte) error {
 				p = corev1.Pod{}
 				if err := p.Unmarshal(item); err != nil {
 					return err
 				}
-				pods = append(pods, PodFrom(&p))
+				pods = append(pods, snapshot.PodFrom(&p))
 				return nil
 			})
 			if err != nil {
