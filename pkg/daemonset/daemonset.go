@@ -1,12 +1,15 @@
-// Package daemonset holds what the DaemonSet controller adds on its own to
-// the pods it makes, so that judging whether a DaemonSet admits a node is
-// done the controller's way everywhere in gpuops.
+// Package daemonset is the one home of what gpuops knows about DaemonSets and
+// their pods, done the DaemonSet controller's way: which nodes a DaemonSet
+// places pods on (Admission), which DaemonSet controls a pod (Controller),
+// and which node a daemon pod belongs to before the scheduler binds it
+// (TargetNode, NodeOf). It imports API types only, never a client.
 package daemonset
 
 import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	schedcorev1 "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
@@ -53,6 +56,32 @@ func NewAdmission(spec corev1.PodSpec) Admission {
 	}
 }
 
+// Decision is how the controller treats one node.
+type Decision struct {
+	Run  bool // it wants a pod there: the node counts in desiredNumberScheduled
+	Stay bool // a pod already there may keep running (it tolerates the NoExecute taints)
+	// Why Run is false: the node is not selected, or the first untolerated
+	// NoSchedule/NoExecute taint.
+	NotSelected bool
+	Taint       *corev1.Taint
+}
+
+// Decide judges the node as NodeShouldRunDaemonPod does: a selected node
+// whose NoSchedule and NoExecute taints are all tolerated runs a pod; a
+// selected node with only an untolerated NoSchedule taint keeps a pod that is
+// already there.
+func (a Admission) Decide(n *corev1.Node) Decision {
+	if !a.Selects(n) {
+		return Decision{NotSelected: true}
+	}
+	t, untolerated := a.untoleratedTaint(n, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute)
+	if !untolerated {
+		return Decision{Run: true, Stay: true}
+	}
+	_, evicted := a.untoleratedTaint(n, corev1.TaintEffectNoExecute)
+	return Decision{Stay: !evicted, Taint: &t}
+}
+
 // Selects reports whether the node matches the node name, selector and
 // required affinity. A selector that does not parse matches nothing, as in
 // the controller.
@@ -64,10 +93,46 @@ func (a Admission) Selects(n *corev1.Node) bool {
 	return ok
 }
 
-// UntoleratedTaint returns the first of the node's taints with one of the
+// untoleratedTaint returns the first of the node's taints with one of the
 // effects that the pods do not tolerate.
-func (a Admission) UntoleratedTaint(n *corev1.Node, effects ...corev1.TaintEffect) (corev1.Taint, bool) {
+func (a Admission) untoleratedTaint(n *corev1.Node, effects ...corev1.TaintEffect) (corev1.Taint, bool) {
 	// Comparison operators in tolerations are an alpha feature (off by default).
 	return schedcorev1.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, a.tolerations,
 		func(t *corev1.Taint) bool { return slices.Contains(effects, t.Effect) }, false)
+}
+
+// Controller is the name of the DaemonSet that controls the pod (its
+// controller reference), or "" when no DaemonSet does.
+func Controller(p *corev1.Pod) string {
+	if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "DaemonSet" && ref.APIVersion == "apps/v1" {
+		return ref.Name
+	}
+	return ""
+}
+
+// TargetNode is the node a DaemonSet pod was made for, known before the
+// scheduler binds it: the controller pins each pod with a required node
+// affinity on metadata.name with exactly that node. "" for other pods.
+func TargetNode(p *corev1.Pod) string {
+	a := p.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return ""
+	}
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, f := range term.MatchFields {
+			if f.Key == metav1.ObjectNameField && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
+				return f.Values[0]
+			}
+		}
+	}
+	return ""
+}
+
+// NodeOf is the node a daemon pod belongs to: the one it is bound to or,
+// until the scheduler binds it, its TargetNode.
+func NodeOf(p *corev1.Pod) string {
+	if p.Spec.NodeName != "" {
+		return p.Spec.NodeName
+	}
+	return TargetNode(p)
 }

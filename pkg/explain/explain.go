@@ -3,8 +3,8 @@
 // not admit the node, a pod that is Pending, Failed, Unknown or being deleted,
 // a node that is NotReady or cordoned); and which deploy label values do not
 // do what they seem to. It is pure, like the judge: a snapshot in, reasons out.
-// Node selection and taint toleration are decided by the same upstream
-// helpers the DaemonSet controller uses.
+// Node selection and taint toleration are decided by pkg/daemonset, as
+// everywhere in gpuops.
 package explain
 
 import (
@@ -13,9 +13,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gpuops/gpuops/pkg/daemonset"
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
@@ -124,10 +122,7 @@ func New(s *snapshot.Snapshot) *Explainer {
 	}
 	for i := range s.Pods {
 		p := &s.Pods[i]
-		node := p.Node
-		if node == "" {
-			node = p.Target
-		}
+		node := p.Placement()
 		if p.DaemonSet != "" && node != "" {
 			k := placement{p.DaemonSet, node}
 			x.pods[k] = append(x.pods[k], p)
@@ -224,15 +219,16 @@ func phaseName(p corev1.PodPhase) string {
 	return string(p)
 }
 
-// admits decides, as the DaemonSet controller does, whether the DaemonSet
-// places a pod on the node: its nodeSelector and required node affinity
-// match, and its pods tolerate every NoSchedule and NoExecute taint. When it
-// does not, the reason names the first mismatch.
+// admits says, from the shared DaemonSet admission, whether the DaemonSet
+// places a pod on the node; when it does not, the reason names the first
+// mismatch.
 func admits(d *snapshot.DaemonSet, n *snapshot.Node) (Reason, bool) {
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}, Spec: corev1.NodeSpec{Taints: n.Taints}}
-	a := daemonset.NewAdmission(corev1.PodSpec{NodeSelector: d.NodeSelector, Affinity: d.Affinity, Tolerations: d.Tolerations, HostNetwork: d.HostNetwork})
-	// The shared matcher decides; the selector is walked only to name the mismatch.
-	if !a.Selects(node) {
+	dec := d.Admission().Decide(n.API())
+	switch {
+	case dec.Run:
+		return Reason{}, true
+	case dec.NotSelected:
+		// The shared matcher decided; the selector is walked only to name the mismatch.
 		for _, k := range sortedKeys(d.NodeSelector) {
 			want := d.NodeSelector[k]
 			if got, ok := n.Labels[k]; !ok {
@@ -243,18 +239,7 @@ func admits(d *snapshot.DaemonSet, n *snapshot.Node) (Reason, bool) {
 		}
 		return Reason{NotSelected, fmt.Sprintf("DaemonSet %s: the node does not match its required node affinity", d.Name)}, false
 	}
-	taint, untolerated := a.UntoleratedTaint(node, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute)
-	if untolerated {
-		return Reason{UntoleratedTaint, fmt.Sprintf("DaemonSet %s does not tolerate the node's taint %s", d.Name, taintString(taint))}, false
-	}
-	return Reason{}, true
-}
-
-func taintString(t corev1.Taint) string {
-	if t.Value == "" {
-		return fmt.Sprintf("%s:%s", t.Key, t.Effect)
-	}
-	return fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect)
+	return Reason{UntoleratedTaint, fmt.Sprintf("DaemonSet %s does not tolerate the node's taint %s", d.Name, dec.Taint.ToString())}, false
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -68,13 +68,13 @@ func SetDeploy(ctx context.Context, c kubernetes.Interface, ns, nodeName, operan
 			return nil, err
 		}
 	}
-	mine, err := ownedLabels(node.ManagedFields, FieldManager)
+	mine, err := corev1ac.ExtractNode(node, FieldManager)
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", nodeName, err)
 	}
-	for _, k := range mine {
+	for k, v := range mine.Labels {
 		if _, set := labels[k]; !set {
-			labels[k] = node.Labels[k]
+			labels[k] = v
 		}
 	}
 
@@ -102,5 +102,5 @@ func settledDesired(ctx context.Context, c kubernetes.Interface, ns, name string
 	if err != nil {
 		return "", fmt.Errorf("read DaemonSet %s/%s: %w", ns, name, err)
 	}
-	return readPath(ds, DesiredPath)
+	return strconv.Itoa(int(ds.Status.DesiredNumberScheduled)), nil
 }

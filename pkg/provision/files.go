@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/util/jsonpath"
-
 	"github.com/gpuops/gpuops/pkg/operand"
 )
 
@@ -17,9 +14,6 @@ const (
 	DriverFile = "driver.txt"
 	OptOutFile = "optout.txt"
 )
-
-// DesiredPath is where a DaemonSet's controller reports how many nodes should run its pod.
-const DesiredPath = "{.status.desiredNumberScheduled}"
 
 // RosterText is out/roster.txt: one "<operand>=<label key>" line per operand, in roster order.
 func RosterText(roster []operand.Operand) []byte {
@@ -40,22 +34,4 @@ func DriverText(desired string, skipped []string) []byte {
 // OptOutText is out/optout.txt: desiredNumberScheduled before and after the change.
 func OptOutText(c Change) []byte {
 	return fmt.Appendf(nil, "BEFORE=%s\nAFTER=%s\n", c.Before, c.After)
-}
-
-// readPath evaluates a kubectl-style JSONPath template against an API object,
-// as `kubectl get -o jsonpath=...` does.
-func readPath(obj runtime.Object, template string) (string, error) {
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return "", err
-	}
-	jp := jsonpath.New("read")
-	if err := jp.Parse(template); err != nil {
-		return "", err
-	}
-	var b bytes.Buffer
-	if err := jp.Execute(&b, u); err != nil {
-		return "", fmt.Errorf("jsonpath %s: %w", template, err)
-	}
-	return b.String(), nil
 }

@@ -81,22 +81,3 @@ func labelPaths(keys []string) *fieldpath.Set {
 	}
 	return set
 }
-
-// ownedLabels lists the label keys that manager owns, sorted.
-func ownedLabels(entries []metav1.ManagedFieldsEntry, manager string) ([]string, error) {
-	set, err := owned(entries, manager)
-	if err != nil {
-		return nil, err
-	}
-	var keys []string
-	labels := set.WithPrefix(fieldpath.PathElement{FieldName: ptr("metadata")}).WithPrefix(fieldpath.PathElement{FieldName: ptr("labels")})
-	for p := range labels.Leaves().All() {
-		if len(p) == 1 && p[0].FieldName != nil {
-			keys = append(keys, *p[0].FieldName)
-		}
-	}
-	slices.Sort(keys)
-	return keys, nil
-}
-
-func ptr[T any](v T) *T { return &v }

@@ -92,11 +92,11 @@ func planReset(ctx context.Context, c kubernetes.Interface, ns string) (*resetPl
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	for _, n := range nodes.Items {
-		keys, err := ownedLabels(n.ManagedFields, FieldManager)
+		mine, err := corev1ac.ExtractNode(&n, FieldManager)
 		if err != nil {
 			return nil, fmt.Errorf("node %s: %w", n.Name, err)
 		}
-		if len(keys) > 0 {
+		if len(mine.Labels) > 0 {
 			p.nodes = append(p.nodes, n.Name)
 		}
 	}
@@ -133,11 +133,11 @@ func planReset(ctx context.Context, c kubernetes.Interface, ns string) (*resetPl
 		}
 	}
 
-	created, err := ownedLabels(nsObj.ManagedFields, FieldManager)
+	created, err := corev1ac.ExtractNamespace(nsObj, FieldManager)
 	if err != nil {
 		return nil, fmt.Errorf("namespace %s: %w", ns, err)
 	}
-	if !slices.Contains(created, ManagedByLabel) {
+	if _, mine := created.Labels[ManagedByLabel]; !mine {
 		return p, nil // gpuops did not create it
 	}
 	pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})

@@ -1,11 +1,13 @@
 package provision
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"github.com/gpuops/gpuops/pkg/operand"
 )
@@ -26,17 +28,24 @@ var nodeFields = []metav1.ManagedFieldsEntry{
 	entry("kwok-controller", "status", `{"f:status":{"f:phase":{}}}`),
 }
 
-func TestOwnedLabels(t *testing.T) {
-	got, err := ownedLabels(nodeFields, "gpuops")
+// What gpuops owns on a node is what its applies set: the typed Extract
+// reads it from the ownership record, leaving other managers' labels and
+// the status subresource out.
+func TestExtractOwnedLabels(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", ManagedFields: nodeFields, Labels: map[string]string{
+		"nvidia.com/gpu.present": "true", "nvidia.com/gpu.deploy.driver": "false",
+		"nvidia.com/gpu.deploy.dcgm-exporter": "true", "kubernetes.io/hostname": "n",
+	}}}
+	mine, err := corev1ac.ExtractNode(node, FieldManager)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"nvidia.com/gpu.deploy.driver", "nvidia.com/gpu.present"}
-	if !slices.Equal(got, want) {
-		t.Errorf("ownedLabels(gpuops) = %q, want %q", got, want)
+	want := map[string]string{"nvidia.com/gpu.deploy.driver": "false", "nvidia.com/gpu.present": "true"}
+	if !maps.Equal(mine.Labels, want) {
+		t.Errorf("gpuops owns %v, want %v", mine.Labels, want)
 	}
-	if got, _ := ownedLabels(nodeFields, "nobody"); len(got) != 0 {
-		t.Errorf("ownedLabels(nobody) = %q, want none", got)
+	if theirs, _ := corev1ac.ExtractNode(node, "nobody"); len(theirs.Labels) != 0 {
+		t.Errorf("nobody owns %v, want none", theirs.Labels)
 	}
 }
 
@@ -124,16 +133,5 @@ func TestDriverAndOptOutText(t *testing.T) {
 	}
 	if got, want := string(OptOutText(Change{Before: "2", After: "1"})), "BEFORE=2\nAFTER=1\n"; got != want {
 		t.Errorf("OptOutText = %q, want %q", got, want)
-	}
-}
-
-func TestReadPath(t *testing.T) {
-	ds := &appsv1.DaemonSet{Status: appsv1.DaemonSetStatus{DesiredNumberScheduled: 3}}
-	if got, err := readPath(ds, DesiredPath); err != nil || got != "3" {
-		t.Errorf("readPath = %q, %v; want 3", got, err)
-	}
-	// a fresh status says 0, not nothing
-	if got, err := readPath(&appsv1.DaemonSet{}, DesiredPath); err != nil || got != "0" {
-		t.Errorf("readPath of a fresh DaemonSet = %q, %v; want 0", got, err)
 	}
 }

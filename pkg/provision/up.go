@@ -3,6 +3,7 @@ package provision
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -273,10 +274,7 @@ func readDriver(ctx context.Context, c kubernetes.Interface, ns string, roster [
 	if err != nil {
 		return nil, fmt.Errorf("read DaemonSet %s/%s: %w", ns, driver.DaemonSet, err)
 	}
-	desired, err := readPath(ds, DesiredPath)
-	if err != nil {
-		return nil, err
-	}
+	desired := strconv.Itoa(int(ds.Status.DesiredNumberScheduled))
 	s, err := read.Snapshot(ctx, c, ns, read.Options{NodeSelector: GPUNodeLabel + "=true"})
 	if err != nil {
 		return nil, err

@@ -57,14 +57,15 @@ func Check(ds *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod) Statu
 	admit := daemonset.NewAdmission(ds.Spec.Template.Spec)
 	byNode := map[string][]*corev1.Pod{}
 	for _, p := range pods {
-		if ownedBy(p, ds) {
-			byNode[nodeOf(p)] = append(byNode[nodeOf(p)], p)
+		if metav1.IsControlledBy(p, ds) {
+			byNode[daemonset.NodeOf(p)] = append(byNode[daemonset.NodeOf(p)], p)
 		}
 	}
 	var waiting []nodeNote
 	staying := 0
 	for _, n := range nodes {
-		run, stay := admits(admit, n)
+		dec := admit.Decide(n)
+		run, stay := dec.Run, dec.Stay
 		here := byNode[n.Name]
 		delete(byNode, n.Name)
 		switch {
@@ -118,27 +119,6 @@ func onlyRunning(here []*corev1.Pod) string {
 	return ""
 }
 
-// nodeOf is the node a daemon pod belongs to: the one it is bound to or,
-// until the scheduler binds it, the one the DaemonSet controller pinned it
-// to (a required node affinity on metadata.name).
-func nodeOf(p *corev1.Pod) string {
-	if p.Spec.NodeName != "" {
-		return p.Spec.NodeName
-	}
-	a := p.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return ""
-	}
-	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		for _, f := range term.MatchFields {
-			if f.Key == metav1.ObjectNameField && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
-				return f.Values[0]
-			}
-		}
-	}
-	return ""
-}
-
 func lagging(ds *appsv1.DaemonSet, desired, misscheduled int) string {
 	s := ds.Status
 	switch {
@@ -157,29 +137,4 @@ func lagging(ds *appsv1.DaemonSet, desired, misscheduled int) string {
 			s.CurrentNumberScheduled, s.NumberMisscheduled, s.NumberReady, s.NumberAvailable)
 	}
 	return ""
-}
-
-// ownedBy reports whether the DaemonSet (this very object, by UID) controls the pod.
-func ownedBy(p *corev1.Pod, ds *appsv1.DaemonSet) bool {
-	for _, ref := range p.OwnerReferences {
-		if ref.Controller != nil && *ref.Controller && ref.UID == ds.UID {
-			return true
-		}
-	}
-	return false
-}
-
-// admits returns run (the controller wants a pod there; it counts in
-// desiredNumberScheduled) and stay (a pod already there may keep running:
-// it tolerates the node's NoExecute taints, though a NoSchedule one keeps new
-// pods away).
-func admits(a daemonset.Admission, n *corev1.Node) (run, stay bool) {
-	if !a.Selects(n) {
-		return false, false
-	}
-	if _, untolerated := a.UntoleratedTaint(n, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute); !untolerated {
-		return true, true
-	}
-	_, evicted := a.UntoleratedTaint(n, corev1.TaintEffectNoExecute)
-	return false, !evicted
 }

@@ -103,14 +103,19 @@ func Wait(ctx context.Context, client kubernetes.Interface, ns string, names []s
 		if allSettled(statuses) {
 			return statuses, nil
 		}
+		// Judging thousands of nodes costs milliseconds and their pods'
+		// events come in a stream: after a change, rest four times as long as
+		// the last judgement took, so waiting takes at most a fifth of a core
+		// at any cluster size (and no time at all on a small lab).
 		select {
 		case <-changed:
-			// Judging thousands of nodes costs milliseconds and their pods'
-			// events come in a stream: rest four times as long as the last
-			// judgement took, so waiting takes at most a fifth of a core at
-			// any cluster size (and no time at all on a small lab).
-			time.Sleep(4 * cost)
+			select {
+			case <-time.After(4 * cost):
+			case <-ctx.Done():
+			}
 		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
 			if parent.Err() != nil {
 				return nil, fmt.Errorf("%w while waiting for DaemonSets to settle", ErrInterrupted)
 			}

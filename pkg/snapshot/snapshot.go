@@ -8,6 +8,9 @@ package snapshot
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuops/gpuops/pkg/daemonset"
 )
 
 // Snapshot is the cluster state at one moment.
@@ -44,6 +47,15 @@ type Pod struct {
 	Target string
 }
 
+// Placement is the node the pod is on or, for a daemon pod not yet bound,
+// the node it was made for.
+func (p Pod) Placement() string {
+	if p.Node != "" {
+		return p.Node
+	}
+	return p.Target
+}
+
 // Present reports whether the pod counts as running its operand: phase
 // Running and not on its way out.
 func (p Pod) Present() bool { return p.Phase == corev1.PodRunning && !p.Deleting }
@@ -56,6 +68,17 @@ type DaemonSet struct {
 	Tolerations            []corev1.Toleration
 	HostNetwork            bool // its pods also tolerate network-unavailable nodes
 	DesiredNumberScheduled int32
+}
+
+// Admission is how the DaemonSet's pods are placed on nodes.
+func (d DaemonSet) Admission() daemonset.Admission {
+	return daemonset.NewAdmission(corev1.PodSpec{NodeSelector: d.NodeSelector, Affinity: d.Affinity, Tolerations: d.Tolerations, HostNetwork: d.HostNetwork})
+}
+
+// API rebuilds the API node's placement fields (name, labels, taints), for
+// the admission helpers that take one.
+func (n Node) API() *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}, Spec: corev1.NodeSpec{Taints: n.Taints, Unschedulable: n.Unschedulable}}
 }
 
 // NodeFrom converts an API node.
@@ -71,40 +94,20 @@ func NodeFrom(n *corev1.Node) Node {
 
 // PodFrom converts an API pod.
 func PodFrom(p *corev1.Pod) Pod {
-	out := Pod{Name: p.Name, Node: p.Spec.NodeName, Phase: p.Status.Phase, Deleting: p.DeletionTimestamp != nil}
-	for _, ref := range p.OwnerReferences {
-		if ref.Controller != nil && *ref.Controller && ref.Kind == "DaemonSet" && ref.APIVersion == "apps/v1" {
-			out.DaemonSet = ref.Name
-		}
-	}
+	out := Pod{Name: p.Name, Node: p.Spec.NodeName, Phase: p.Status.Phase, Deleting: p.DeletionTimestamp != nil,
+		DaemonSet: daemonset.Controller(p)}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
 			out.Reason = c.Message
 		}
 	}
 	if out.DaemonSet != "" {
-		out.Target = targetNode(p.Spec.Affinity)
+		out.Target = daemonset.TargetNode(p)
 	}
 	if out.Reason == "" && out.Phase != corev1.PodRunning {
 		out.Reason = statusReason(&p.Status)
 	}
 	return out
-}
-
-// targetNode reads the node a DaemonSet controller pinned its pod to: the
-// single metadata.name value of the required node affinity.
-func targetNode(a *corev1.Affinity) string {
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return ""
-	}
-	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		for _, f := range term.MatchFields {
-			if f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
-				return f.Values[0]
-			}
-		}
-	}
-	return ""
 }
 
 // statusReason is the pod's own reason (Evicted, NodeLost, ...) or else the
