@@ -27,7 +27,7 @@ func labCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			m, err := labrun.Run(c.Context, cl.Kube, lab, workspaceOf(c), provisionOptions(c))
+			m, err := labrun.Run(c.Context, cl.Kube, lab, assets, workspaceOf(c), provisionOptions(c))
 			if err != nil {
 				return err
 			}

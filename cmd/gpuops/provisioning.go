@@ -79,4 +79,7 @@ func provisionOptions(c *cli.Context) provision.Options {
 	}
 }
 
+// assets are what the binary embeds: the operands' kustomize bases and the scripts.
+var assets = provision.Assets{Kustomize: gpuops.Kustomize, Scripts: gpuops.Scripts}
+
 func workspaceOf(c *cli.Context) workspace.Workspace { return workspace.New(c.String("workdir")) }

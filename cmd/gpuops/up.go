@@ -26,7 +26,7 @@ func upCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			_, err = provision.Up(c.Context, cl.Kube, lab, workspaceOf(c), provisionOptions(c))
+			_, err = provision.Up(c.Context, cl.Kube, lab, assets, workspaceOf(c), provisionOptions(c))
 			return err
 		},
 	}

@@ -31,14 +31,14 @@ const (
 
 // Run runs the lab and returns the matrix of step 8. Progress, if not nil,
 // gets one line per step besides the waits' progress.
-func Run(ctx context.Context, c kubernetes.Interface, lab *labspec.Lab, ws workspace.Workspace, opts provision.Options) (judge.Matrix, error) {
+func Run(ctx context.Context, c kubernetes.Interface, lab *labspec.Lab, assets provision.Assets, ws workspace.Workspace, opts provision.Options) (judge.Matrix, error) {
 	step := func(format string, args ...any) {
 		if opts.Progress != nil {
 			fmt.Fprintf(opts.Progress, "lab: "+format+"\n", args...)
 		}
 	}
 	step("steps 1-4: namespace %s, node labels, operand DaemonSets", lab.Namespace)
-	if _, err := provision.Up(ctx, c, lab, ws, opts); err != nil {
+	if _, err := provision.Up(ctx, c, lab, assets, ws, opts); err != nil {
 		return judge.Matrix{}, err
 	}
 	if t := lab.OptOut; t != nil {

@@ -11,6 +11,7 @@ package provision
 import (
 	"fmt"
 	"io"
+	"io/fs"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,6 +31,15 @@ const GPUNodeLabel = "nvidia.com/gpu.present"
 
 // DefaultTimeout bounds each wait for DaemonSets to settle.
 const DefaultTimeout = 2 * time.Minute
+
+// Assets are the files Up renders and installs: a tree holding the
+// kustomize bases (kustomize/operands/<operand>, see pkg/render) and one
+// holding the standalone scripts it puts at the workspace's root. The
+// binary passes what it embeds; a test can pass another catalog.
+type Assets struct {
+	Kustomize fs.FS
+	Scripts   fs.FS
+}
 
 // Options are shared by the operations.
 type Options struct {

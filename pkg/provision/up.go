@@ -13,7 +13,6 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 
-	gpuops "github.com/gpuops/gpuops"
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/labspec"
 	"github.com/gpuops/gpuops/pkg/operand"
@@ -35,9 +34,9 @@ type UpResult struct {
 // settled, then writes out/roster.txt and out/driver.txt from the live API.
 // Everything is checked before anything is changed; a second Up with nothing
 // changed modifies no object.
-func Up(ctx context.Context, c kubernetes.Interface, lab *labspec.Lab, ws workspace.Workspace, opts Options) (*UpResult, error) {
+func Up(ctx context.Context, c kubernetes.Interface, lab *labspec.Lab, assets Assets, ws workspace.Workspace, opts Options) (*UpResult, error) {
 	roster := operand.Lab
-	manifests, err := render.Operands(gpuops.Kustomize, roster, lab.Namespace)
+	manifests, err := render.Operands(assets.Kustomize, roster, lab.Namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +44,7 @@ func Up(ctx context.Context, c kubernetes.Interface, lab *labspec.Lab, ws worksp
 	if err != nil {
 		return nil, err
 	}
-	if err := ws.InstallScripts(gpuops.Scripts); err != nil {
+	if err := ws.InstallScripts(assets.Scripts); err != nil {
 		return nil, err
 	}
 	for _, m := range manifests {
