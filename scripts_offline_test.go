@@ -17,6 +17,7 @@ import (
 	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
@@ -218,7 +219,7 @@ func TestScriptsAgreeWithTheJudge(t *testing.T) {
 
 		audits := judge.Audit(s, operand.Lab)
 		var want bytes.Buffer
-		if err := judge.WriteAudit(&want, audits); err != nil {
+		if err := (report.Printer{Format: report.Text}).Audit(&want, audits, nil); err != nil {
 			t.Fatal(err)
 		}
 		wantCode := 0
@@ -327,7 +328,7 @@ func TestAuditScriptAtScale(t *testing.T) {
 	f.set(t, nodes, pods)
 	audits := judge.Audit(snapshotOf(nodes, pods), operand.Lab)
 	var want bytes.Buffer
-	if err := judge.WriteAudit(&want, audits); err != nil {
+	if err := (report.Printer{Format: report.Text}).Audit(&want, audits, nil); err != nil {
 		t.Fatal(err)
 	}
 	got := f.run(t, nil, "operand-audit.sh")

@@ -5,7 +5,6 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/judge"
-	"github.com/gpuops/gpuops/pkg/report"
 )
 
 func auditCommand() *cli.Command {
@@ -22,7 +21,7 @@ func auditCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			explained := c.Bool("explain") || p.Format == report.JSON
+			explained := c.Bool("explain") || p.Format.Data()
 			opts.DaemonSets = explained || c.Bool("discover")
 			s, err := readSnapshot(c, opts)
 			if err != nil {
@@ -30,12 +29,12 @@ func auditCommand() *cli.Command {
 			}
 			ops := roster(c, s)
 			audits := judge.Audit(s, ops)
+			var why *explain.Report
 			if explained {
-				err = p.ExplainedAudit(c.App.Writer, audits, explain.Explain(s, ops, audits))
-			} else {
-				err = p.Audit(c.App.Writer, audits)
+				r := explain.Explain(s, ops, audits)
+				why = &r
 			}
-			if err != nil {
+			if err := p.Audit(c.App.Writer, audits, why); err != nil {
 				return err
 			}
 			if judge.AuditFailed(audits) {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/access"
 	"github.com/gpuops/gpuops/pkg/labrun"
+	"github.com/gpuops/gpuops/pkg/report"
 )
 
 func labCommand() *cli.Command {
@@ -31,7 +32,7 @@ func labCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return m.WriteText(c.App.Writer)
+			return report.Printer{Format: report.Text}.Matrix(c.App.Writer, m)
 		},
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
@@ -264,7 +265,7 @@ func TestOperandsLabel(t *testing.T) {
 
 // The text form keeps the lab's lines and their fields, adding reasons in
 // parentheses and the extra lines after each node.
-func TestWriteAudit(t *testing.T) {
+func TestExplainedAuditText(t *testing.T) {
 	s := &snapshot.Snapshot{
 		Namespace: ns,
 		Nodes: []snapshot.Node{
@@ -280,7 +281,7 @@ func TestWriteAudit(t *testing.T) {
 	audits := judge.Audit(s, operand.Lab)
 	r := explain.Explain(s, operand.Lab, audits)
 	var b bytes.Buffer
-	if err := explain.WriteAudit(&b, audits, r); err != nil {
+	if err := (report.Printer{Format: report.Text}).Audit(&b, audits, &r); err != nil {
 		t.Fatal(err)
 	}
 	want := "a MISSING driver (no DaemonSet nvidia-driver-daemonset in namespace gpu-operator)\n" +

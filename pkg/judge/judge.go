@@ -1,14 +1,13 @@
 // Package judge turns a snapshot into verdicts: the audit (is every operand a
 // node asks for running there?), the order check (is a node running an operand
 // without the one it needs?) and the node × operand matrix. It is pure: no
-// network, no clock, so every odd case is a table-driven test.
+// network, no clock, so every odd case is a table-driven test. It returns
+// data only; pkg/report prints it.
 package judge
 
 import (
 	"fmt"
-	"io"
 	"slices"
-	"strings"
 
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
@@ -107,22 +106,6 @@ func AuditFailed(audits []NodeAudit) bool {
 	return slices.ContainsFunc(audits, func(a NodeAudit) bool { return !a.OK() })
 }
 
-// WriteAudit prints the audit in the lab's format: "<node> MISSING <operand>"
-// per missing operand, or "<node> OK".
-func WriteAudit(w io.Writer, audits []NodeAudit) error {
-	var b strings.Builder
-	for _, a := range audits {
-		if a.OK() {
-			fmt.Fprintf(&b, "%s OK\n", a.Node)
-		}
-		for _, m := range a.Missing {
-			fmt.Fprintf(&b, "%s MISSING %s\n", a.Node, m)
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
 // OrderVerdict is the order check of one node.
 type OrderVerdict struct {
 	Node     string   `json:"node"`
@@ -200,26 +183,4 @@ func BuildMatrix(s *snapshot.Snapshot, roster []operand.Operand) Matrix {
 		m.Rows = append(m.Rows, row)
 	}
 	return m
-}
-
-// WriteText prints the matrix in the lab's format.
-func (m Matrix) WriteText(w io.Writer) error {
-	var b strings.Builder
-	for _, r := range m.Rows {
-		b.WriteString(r.Node)
-		for _, c := range m.Columns {
-			fmt.Fprintf(&b, " %s=%s", c, yesNo(r.Present[c]))
-		}
-		b.WriteByte('\n')
-	}
-	fmt.Fprintf(&b, "TOTAL_PODS=%d\n", m.TotalPods)
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
 }

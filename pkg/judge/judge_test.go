@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
@@ -42,7 +43,7 @@ func running(node string, o operand.Operand) snapshot.Pod {
 func auditText(t *testing.T, s *snapshot.Snapshot) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := judge.WriteAudit(&b, judge.Audit(s, operand.Lab)); err != nil {
+	if err := (report.Printer{Format: report.Text}).Audit(&b, judge.Audit(s, operand.Lab), nil); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -298,7 +299,7 @@ func TestOrderUnknownOperandInRule(t *testing.T) {
 
 func TestMatrix(t *testing.T) {
 	var b bytes.Buffer
-	if err := judge.BuildMatrix(specState(true), operand.Lab).WriteText(&b); err != nil {
+	if err := (report.Printer{Format: report.Text}).Matrix(&b, judge.BuildMatrix(specState(true), operand.Lab)); err != nil {
 		t.Fatal(err)
 	}
 	want := "lab-node-0 driver=yes toolkit=yes device-plugin=yes gfd=yes dcgm=yes\n" +

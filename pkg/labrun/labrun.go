@@ -17,10 +17,14 @@ import (
 	"github.com/gpuops/gpuops/pkg/labspec"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/provision"
+	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/snapshot/read"
 	"github.com/gpuops/gpuops/pkg/workspace"
 )
+
+// text prints the judges' files in the lab's exact format.
+var text = report.Printer{Format: report.Text}
 
 // The out/ files of SPEC steps 6 to 8.
 const (
@@ -53,7 +57,7 @@ func Run(ctx context.Context, c kubernetes.Interface, lab *labspec.Lab, assets p
 	if err != nil {
 		return judge.Matrix{}, err
 	}
-	if err := writeOut(ws, AuditFile, func(w io.Writer) error { return judge.WriteAudit(w, judge.Audit(s, operand.Lab)) }); err != nil {
+	if err := writeOut(ws, AuditFile, func(w io.Writer) error { return text.Audit(w, judge.Audit(s, operand.Lab), nil) }); err != nil {
 		return judge.Matrix{}, err
 	}
 
@@ -75,7 +79,7 @@ func Run(ctx context.Context, c kubernetes.Interface, lab *labspec.Lab, assets p
 		return judge.Matrix{}, err
 	}
 	m := judge.BuildMatrix(s, operand.Lab)
-	if err := writeOut(ws, MatrixFile, m.WriteText); err != nil {
+	if err := writeOut(ws, MatrixFile, func(w io.Writer) error { return text.Matrix(w, m) }); err != nil {
 		return judge.Matrix{}, err
 	}
 	return m, nil
@@ -89,15 +93,17 @@ func OrderText(s *snapshot.Snapshot, lab *labspec.Lab) ([]byte, error) {
 		names[i] = n.Name
 	}
 	slices.SortFunc(names, judge.NaturalCompare)
-	var b bytes.Buffer
-	for _, n := range names {
+	verdicts := make([]judge.OrderVerdict, len(names))
+	for i, n := range names {
 		v, err := judge.Order(s, n, operand.Lab, []operand.Rule{operand.DeviceRule})
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(&b, "%s %s\n", n, v)
+		verdicts[i] = v
 	}
-	return b.Bytes(), nil
+	var b bytes.Buffer
+	err := report.OrderLines(&b, verdicts)
+	return b.Bytes(), err
 }
 
 func writeOut(ws workspace.Workspace, name string, write func(io.Writer) error) error {

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/report"
@@ -37,7 +39,7 @@ func render(t *testing.T, p report.Printer, what string) string {
 	var err error
 	switch what {
 	case "audit":
-		err = p.Audit(&b, audits)
+		err = p.Audit(&b, audits, nil)
 	case "matrix":
 		err = p.Matrix(&b, matrix)
 	case "finding":
@@ -118,7 +120,7 @@ func TestJSON(t *testing.T) {
 func TestJSONEmpty(t *testing.T) {
 	var b bytes.Buffer
 	p := report.Printer{Format: report.JSON}
-	if err := p.Audit(&b, nil); err != nil {
+	if err := p.Audit(&b, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Matrix(&b, judge.Matrix{Columns: []string{"driver"}}); err != nil {
@@ -130,12 +132,12 @@ func TestJSONEmpty(t *testing.T) {
 }
 
 func TestParseFormat(t *testing.T) {
-	for _, s := range []string{"text", "json", "table"} {
+	for _, s := range []string{"text", "json", "yaml", "table"} {
 		if f, err := report.ParseFormat(s); err != nil || string(f) != s {
 			t.Errorf("ParseFormat(%q) = %q, %v", s, f, err)
 		}
 	}
-	for _, s := range []string{"", "yaml", "JSON", "wide"} {
+	for _, s := range []string{"", "YAML", "JSON", "wide"} {
 		if _, err := report.ParseFormat(s); err == nil {
 			t.Errorf("ParseFormat(%q) accepted", s)
 		}
@@ -190,5 +192,31 @@ func TestColorOnTerminal(t *testing.T) {
 	t.Setenv("NO_COLOR", "1")
 	if report.ColorFor(tty) {
 		t.Error("NO_COLOR=1 on a terminal: no colour")
+	}
+}
+
+// YAML is the JSON value, written as YAML: a program gets the same fields
+// from either.
+func TestYAMLIsTheJSONValue(t *testing.T) {
+	for _, what := range []string{"audit", "matrix", "finding", "healthy"} {
+		j := render(t, report.Printer{Format: report.JSON}, what)
+		y := render(t, report.Printer{Format: report.YAML}, what)
+		fromYAML, err := yaml.YAMLToJSON([]byte(y))
+		if err != nil {
+			t.Fatalf("%s: invalid YAML %q: %v", what, y, err)
+		}
+		var a, b any
+		if err := json.Unmarshal([]byte(j), &a); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(fromYAML, &b); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("%s: YAML says %v, JSON %v", what, b, a)
+		}
+		if strings.HasPrefix(y, "{") {
+			t.Errorf("%s: YAML output is JSON: %q", what, y)
+		}
 	}
 }

@@ -21,7 +21,7 @@ var why = explain.Report{
 func explained(t *testing.T, f report.Format) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := (report.Printer{Format: f}).ExplainedAudit(&b, audits, why); err != nil {
+	if err := (report.Printer{Format: f}).Audit(&b, audits, &why); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()

@@ -1,0 +1,113 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gpuops/gpuops/pkg/explain"
+	"github.com/gpuops/gpuops/pkg/judge"
+)
+
+// Audit prints the audit of every node. With why (audit --explain), the
+// reasons of each MISSING, the unexpected pods and the label-value warnings
+// come with it: in text appended to the lab's lines, so the third field is
+// still the operand; in JSON and YAML beside the plain audit's fields, so a
+// program reading those keeps working.
+func (p Printer) Audit(w io.Writer, audits []judge.NodeAudit, why *explain.Report) error {
+	if p.Format.Data() {
+		v := struct {
+			OK    bool              `json:"ok"`
+			Nodes []judge.NodeAudit `json:"nodes"`
+			*explain.Report
+		}{!judge.AuditFailed(audits), nonNil(audits), why}
+		return p.data(w, v)
+	}
+	x := indexWhy(why)
+	if p.Format == Table {
+		return auditTable(audits, x).write(w, p.Color)
+	}
+	var b strings.Builder
+	for _, a := range audits {
+		if a.OK() {
+			fmt.Fprintf(&b, "%s OK\n", a.Node)
+		}
+		for _, op := range a.Missing {
+			fmt.Fprintf(&b, "%s MISSING %s", a.Node, op)
+			if msgs := x.reasons(a.Node, op); len(msgs) > 0 {
+				fmt.Fprintf(&b, " (%s)", strings.Join(msgs, "; "))
+			}
+			b.WriteByte('\n')
+		}
+		for _, n := range x.notes[a.Node] {
+			fmt.Fprintf(&b, "%s %s %s (%s)\n", a.Node, n.status, n.subject, n.message)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// auditTable has one row per node with its missing operands or, explained,
+// one row per finding: OK, MISSING with its reasons, UNEXPECTED, WARNING.
+func auditTable(audits []judge.NodeAudit, x whyIndex) table {
+	if x.report == nil {
+		t := table{header: []string{"NODE", "STATUS", "MISSING"}}
+		for _, a := range audits {
+			status := cell{"OK", green}
+			if !a.OK() {
+				status = cell{"MISSING", red}
+			}
+			t.rows = append(t.rows, []cell{{text: a.Node}, status, {text: strings.Join(a.Missing, ",")}})
+		}
+		return t
+	}
+	t := table{header: []string{"NODE", "STATUS", "OPERAND", "WHY"}}
+	for _, a := range audits {
+		if a.OK() {
+			t.rows = append(t.rows, []cell{{text: a.Node}, {"OK", green}, {}, {}})
+		}
+		for _, op := range a.Missing {
+			t.rows = append(t.rows, []cell{{text: a.Node}, {"MISSING", red}, {text: op}, {text: strings.Join(x.reasons(a.Node, op), "; ")}})
+		}
+		for _, n := range x.notes[a.Node] {
+			t.rows = append(t.rows, []cell{{text: a.Node}, {n.status, n.color}, {text: n.subject}, {text: n.message}})
+		}
+	}
+	return t
+}
+
+// whyIndex groups an explain.Report by node once, for printing node by node
+// in the audit's order.
+type whyIndex struct {
+	report  *explain.Report
+	missing map[[2]string][]explain.Reason // by node and operand
+	notes   map[string][]note              // UNEXPECTED, then WARNING lines, by node
+}
+
+type note struct{ status, color, subject, message string }
+
+func indexWhy(r *explain.Report) whyIndex {
+	x := whyIndex{report: r, missing: map[[2]string][]explain.Reason{}, notes: map[string][]note{}}
+	if r == nil {
+		return x
+	}
+	for _, m := range r.Missing {
+		x.missing[[2]string{m.Node, m.Operand}] = m.Reasons
+	}
+	for _, u := range r.Unexpected {
+		x.notes[u.Node] = append(x.notes[u.Node], note{"UNEXPECTED", red, u.Operand, u.Message})
+	}
+	for _, wa := range r.Warnings {
+		x.notes[wa.Node] = append(x.notes[wa.Node], note{"WARNING", faint, wa.Label, wa.Message})
+	}
+	return x
+}
+
+func (x whyIndex) reasons(node, operand string) []string {
+	rs := x.missing[[2]string{node, operand}]
+	msgs := make([]string, len(rs))
+	for i, r := range rs {
+		msgs[i] = r.Message
+	}
+	return msgs
+}

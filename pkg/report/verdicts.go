@@ -1,0 +1,83 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gpuops/gpuops/pkg/judge"
+)
+
+// Order prints the order verdict of one node: in text the lab's one word.
+func (p Printer) Order(w io.Writer, v judge.OrderVerdict) error {
+	switch {
+	case p.Format.Data():
+		return p.data(w, struct {
+			judge.OrderVerdict
+			OK      bool   `json:"ok"`
+			Verdict string `json:"verdict"`
+		}{v, v.OK(), v.String()})
+	case p.Format == Table:
+		verdict := cell{"ok", green}
+		if !v.OK() {
+			verdict = cell{strings.Join(v.Findings, ","), red}
+		}
+		t := table{header: []string{"NODE", "VERDICT"}, rows: [][]cell{{{text: v.Node}, verdict}}}
+		return t.write(w, p.Color)
+	}
+	_, err := fmt.Fprintln(w, v.String())
+	return err
+}
+
+// OrderLines is the lab's out/order.txt: "<node> <verdict>" per node, in the
+// order given.
+func OrderLines(w io.Writer, verdicts []judge.OrderVerdict) error {
+	var b strings.Builder
+	for _, v := range verdicts {
+		fmt.Fprintf(&b, "%s %s\n", v.Node, v.String())
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Matrix prints the node × operand matrix: in text the lab's
+// "<node> <column>=yes|no ..." lines and TOTAL_PODS.
+func (p Printer) Matrix(w io.Writer, m judge.Matrix) error {
+	switch {
+	case p.Format.Data():
+		m.Rows = nonNil(m.Rows)
+		return p.data(w, m)
+	case p.Format == Table:
+		t := table{header: []string{"NODE"}}
+		for _, c := range m.Columns {
+			t.header = append(t.header, strings.ToUpper(c))
+		}
+		for _, r := range m.Rows {
+			row := []cell{{text: r.Node}}
+			for _, c := range m.Columns {
+				if r.Present[c] {
+					row = append(row, cell{"yes", green})
+				} else {
+					row = append(row, cell{"no", faint})
+				}
+			}
+			t.rows = append(t.rows, row)
+		}
+		if err := t.write(w, p.Color); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(w, "\nRunning DaemonSet pods in the namespace: %d\n", m.TotalPods)
+		return err
+	}
+	var b strings.Builder
+	for _, r := range m.Rows {
+		b.WriteString(r.Node)
+		for _, c := range m.Columns {
+			fmt.Fprintf(&b, " %s=%s", c, yesNo(r.Present[c]))
+		}
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "TOTAL_PODS=%d\n", m.TotalPods)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
