@@ -10,7 +10,7 @@ import "embed"
 //go:embed kustomize
 var Kustomize embed.FS
 
-// DefaultLab is the lab spec of SPEC.md, used when no --lab file is given.
+// DefaultLab is the lab spec of docs/lab.md, used when no --lab file is given.
 //
 //go:embed lab/lab.yaml
 var DefaultLab []byte

@@ -16,7 +16,7 @@ import (
 func outputFlag() cli.Flag {
 	return &cli.StringFlag{
 		Name: "output", Aliases: []string{"o"}, Value: string(report.Text),
-		Usage: "output format: text (the lab's exact lines), json, or table (aligned, coloured on a terminal unless NO_COLOR is set)",
+		Usage: "output format: text (the lab's exact lines), json or yaml (the same fields), or table (aligned, coloured on a terminal unless NO_COLOR is set)",
 	}
 }
 

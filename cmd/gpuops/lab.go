@@ -11,7 +11,7 @@ import (
 func labCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "lab",
-		Usage: "run the whole lab (SPEC steps 1-8) on the current cluster and leave the workspace",
+		Usage: "run the whole lab (steps 1-8 of docs/lab.md) on the current cluster and leave the workspace",
 		Description: "up (steps 1-4), optout of the lab spec's optout: node and operand (step 5), audit\n" +
 			"(step 6), optin of its optin: node and operand (step 7), order check of every lab node\n" +
 			"and the matrix (steps 7-8). Leaves k8s/ (five manifests), out/ (roster, driver, optout,\n" +

@@ -18,7 +18,7 @@ import (
 // Flags and plumbing shared by the provisioning commands (up, optout, optin, reset).
 
 func labFlag() cli.Flag {
-	return &cli.StringFlag{Name: "lab", Usage: "lab spec file: namespace, nodes and their labels (default: the built-in lab of SPEC.md)"}
+	return &cli.StringFlag{Name: "lab", Usage: "lab spec file: namespace, nodes and their labels (default: the built-in lab, see docs/lab.md)"}
 }
 
 func workdirFlag() cli.Flag {

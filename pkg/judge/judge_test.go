@@ -187,7 +187,7 @@ func TestAudit(t *testing.T) {
 	}
 }
 
-// TestAuditSpec is SPEC step 6 on the state the lab has reached by then.
+// TestAuditSpec is the lab's step 6 on the state the lab has reached by then.
 func TestAuditSpec(t *testing.T) {
 	s := specState(false)
 	want := "lab-node-0 OK\nlab-node-1 OK\nlab-node-2 OK\n"
@@ -196,7 +196,7 @@ func TestAuditSpec(t *testing.T) {
 	}
 }
 
-// specState is the lab of SPEC.md after step 5 (and after step 7 when optin).
+// specState is the lab of docs/lab.md after step 5 (and after step 7 when optin).
 func specState(optin bool) *snapshot.Snapshot {
 	gpu := func(extra map[string]string) map[string]string {
 		l := asks(operand.Lab...)

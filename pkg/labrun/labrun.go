@@ -1,4 +1,4 @@
-// Package labrun runs the whole lab of a lab spec, SPEC steps 1 to 8 in order,
+// Package labrun runs the whole lab of a lab spec, the steps 1 to 8 of docs/lab.md in order,
 // against a cluster, and leaves the workspace complete: k8s/, out/ and the
 // scripts. Provisioning is pkg/provision's, judging pkg/judge's; this package
 // only puts them in the lab's order and writes the judges' files.
@@ -26,7 +26,7 @@ import (
 // text prints the judges' files in the lab's exact format.
 var text = report.Printer{Format: report.Text}
 
-// The out/ files of SPEC steps 6 to 8.
+// The out/ files of the lab's steps 6 to 8.
 const (
 	AuditFile  = "audit.txt"
 	OrderFile  = "order.txt"

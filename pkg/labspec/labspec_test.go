@@ -9,7 +9,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/operand"
 )
 
-// The embedded default must be SPEC step 1 exactly.
+// The embedded default must be the lab's step 1 exactly (docs/lab.md).
 func TestDefaultLabIsSpecStep1(t *testing.T) {
 	lab, err := labspec.Parse(gpuops.DefaultLab, operand.Lab)
 	if err != nil {

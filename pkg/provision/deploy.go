@@ -22,7 +22,7 @@ type Change struct {
 	Before, After string
 }
 
-// OptOut sets the operand's deploy label on the node to "false" (SPEC step 5)
+// OptOut sets the operand's deploy label on the node to "false" (the lab's step 5)
 // and writes out/optout.txt.
 func OptOut(ctx context.Context, c kubernetes.Interface, ns string, ws workspace.Workspace, node, operandName string, opts Options) (*Change, error) {
 	ch, err := SetDeploy(ctx, c, ns, node, operandName, false, opts)
@@ -35,7 +35,7 @@ func OptOut(ctx context.Context, c kubernetes.Interface, ns string, ws workspace
 	return ch, nil
 }
 
-// OptIn sets the operand's deploy label on the node to "true" (SPEC step 7).
+// OptIn sets the operand's deploy label on the node to "true" (the lab's step 7).
 func OptIn(ctx context.Context, c kubernetes.Interface, ns string, node, operandName string, opts Options) (*Change, error) {
 	return SetDeploy(ctx, c, ns, node, operandName, true, opts)
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/operand"
 )
 
-// The out/ files of SPEC.md that up and optout write.
+// The out/ files of the lab (docs/lab.md) that up and optout write.
 const (
 	RosterFile = "roster.txt"
 	DriverFile = "driver.txt"

@@ -110,7 +110,7 @@ func TestForeignOwnerError(t *testing.T) {
 }
 
 func TestRosterText(t *testing.T) {
-	// SPEC.md step 1, byte for byte
+	// docs/lab.md step 1, byte for byte
 	want := "driver=nvidia.com/gpu.deploy.driver\n" +
 		"container-toolkit=nvidia.com/gpu.deploy.container-toolkit\n" +
 		"device-plugin=nvidia.com/gpu.deploy.device-plugin\n" +

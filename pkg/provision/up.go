@@ -28,7 +28,7 @@ type UpResult struct {
 	Skipped []string // GPU nodes on which no driver pod runs, in natural order
 }
 
-// Up provisions the lab (SPEC steps 1–4 and the DaemonSet of step 5): it
+// Up provisions the lab (the lab's steps 1–4 and the DaemonSet of step 5): it
 // creates the namespace if missing, sets the lab's node labels, renders the
 // operand DaemonSets into k8s/ and applies them, waits until they have
 // settled, then writes out/roster.txt and out/driver.txt from the live API.

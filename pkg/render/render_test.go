@@ -12,7 +12,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/operand"
 )
 
-// spec is the operand table of SPEC.md, copied by hand: the test compares
+// spec is the operand table of docs/lab.md, copied by hand: the test compares
 // the rendered manifests with it, not with the catalog they came from.
 var spec = []struct {
 	operand, labelKey, daemonSet, file, image, memory string
@@ -30,13 +30,13 @@ func TestOperandsMatchSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(manifests) != len(spec) {
-		t.Fatalf("rendered %d manifests, SPEC lists %d operands", len(manifests), len(spec))
+		t.Fatalf("rendered %d manifests, docs/lab.md lists %d operands", len(manifests), len(spec))
 	}
 	for i, want := range spec {
 		m := manifests[i]
 		t.Run(want.operand, func(t *testing.T) {
 			if m.Operand.Name != want.operand || m.Operand.LabelKey() != want.labelKey || m.Operand.Manifest != want.file {
-				t.Errorf("catalog entry %d = %s %s %s, SPEC says %s %s %s", i,
+				t.Errorf("catalog entry %d = %s %s %s, docs/lab.md says %s %s %s", i,
 					m.Operand.Name, m.Operand.LabelKey(), m.Operand.Manifest, want.operand, want.labelKey, want.file)
 			}
 			// Strict typed decoding: an unquoted `true` in the nodeSelector

@@ -1,6 +1,6 @@
 // Package e2e_test runs the lab end to end, as `task lab` does, on a cluster
-// of its own: the built gpuops binary runs SPEC steps 1 to 8, and every file
-// it leaves is compared with SPEC.md.
+// of its own: the built gpuops binary runs the lab's steps 1 to 8, and every file
+// it leaves is compared with docs/lab.md.
 package e2e_test
 
 import (
@@ -20,23 +20,34 @@ import (
 
 func TestMain(m *testing.M) { testcluster.Main(m) }
 
-// SPEC.md's out/ files, byte for byte.
-var specOut = map[string]string{
-	"roster.txt": "" +
-		"driver=nvidia.com/gpu.deploy.driver\n" +
-		"container-toolkit=nvidia.com/gpu.deploy.container-toolkit\n" +
-		"device-plugin=nvidia.com/gpu.deploy.device-plugin\n" +
-		"gpu-feature-discovery=nvidia.com/gpu.deploy.gpu-feature-discovery\n" +
-		"dcgm-exporter=nvidia.com/gpu.deploy.dcgm-exporter\n",
-	"driver.txt": "DESIRED=1\nSKIPPED=lab-node-1\n",
-	"optout.txt": "BEFORE=2\nAFTER=1\n",
-	"audit.txt":  "lab-node-0 OK\nlab-node-1 OK\nlab-node-2 OK\n",
-	"order.txt":  "lab-node-0 ok\nlab-node-1 ok\nlab-node-2 device-plugin-without-toolkit\n",
-	"matrix.txt": "" +
-		"lab-node-0 driver=yes toolkit=yes device-plugin=yes gfd=yes dcgm=yes\n" +
-		"lab-node-1 driver=no toolkit=yes device-plugin=yes gfd=yes dcgm=no\n" +
-		"lab-node-2 driver=no toolkit=no device-plugin=yes gfd=no dcgm=no\n" +
-		"TOTAL_PODS=9\n",
+// specOut is the out/ files that docs/lab.md lists, byte for byte: the code
+// block of its section "The files it leaves, exactly", where each file is its
+// name (out/<file>) and its lines, files parted by a blank line. The page is
+// the lab's spec, so the test reads it rather than a copy.
+var specOut = func() map[string]string {
+	doc, err := os.ReadFile("../../docs/lab.md")
+	if err != nil {
+		panic(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "## The files it leaves, exactly\n\n```\n")
+	block, _, _ := strings.Cut(section, "```")
+	out := map[string]string{}
+	for _, file := range strings.Split(strings.TrimSpace(block), "\n\n") {
+		name, body, _ := strings.Cut(file, "\n")
+		out[strings.TrimPrefix(name, "out/")] = body + "\n"
+	}
+	return out
+}()
+
+// The page lists six files, and they say what the lab is.
+func TestSpecOutIsRead(t *testing.T) {
+	want := []string{"audit.txt", "driver.txt", "matrix.txt", "optout.txt", "order.txt", "roster.txt"}
+	if got := slices.Sorted(maps.Keys(specOut)); !slices.Equal(got, want) {
+		t.Fatalf("docs/lab.md lists %q, want %q", got, want)
+	}
+	if !strings.HasSuffix(specOut["matrix.txt"], "TOTAL_PODS=9\n") || specOut["optout.txt"] != "BEFORE=2\nAFTER=1\n" {
+		t.Errorf("docs/lab.md's files read wrong: %q", specOut)
+	}
 }
 
 func TestLab(t *testing.T) {
@@ -69,11 +80,11 @@ func TestLab(t *testing.T) {
 	first := runLab("first run")
 	for name, want := range specOut {
 		if first[name] != want {
-			t.Errorf("out/%s:\n%s\nSPEC.md:\n%s", name, first[name], want)
+			t.Errorf("out/%s:\n%s\ndocs/lab.md:\n%s", name, first[name], want)
 		}
 	}
 	if len(first) != len(specOut) {
-		t.Errorf("out/ holds %d files, want exactly SPEC's %d", len(first), len(specOut))
+		t.Errorf("out/ holds %d files, want exactly the %d of docs/lab.md", len(first), len(specOut))
 	}
 	var manifests []string
 	for _, o := range operand.Lab {
@@ -111,7 +122,7 @@ func TestLab(t *testing.T) {
 		order.WriteString(n.Name + " " + sh.Stdout)
 	}
 	if order.String() != specOut["order.txt"] {
-		t.Errorf("order-check.sh on the lab's nodes:\n%s\nSPEC.md:\n%s", order.String(), specOut["order.txt"])
+		t.Errorf("order-check.sh on the lab's nodes:\n%s\ndocs/lab.md:\n%s", order.String(), specOut["order.txt"])
 	}
 	if m := gpuopsRun("matrix"); m.Stdout != specOut["matrix.txt"] || m.Code != 0 {
 		t.Errorf("gpuops matrix: exit %d\n%s%s", m.Code, m.Stdout, m.Stderr)

@@ -53,7 +53,7 @@ func TestHostileInput(t *testing.T) {
 		{"order-check with two nodes", []string{"order-check", node, node}, "want exactly one NODE"},
 		{"matrix with an argument", []string{"matrix", node}, "unexpected arguments"},
 		{"audit with a bad selector", []string{"audit", "-l", "!!"}, "--selector"},
-		{"audit with an unknown output", []string{"audit", "-o", "yaml"}, `unknown output format "yaml"`},
+		{"audit with an unknown output", []string{"audit", "-o", "xml"}, `unknown output format "xml"`},
 		{"unknown command", []string{"audtI"}, "audtI"},
 		{"unknown flag", []string{"matrix", "--explain"}, "flag provided but not defined"},
 		{"lab spec with a duplicate node", []string{"up", "--workdir", work, "--lab", lab("dup.yaml", "- name: "+node+"\n- name: "+node+"\n")}, "is listed twice"},
