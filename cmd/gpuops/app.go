@@ -39,6 +39,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
+	cf := kube.NewConfigFlags()
+	fs := kubectlFlagSet(cf)
 	app := &cli.App{
 		Name:  "gpuops",
 		Usage: "provision a GPU Operator lab and judge operand DaemonSets on any cluster",
@@ -47,7 +49,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Writer:          stdout,
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
-		Flags:           globalFlags(),
+		Flags:           connectionFlags(fs, true),
+		Metadata:        map[string]any{configFlagsKey: cf, kubectlFlagsKey: fs},
 		Commands: []*cli.Command{
 			// one file per command; each adds itself here
 			upCommand(),
@@ -67,23 +70,18 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		// A command's own flag errors would otherwise print its help on stdout.
 		cmd.OnUsageError = app.OnUsageError
 		// kubectl users write the connection flags after the command too.
-		cmd.Flags = append(cmd.Flags, globalFlags()...)
+		cmd.Flags = append(cmd.Flags, connectionFlags(fs, false)...)
+		cmd.CustomHelpTemplate = cli.CommandHelpTemplate + connectionHelp
 	}
 	return app
 }
 
-// connect builds API clients from the global flags.
-func connect(c *cli.Context) (*kube.Clients, error) {
-	kubeconfig, _ := globalString(c, "kubeconfig")
-	context, _ := globalString(c, "context")
-	namespace, _ := globalString(c, "namespace")
-	return kube.Connect(kube.Flags{
-		Kubeconfig: kubeconfig,
-		Context:    context,
-		Namespace:  namespace,
-		Timeout:    globalDuration(c, "request-timeout"),
-	})
-}
+// connectionHelp ends each command's help, which lists only its own flags.
+const connectionHelp = `
+CONNECTION:
+   kubectl's connection flags (--kubeconfig, --context, -n, --as, --server, --token, ...) go before or
+   after the command; the help without a command lists them all.
+`
 
 func usageError(err error) error { return fmt.Errorf("%w (see --help)", err) }
 

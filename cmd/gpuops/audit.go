@@ -15,7 +15,7 @@ func auditCommand() *cli.Command {
 			"or \"<node> OK\" (the lab's operand-audit.sh, same output). A pod counts when its operand's\n" +
 			"DaemonSet controls it, it is Running and not being deleted. Exit 1 if anything is missing\n" +
 			"(UNEXPECTED pods and WARNINGs of --explain inform, they do not change the exit code).",
-		Flags: []cli.Flag{outputFlag(), selectorFlag(), explainFlag(), discoverFlag()},
+		Flags: []cli.Flag{outputFlag(), judgeLabFlag(), selectorFlag(), explainFlag(), discoverFlag()},
 		Action: func(c *cli.Context) error {
 			p, opts, err := judgeInput(c)
 			if err != nil {

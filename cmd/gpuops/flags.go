@@ -1,48 +1,97 @@
 package main
 
 import (
+	"flag"
 	"slices"
 	"strings"
-	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/urfave/cli/v2"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/gpuops/gpuops/pkg/kube"
 )
 
-// globalFlags are the connection flags, as kubectl spells them. Every command
-// takes them too, so they work before or after the command name.
-func globalFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "kubeconfig", Usage: "path to the kubeconfig file (default $KUBECONFIG, then ~/.kube/config)"},
-		&cli.StringFlag{Name: "context", Usage: "kubeconfig context to use (default: its current context)"},
-		&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Value: kube.DefaultNamespace, Usage: "namespace of the operand DaemonSets"},
-		&cli.DurationFlag{Name: "request-timeout", Value: 30 * time.Second, Usage: "timeout of each API request"},
+const (
+	connectionCategory = "Connection, as kubectl (before or after the command)"
+	namespaceUsage     = "namespace of the operand DaemonSets, for every command (default: the --lab spec's namespace, else " +
+		kube.DefaultNamespace + "; the kubeconfig context's namespace is not used)"
+	configFlagsKey  = "configFlags"
+	kubectlFlagsKey = "kubectlFlags"
+)
+
+// kubectlFlagSet holds kubectl's connection flags: every flag of
+// cli-runtime's ConfigFlags, with its name, shorthand, help and meaning,
+// writing into cf.
+func kubectlFlagSet(cf *genericclioptions.ConfigFlags) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("connection", pflag.ContinueOnError)
+	cf.AddFlags(fs)
+	fs.Lookup("namespace").Usage = namespaceUsage
+	return fs
+}
+
+// connectionFlags are the flags of fs as urfave/cli flags. The app and each
+// command carry them, so they go before or after the command name; all
+// copies write the same values, so the last one given wins and --as-group
+// adds up, as in kubectl. Only the app's are listed in help.
+func connectionFlags(fs *pflag.FlagSet, visible bool) []cli.Flag {
+	var flags []cli.Flag
+	fs.VisitAll(func(f *pflag.Flag) { flags = append(flags, &kubectlFlag{f: f, visible: visible}) })
+	return flags
+}
+
+// configFlags are the connection flags of the running app.
+func configFlags(c *cli.Context) *genericclioptions.ConfigFlags {
+	return c.App.Metadata[configFlagsKey].(*genericclioptions.ConfigFlags)
+}
+
+// connect builds API clients from the connection flags.
+func connect(c *cli.Context) (*kube.Clients, error) { return kube.Connect(configFlags(c)) }
+
+// kubectlFlag is one pflag flag of ConfigFlags as a urfave/cli flag. Go's
+// flag package parses it straight into the pflag value (a pflag bool is a
+// flag without a value there too).
+type kubectlFlag struct {
+	f       *pflag.Flag
+	visible bool
+}
+
+var _ interface {
+	cli.DocGenerationFlag
+	cli.CategorizableFlag
+} = (*kubectlFlag)(nil)
+
+func (k *kubectlFlag) Apply(set *flag.FlagSet) error {
+	for _, name := range k.Names() {
+		set.Var(k.f.Value, name, k.f.Usage)
 	}
+	return nil
 }
 
-// setIn returns the innermost context (command, then app) where a global flag
-// was given. urfave/cli v2 would look a name up in the first context that
-// defines it, set or not. When it was not given, the command's own context
-// holds the same default as the app's.
-func setIn(c *cli.Context, name string) (*cli.Context, bool) {
-	for _, ctx := range c.Lineage() {
-		if slices.Contains(ctx.LocalFlagNames(), name) {
-			return ctx, true
-		}
+func (k *kubectlFlag) Names() []string {
+	if k.f.Shorthand != "" {
+		return []string{k.f.Name, k.f.Shorthand}
 	}
-	return c, false
+	return []string{k.f.Name}
 }
 
-// globalString is a global string flag's value and whether the user gave it.
-func globalString(c *cli.Context, name string) (string, bool) {
-	ctx, set := setIn(c, name)
-	return ctx.String(name), set
+func (k *kubectlFlag) String() string      { return cli.FlagStringer(k) }
+func (k *kubectlFlag) IsSet() bool         { return k.f.Value.String() != k.f.DefValue }
+func (k *kubectlFlag) IsVisible() bool     { return k.visible }
+func (k *kubectlFlag) GetCategory() string { return connectionCategory }
+func (k *kubectlFlag) TakesValue() bool    { return k.f.Value.Type() != "bool" }
+func (k *kubectlFlag) GetUsage() string    { return k.f.Usage }
+func (k *kubectlFlag) GetValue() string    { return k.f.Value.String() }
+func (k *kubectlFlag) GetEnvVars() []string {
+	return nil
 }
 
-func globalDuration(c *cli.Context, name string) time.Duration {
-	ctx, _ := setIn(c, name)
-	return ctx.Duration(name)
+// GetDefaultText shows a default only where there is one to show.
+func (k *kubectlFlag) GetDefaultText() string {
+	if d := k.f.DefValue; d != "" && d != "[]" && d != "false" {
+		return d
+	}
+	return ""
 }
 
 // intersperse moves a command's positional arguments behind its flags, so
@@ -90,8 +139,8 @@ func takesValue(set []cli.Flag, arg string) bool {
 	}
 	for _, f := range set {
 		if slices.Contains(f.Names(), name) {
-			_, isBool := f.(*cli.BoolFlag)
-			return !isBool
+			df, ok := f.(cli.DocGenerationFlag)
+			return ok && df.TakesValue()
 		}
 	}
 	return false

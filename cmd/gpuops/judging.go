@@ -61,11 +61,15 @@ func judgeInput(c *cli.Context) (report.Printer, read.Options, error) {
 
 // readSnapshot reads the cluster state every judgement is made from.
 func readSnapshot(c *cli.Context, opts read.Options) (*snapshot.Snapshot, error) {
+	ns, err := namespace(c)
+	if err != nil {
+		return nil, err
+	}
 	cl, err := connect(c)
 	if err != nil {
 		return nil, err
 	}
-	return read.Snapshot(c.Context, cl.Kube, cl.Namespace, opts)
+	return read.Snapshot(c.Context, cl.Kube, ns, opts)
 }
 
 // noArgs refuses positional arguments for a command that takes none.

@@ -19,7 +19,7 @@ func orderCheckCommand() *cli.Command {
 			"NODE and no container-toolkit pod is, \"ok\" (exit 0) otherwise (the lab's order-check.sh,\n" +
 			"same output). A node that does not exist is an error (exit 2). With --all-rules, every\n" +
 			"broken rule of the start-up order is a finding; the first is printed.",
-		Flags: []cli.Flag{outputFlag(), allRulesFlag(), discoverFlag()},
+		Flags: []cli.Flag{outputFlag(), judgeLabFlag(), allRulesFlag(), discoverFlag()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageError(fmt.Errorf("want exactly one NODE, got %d arguments", c.NArg()))

@@ -1,25 +1,17 @@
 package main
 
 import (
-	"fmt"
-	"os"
-
 	"github.com/urfave/cli/v2"
 
 	gpuops "github.com/gpuops/gpuops"
 	"github.com/gpuops/gpuops/pkg/access"
 	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/labspec"
-	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/provision"
 	"github.com/gpuops/gpuops/pkg/workspace"
 )
 
 // Flags and plumbing shared by the provisioning commands (up, optout, optin, reset).
-
-func labFlag() cli.Flag {
-	return &cli.StringFlag{Name: "lab", Usage: "lab spec file: namespace, nodes and their labels (default: the built-in lab, see docs/lab.md)"}
-}
 
 func workdirFlag() cli.Flag {
 	return &cli.StringFlag{Name: "workdir", Value: ".", Usage: "workspace folder: manifests go to k8s/, results to out/"}
@@ -31,26 +23,6 @@ func timeoutFlag() cli.Flag {
 
 func forceFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "force", Usage: "take over labels and DaemonSets that another field manager owns"}
-}
-
-// loadLab reads the lab spec (--lab, else the built-in one). The global
-// --namespace flag, when given, overrides the spec's namespace.
-func loadLab(c *cli.Context) (*labspec.Lab, error) {
-	data := gpuops.DefaultLab
-	if f := c.String("lab"); f != "" {
-		var err error
-		if data, err = os.ReadFile(f); err != nil {
-			return nil, fmt.Errorf("lab spec: %w", err)
-		}
-	}
-	lab, err := labspec.Parse(data, operand.Lab)
-	if err != nil {
-		return nil, err
-	}
-	if ns, set := globalString(c, "namespace"); set {
-		lab.Namespace = ns
-	}
-	return lab, nil
 }
 
 // prepare is the prelude of every provisioning command: read the lab spec,

@@ -1,51 +1,54 @@
-// Package kube turns kubectl-style connection flags into API clients, and API
-// errors into the one-line messages gpuops prints.
+// Package kube turns kubectl's connection flags into API clients.
 package kube
 
 import (
+	"errors"
 	"fmt"
-	"os"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	// Auth providers a kubeconfig may name (OIDC); exec credential plugins
+	// need no import.
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
 )
 
-// DefaultNamespace is where the GPU Operator and its operands live.
+// DefaultNamespace is where the GPU Operator and its operands live unless a
+// lab spec or -n says otherwise.
 const DefaultNamespace = "gpu-operator"
 
-// Flags are the connection flags every command takes, as kubectl spells them.
-type Flags struct {
-	Kubeconfig string
-	Context    string
-	Namespace  string
-	Timeout    time.Duration // per API request
+// DefaultRequestTimeout bounds each API request unless --request-timeout
+// says otherwise (kubectl's own default is no bound).
+const DefaultRequestTimeout = "30s"
+
+// NewConfigFlags returns kubectl's connection flags (cli-runtime's, every one
+// of them, with kubectl's meanings) with gpuops' defaults.
+func NewConfigFlags() *genericclioptions.ConfigFlags {
+	cf := genericclioptions.NewConfigFlags(false)
+	timeout := DefaultRequestTimeout
+	cf.Timeout = &timeout
+	return cf
 }
 
 // Clients are the API handles a command works with.
 type Clients struct {
-	Config    *rest.Config         // JSON, for clients of any type (dynamic, apply)
-	Kube      kubernetes.Interface // protobuf, for the built-in types
-	Namespace string
+	Config *rest.Config         // JSON, for clients of any type (dynamic, apply)
+	Kube   kubernetes.Interface // protobuf, for the built-in types
 }
 
-// Connect loads the kubeconfig (the flag, else $KUBECONFIG, else ~/.kube/config)
-// the way kubectl does, and builds the clients. It makes no API call.
-func Connect(f Flags) (*Clients, error) {
-	cf := genericclioptions.NewConfigFlags(false)
-	cf.KubeConfig, cf.Context = &f.Kubeconfig, &f.Context
-	if err := checkNotEmpty(cf); err != nil {
+// Connect resolves the connection the way kubectl does (flags, then the
+// kubeconfig: --kubeconfig, else $KUBECONFIG, else ~/.kube/config; in a pod
+// with none, its service account) and builds the clients. It makes no API
+// call.
+func Connect(cf *genericclioptions.ConfigFlags) (*Clients, error) {
+	if err := checkConfigured(cf); err != nil {
 		return nil, err
 	}
 	cfg, err := cf.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	if f.Timeout > 0 {
-		cfg.Timeout = f.Timeout
 	}
 	// gpuops makes few, large requests; lift client-side throttling.
 	cfg.QPS, cfg.Burst = 100, 200
@@ -58,26 +61,30 @@ func Connect(f Flags) (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
-	ns := f.Namespace
-	if ns == "" {
-		ns = DefaultNamespace
-	}
-	return &Clients{Config: cfg, Kube: cs, Namespace: ns}, nil
+	return &Clients{Config: cfg, Kube: cs}, nil
 }
 
-// checkNotEmpty refuses a kubeconfig that names no cluster (an empty file, a
-// $KUBECONFIG that points nowhere, no ~/.kube/config), where client-go
-// would quietly fall back to http://localhost:8080 and the user would read
-// "connection refused" about a server they never chose. Inside a pod the
-// in-cluster config still applies.
-func checkNotEmpty(cf *genericclioptions.ConfigFlags) error {
+// checkConfigured refuses a connection that names no cluster (an empty
+// kubeconfig, a $KUBECONFIG that points nowhere, no ~/.kube/config, no
+// --server, not in a pod), where client-go would quietly fall back to
+// http://localhost:8080 and the user would read "connection refused" about
+// a server they never chose.
+func checkConfigured(cf *genericclioptions.ConfigFlags) error {
 	loader := cf.ToRawKubeConfigLoader()
 	raw, err := loader.RawConfig()
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
-	if len(raw.Clusters) == 0 && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
-		return fmt.Errorf("kubeconfig: no cluster configured in %s", strings.Join(loader.ConfigAccess().GetLoadingPrecedence(), ", "))
+	if len(raw.Clusters) > 0 || *cf.APIServer != "" {
+		return nil
 	}
-	return nil
+	_, err = rest.InClusterConfig()
+	if err == nil {
+		return nil
+	}
+	where := strings.Join(loader.ConfigAccess().GetLoadingPrecedence(), ", ")
+	if errors.Is(err, rest.ErrNotInCluster) {
+		return fmt.Errorf("kubeconfig: no cluster configured in %s, no --server, not in a pod", where)
+	}
+	return fmt.Errorf("kubeconfig: no cluster configured in %s, and the in-cluster config fails: %w", where, err)
 }
