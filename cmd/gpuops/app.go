@@ -49,8 +49,16 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Writer:          stdout,
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
-		Flags:           connectionFlags(fs, true),
-		Metadata:        map[string]any{configFlagsKey: cf, kubectlFlagsKey: fs},
+		Flags: append([]cli.Flag{
+			&cli.BoolFlag{Name: "version", Usage: "print gpuops' version (as the version command with --client)"},
+		}, connectionFlags(fs, true)...),
+		Action: func(c *cli.Context) error {
+			if c.Bool("version") {
+				return printVersion(c, true)
+			}
+			return cli.ShowAppHelp(c)
+		},
+		Metadata: map[string]any{configFlagsKey: cf, kubectlFlagsKey: fs},
 		Commands: []*cli.Command{
 			// one file per command; each adds itself here
 			upCommand(),
@@ -61,6 +69,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			orderCheckCommand(),
 			matrixCommand(),
 			labCommand(),
+			versionCommand(),
 		},
 		// urfave prints usage errors itself; make them ours (one line, exit 2).
 		OnUsageError:   func(_ *cli.Context, err error, _ bool) error { return usageError(err) },
