@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/urfave/cli/v2"
 
@@ -26,7 +29,14 @@ var errFinding = errors.New("finding")
 // run is the whole program: it parses args, runs one command and maps its
 // error to an exit code and a one-line message on stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	app := newApp(stdout, stderr)
+	name, completing := invokedAs(args[0])
+	app := newApp(name, stdout, stderr)
+	switch {
+	case completing:
+		return complete(ctx, app, append([]string{cobra.ShellCompRequestCmd}, args[1:]...), stdout, stderr)
+	case isCompletionRequest(args[1:]):
+		return complete(ctx, app, args[1:], stdout, stderr)
+	}
 	err := app.RunContext(ctx, intersperse(app, args))
 	switch {
 	case err == nil:
@@ -38,17 +48,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitError
 }
 
-func newApp(stdout, stderr io.Writer) *cli.App {
+// invokedAs names the program as it was called: as a kubectl plugin
+// (kubectl-gpuops on PATH), help and errors say "kubectl gpuops"; kubectl
+// asks kubectl_complete-gpuops for the plugin's completions.
+func invokedAs(argv0 string) (name string, completing bool) {
+	switch strings.TrimSuffix(filepath.Base(argv0), ".exe") {
+	case "kubectl-gpuops":
+		return "kubectl gpuops", false
+	case "kubectl_complete-gpuops":
+		return "kubectl gpuops", true
+	}
+	return "gpuops", false
+}
+
+func newApp(name string, stdout, stderr io.Writer) *cli.App {
 	cf := kube.NewConfigFlags()
 	fs := kubectlFlagSet(cf)
 	app := &cli.App{
-		Name:  "gpuops",
+		Name:  name,
 		Usage: "provision a GPU Operator lab and judge operand DaemonSets on any cluster",
 		Description: "Exit codes: 0 all good, 1 a judge found something wrong, 2 bad input or the\n" +
 			"cluster could not be read or changed (one line on stderr says why).",
-		Writer:          stdout,
-		ErrWriter:       stderr,
-		HideHelpCommand: true,
+		Writer:    stdout,
+		ErrWriter: stderr,
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "version", Usage: "print gpuops' version (as the version command with --client)"},
 		}, connectionFlags(fs, true)...),
@@ -70,6 +92,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			matrixCommand(),
 			labCommand(),
 			versionCommand(),
+			completionCommand(strings.ReplaceAll(name, " ", "-")),
 		},
 		// urfave prints usage errors itself; make them ours (one line, exit 2).
 		OnUsageError:   func(_ *cli.Context, err error, _ bool) error { return usageError(err) },
@@ -81,6 +104,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		// kubectl users write the connection flags after the command too.
 		cmd.Flags = append(cmd.Flags, connectionFlags(fs, false)...)
 		cmd.CustomHelpTemplate = cli.CommandHelpTemplate + connectionHelp
+		cmd.Description = strings.ReplaceAll(cmd.Description, "`gpuops ", "`"+name+" ")
 	}
 	return app
 }

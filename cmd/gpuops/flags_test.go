@@ -15,7 +15,7 @@ import (
 )
 
 func TestIntersperse(t *testing.T) {
-	app := newApp(io.Discard, io.Discard)
+	app := newApp("gpuops", io.Discard, io.Discard)
 	cases := []struct{ in, want []string }{
 		{[]string{"gpuops", "order-check", "n1", "-o", "json"}, []string{"gpuops", "order-check", "-o", "json", "n1"}},
 		{[]string{"gpuops", "order-check", "n1", "--all-rules", "-o=json"}, []string{"gpuops", "order-check", "--all-rules", "-o=json", "n1"}},
@@ -41,7 +41,7 @@ func TestIntersperse(t *testing.T) {
 func probe(t *testing.T, args ...string) *genericclioptions.ConfigFlags {
 	t.Helper()
 	var cf *genericclioptions.ConfigFlags
-	app := newApp(io.Discard, io.Discard)
+	app := newApp("gpuops", io.Discard, io.Discard)
 	app.Commands = append(app.Commands, &cli.Command{
 		Name:         "probe",
 		OnUsageError: app.OnUsageError,
@@ -65,7 +65,7 @@ func probe(t *testing.T, args ...string) *genericclioptions.ConfigFlags {
 func TestEveryKubectlConnectionFlag(t *testing.T) {
 	fs := pflag.NewFlagSet("kubectl", pflag.ContinueOnError)
 	genericclioptions.NewConfigFlags(false).AddFlags(fs)
-	app := newApp(io.Discard, io.Discard)
+	app := newApp("gpuops", io.Discard, io.Discard)
 	fs.VisitAll(func(f *pflag.Flag) {
 		names := []string{f.Name}
 		if f.Shorthand != "" {
@@ -126,7 +126,7 @@ func TestNamespacePrecedence(t *testing.T) {
 		{[]string{"up", "--lab", spec}, "from-spec"},
 		{[]string{"up", "--lab", spec, "--namespace", "from-flag"}, "from-flag"},
 	} {
-		app := newApp(io.Discard, io.Discard)
+		app := newApp("gpuops", io.Discard, io.Discard)
 		var got string
 		cmd := app.Command(tc.args[slices.IndexFunc(tc.args, func(a string) bool { return app.Command(a) != nil })])
 		cmd.Action = func(c *cli.Context) error {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -48,6 +49,9 @@ type catalogEntry struct {
 	Label     string `json:"label"`
 }
 
+// versionFormats are the formats of version's -o, besides its text lines.
+var versionFormats = []string{"json", "yaml"}
+
 func versionOutputFlag() cli.Flag {
 	return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: json or yaml (default: text lines)"}
 }
@@ -74,7 +78,7 @@ func versionCommand() *cli.Command {
 
 func printVersion(c *cli.Context, clientOnly bool) error {
 	format := c.String("output")
-	if format != "" && format != "json" && format != "yaml" {
+	if format != "" && !slices.Contains(versionFormats, format) {
 		return usageError(fmt.Errorf("unknown output format %q (want json or yaml)", format))
 	}
 	v := versionInfo{ClientVersion: buildVersion(), Catalog: builtInCatalog()}
