@@ -60,6 +60,14 @@ func TestLabOfAnotherSpec(t *testing.T) {
 	wantOutput(t, "order-check", l.judgeCmd("order-check", n2), 1, "device-plugin-without-toolkit\n")
 	wantOutput(t, "order-check", l.judgeCmd("order-check", n1), 0, "ok\n")
 
+	// The judges find the namespace of the lab spec (not gpu-operator) as
+	// `lab --lab` did, from --lab alone; -n wins over it.
+	wantOutput(t, "matrix --lab", l.gpuops("matrix"), 0, matrix)
+	wantOutput(t, "audit --lab", l.gpuops("audit"), 0, files["out/audit.txt"])
+	wantOutput(t, "order-check --lab", l.gpuops("order-check", n2), 1, "device-plugin-without-toolkit\n")
+	empty := strings.NewReplacer("=yes", "=no", "TOTAL_PODS=9", "TOTAL_PODS=0").Replace(matrix)
+	wantOutput(t, "matrix --lab -n", l.gpuopsWith(context.Background(), nil, []string{"-n", "gpu-operator"}, "matrix"), 0, empty)
+
 	// A node that asks for everything and gets nothing: a taint keeps the
 	// DaemonSets off it.
 	asksAll := map[string]string{}
