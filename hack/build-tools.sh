@@ -131,3 +131,15 @@ build kwok "kwok kwokctl" -- \
 	-ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${KUBE_VERSION#v}" \
 	-o "$BIN/" sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl
 
+# KWOK's default stages, from the module just built, for hack/cluster.sh: a
+# cluster given a stage of its own (hack/kwokctl.yaml) gets none of them.
+stages="$BIN/kwok-stages.yaml"
+if [[ ! -s "$stages" || "$BIN/.stamp-kwok" -nt "$stages" ]]; then
+	kwok_dir="$(cd "$ROOT/hack/tools/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
+	for f in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease \
+		pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
+		echo "---"
+		cat "$kwok_dir/kustomize/stage/$f.yaml"
+	done >"$stages.tmp"
+	mv "$stages.tmp" "$stages"
+fi

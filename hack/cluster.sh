@@ -155,7 +155,7 @@ pick_ports() {
 
 # write_config FILE ETCD ETCD_PEER APISERVER KWOK CONTROLLER_MANAGER SCHEDULER:
 # hack/kwokctl.yaml with those ports (kwokctl has no flag for etcd's peer
-# port).
+# port), and KWOK's default stages beside its own.
 write_config() {
 	local file=$1 conf="$ROOT/hack/kwokctl.yaml"
 	shift
@@ -163,6 +163,7 @@ write_config() {
 		sed '/^options:/q' "$conf"
 		printf '  etcdPort: %s\n  etcdPeerPort: %s\n  kubeApiserverPort: %s\n  kwokControllerPort: %s\n  kubeControllerManagerPort: %s\n  kubeSchedulerPort: %s\n' "$@"
 		sed '1,/^options:/d' "$conf"
+		cat "$BIN/kwok-stages.yaml"
 	} >"$file"
 }
 
