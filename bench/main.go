@@ -37,6 +37,7 @@ type config struct {
 	keep    bool // leave the cluster running at the end
 	reuse   bool // measure a fleet an earlier -keep run left, without setup
 	up      bool // settle the fleet with `gpuops up` (and time it)
+	upRuns  int  // rounds of `gpuops up` against its floor (with up)
 	results string
 }
 
@@ -48,6 +49,7 @@ func main() {
 	flag.BoolVar(&cfg.keep, "keep", false, "leave the cluster running at the end")
 	flag.BoolVar(&cfg.reuse, "reuse", false, "measure the fleet a -keep run left (no setup, no `gpuops up` figure)")
 	flag.BoolVar(&cfg.up, "up", true, "label the nodes and apply the DaemonSets with `gpuops up`, timed (false: label the nodes at creation and apply the DaemonSets directly, quicker at 5,000 nodes)")
+	flag.IntVar(&cfg.upRuns, "up-rounds", 0, "with -up: time `gpuops up` against its floor (the DaemonSets applied with kubectl to labelled nodes, until ready) in this many interleaved rounds")
 	flag.StringVar(&cfg.results, "results", "bench/RESULTS.md", "file the results are appended to (empty: none)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -113,6 +115,7 @@ func run(ctx context.Context, cfg config) (err error) {
 
 	fleet := plan(cfg.nodes)
 	var setup []string
+	var ups *upRounds
 	if cfg.reuse {
 		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
@@ -127,7 +130,7 @@ func run(ctx context.Context, cfg config) (err error) {
 			return err
 		}
 		setup = append(setup, "fleet reused from an earlier run: `gpuops up` not timed")
-	} else if setup, err = buildFleet(ctx, client, fleet, cfg.up, env, bin("gpuops"), tmp); err != nil {
+	} else if setup, ups, err = buildFleet(ctx, client, fleet, cfg, env, bin("gpuops"), tmp); err != nil {
 		return err
 	}
 
@@ -142,7 +145,7 @@ func run(ctx context.Context, cfg config) (err error) {
 	rep := report{
 		nodes: len(fleet), running: running, pending: pending, rounds: cfg.rounds,
 		when: time.Now().UTC(), machine: machine(server), revision: revision(ctx, root),
-		results: results, setup: setup, notes: notes, load: [2]string{load, loadAverage()},
+		results: results, setup: setup, notes: notes, load: [2]string{load, loadAverage()}, up: ups,
 	}
 	text := rep.markdown()
 	fmt.Print(text)
@@ -171,14 +174,16 @@ func benchClient(kubeconfig string) (kubernetes.Interface, string, error) {
 	return c, v.GitVersion, nil
 }
 
-// buildFleet creates the fleet and settles it; it returns what each step took.
-func buildFleet(ctx context.Context, c kubernetes.Interface, fleet []fleetNode, up bool, env []string, gpuops, tmp string) ([]string, error) {
+// buildFleet creates the fleet and settles it; it returns what each step
+// took, and the rounds of up against its floor if cfg asks for them.
+func buildFleet(ctx context.Context, c kubernetes.Interface, fleet []fleetNode, cfg config, env []string, gpuops, tmp string) ([]string, *upRounds, error) {
+	up := cfg.up
 	have, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(have.Items) > 0 {
-		return nil, fmt.Errorf("the bench cluster already has nodes: delete it first (hack/cluster.sh down NAME) or pass -reuse")
+		return nil, nil, fmt.Errorf("the bench cluster already has nodes: delete it first (hack/cluster.sh down NAME) or pass -reuse")
 	}
 	var first, late []fleetNode
 	for _, f := range fleet {
@@ -205,30 +210,38 @@ func buildFleet(ctx context.Context, c kubernetes.Interface, fleet []fleetNode, 
 		return createNodes(ctx, c, objects(first, !up))
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	var ups *upRounds
 	if up {
 		spec, err := labSpec(kube.DefaultNamespace, first)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		labFile := filepath.Join(tmp, "fleet-lab.yaml")
 		if err := os.WriteFile(labFile, spec, 0o644); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		what := fmt.Sprintf("`gpuops up` (label %d nodes, apply 5 DaemonSets, wait until settled)", len(first))
-		start := time.Now()
-		err = step(what, func() error {
-			return sh(ctx, env, gpuops, "up", "--lab", labFile, "--workdir", filepath.Join(tmp, "workdir"), "--timeout", "30m")
-		})
-		if err != nil {
-			// The judges can still be measured once the pods are there.
-			notes = append(notes, fmt.Sprintf("%s: **failed** after %.1f s: %v", what, time.Since(start).Seconds(), err))
+		if cfg.upRuns > 0 {
+			if ups, err = upVsFloor(ctx, c, first, cfg.upRuns, env, gpuops, labFile, tmp); err != nil {
+				return nil, nil, err
+			}
+			notes = append(notes, fmt.Sprintf("`gpuops up` settled the fleet, in the last of %d rounds against its floor (table above)", cfg.upRuns))
+		} else {
+			what := fmt.Sprintf("`gpuops up` (label %d nodes, apply 5 DaemonSets, wait until settled)", len(first))
+			start := time.Now()
+			err = step(what, func() error {
+				return sh(ctx, env, gpuops, "up", "--lab", labFile, "--workdir", filepath.Join(tmp, "workdir"), "--timeout", "30m")
+			})
+			if err != nil {
+				// The judges can still be measured once the pods are there.
+				notes = append(notes, fmt.Sprintf("%s: **failed** after %.1f s: %v", what, time.Since(start).Seconds(), err))
+			}
 		}
 	} else {
 		err = step("apply the 5 DaemonSets (server-side apply)", func() error { return applyDaemonSets(ctx, c, kube.DefaultNamespace) })
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	running, pending := expectedPods(fleet)
@@ -238,7 +251,7 @@ func buildFleet(ctx context.Context, c kubernetes.Interface, fleet []fleetNode, 
 		}
 		return waitPods(ctx, c, kube.DefaultNamespace, running, pending)
 	})
-	return notes, err
+	return notes, ups, err
 }
 
 func objects(fleet []fleetNode, withDeployLabels bool) []*corev1.Node {

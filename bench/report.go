@@ -67,6 +67,7 @@ type report struct {
 	results                         []result
 	setup, notes                    []string
 	load                            [2]string // 1-minute load average before and after the rounds
+	up                              *upRounds // nil unless -up-rounds
 }
 
 func (r report) markdown() string {
@@ -89,6 +90,9 @@ func (r report) markdown() string {
 		fmt.Fprintf(&b, "| %s | %.3f s | %s | %d MB | %s |\n", res.name, res.median().Seconds(), ratio, res.peakRSS()>>20, verdict(res))
 	}
 	b.WriteByte('\n')
+	if r.up != nil {
+		b.WriteString(r.up.markdown())
+	}
 	for _, s := range r.setup {
 		fmt.Fprintf(&b, "- setup: %s\n", s)
 	}

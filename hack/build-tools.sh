@@ -4,17 +4,25 @@
 # kube-scheduler, kubectl, kwok, kwokctl.
 #
 # Each tools module under hack/tools/ is built only when its inputs changed
-# (go.mod, go.sum, tools.go, this script, the Go version) or a binary is
-# missing; a stamp file per module in .lab/bin records what was built, so a
+# (go.mod, go.sum, tools.go, the build arguments, the Go version) or a binary
+# is missing; a stamp file per module in .lab/bin records what was built, so a
 # second run with nothing changed returns at once. Concurrent runs (go test
 # runs packages in parallel) are serialised with flock on .lab/.tools.lock.
+# The end prints how long each step took.
+#
+# A cold build is mostly compiling Kubernetes. To keep it short: the four
+# Kubernetes commands are one `go build` (their packages are compiled once);
+# the etcd and kwok modules depend on the same module versions as the kube
+# module (hack/tools/align.sh), so after it they compile only their own
+# packages; and a kubectl already on PATH whose minor version is within one of
+# KUBE_VERSION's (kubectl's version skew policy) is linked into .lab/bin
+# instead of built.
 #
 # Environment: LAB_BIN overrides the output folder.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${LAB_BIN:-$ROOT/.lab/bin}"
-SELF="$ROOT/hack/build-tools.sh"
 
 # Kubernetes release the kube module pins (must match hack/tools/kube/go.mod).
 KUBE_VERSION=v1.37.2
@@ -27,31 +35,74 @@ mkdir -p "$BIN" "$ROOT/.lab"
 exec 9>"$ROOT/.lab/.tools.lock"
 flock 9
 
-# stamp MODULE_DIR: a digest of everything that decides the module's output.
+# stamp MODULE_DIR BUILD_ARGS...: a digest of everything that decides the
+# module's output.
 stamp() {
+	local dir=$1
+	shift
 	{
 		go env GOVERSION GOOS GOARCH
-		cat "$SELF" "$1/go.mod" "$1/go.sum" "$1"/*.go
+		printf '%s\n' "$@"
+		cat "$dir/go.mod" "$dir/go.sum" "$dir"/*.go
 	} | sha256sum | cut -c1-32
 }
 
+# The timing summary: one line per step, printed when the script ends.
+STEPS=()
+BEGIN=${EPOCHREALTIME/[.,]/}
+# since START: seconds (one decimal) from START (EPOCHREALTIME without its dot) to now.
+since() {
+	local us=$((${EPOCHREALTIME/[.,]/} - $1))
+	printf '%d.%d' $((us / 1000000)) $((us / 100000 % 10))
+}
+step() { STEPS+=("$(printf '%-8s %7ss  %s' "$1" "$2" "$3")"); }
+BUILT=false
+summary() {
+	if [[ "$BUILT" == false ]]; then
+		echo "build-tools: up to date ($(since "$BEGIN") s)" >&2
+		return 0
+	fi
+	local s
+	for s in "${STEPS[@]}"; do echo "build-tools: $s" >&2; done
+	printf 'build-tools: %-8s %7ss\n' total "$(since "$BEGIN")" >&2
+}
+trap summary EXIT
+
 # build NAME "BIN1 BIN2..." -- go build args...
 build() {
-	local name=$1 outs=$2 dir="$ROOT/hack/tools/$1" want have="" missing=""
+	local name=$1 outs=$2 dir="$ROOT/hack/tools/$1" want have="" missing="" b start=${EPOCHREALTIME/[.,]/}
 	shift 3
-	want="$(stamp "$dir")"
+	want="$(stamp "$dir" "$@")"
 	[[ -f "$BIN/.stamp-$name" ]] && have="$(cat "$BIN/.stamp-$name")"
 	for b in $outs; do [[ -x "$BIN/$b" ]] || missing+=" $b"; done
 	if [[ "$want" == "$have" && -z "$missing" ]]; then
-		echo "build-tools: $name up to date" >&2
+		step "$name" "$(since "$start")" "up to date ($outs)"
 		return 0
 	fi
 	echo "build-tools: building $name ($outs)..." >&2
-	local start=$SECONDS
 	rm -f "$BIN/.stamp-$name"
+	BUILT=true
 	(cd "$dir" && go build "$@")
 	echo "$want" >"$BIN/.stamp-$name"
-	echo "build-tools: $name built in $((SECONDS - start))s" >&2
+	step "$name" "$(since "$start")" "built ($outs)"
+}
+
+# path_kubectl: the first kubectl on PATH outside LAB_BIN, if its minor
+# version is within one of KUBE_VERSION's; prints its path.
+path_kubectl() {
+	local dir dirs k minor want=${KUBE_VERSION#v1.} own
+	want=${want%%.*}
+	own="$(realpath -m "$BIN")"
+	IFS=: read -ra dirs <<<"$PATH"
+	for dir in "${dirs[@]}"; do
+		k="$dir/kubectl"
+		[[ -n "$dir" && -x "$k" && "$(realpath -m "$dir")" != "$own" && "$(realpath -m "$k")" != "$own"/* ]] || continue
+		minor=$("$k" version --client -o json 2>/dev/null | sed -n 's/.*"minor": *"\([0-9]*\).*/\1/p' | head -n1)
+		[[ -n "$minor" ]] && ((minor >= want - 1 && minor <= want + 1)) || return 1
+		echo "$k"
+		return 0
+	done
+	return 1
 }
 
 kube_ldflags="-s -w"
@@ -61,14 +112,34 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 	kube_ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
 done
 
+# Kubernetes first: etcd and kwok then find most of their packages compiled.
+kube_bins="kube-apiserver kube-controller-manager kube-scheduler"
+if kubectl=$(path_kubectl); then
+	start=${EPOCHREALTIME/[.,]/}
+	ln -sfn "$kubectl" "$BIN/kubectl"
+	step kubectl "$(since "$start")" "linked to $kubectl ($("$kubectl" version --client 2>/dev/null | head -n1))"
+else
+	[[ ! -L "$BIN/kubectl" ]] || rm -f "$BIN/kubectl" # linked by an earlier run, no longer fit
+	kube_bins+=" kubectl"
+fi
+kube_pkgs=()
+for b in $kube_bins; do kube_pkgs+=("k8s.io/kubernetes/cmd/$b"); done
+build kube "$kube_bins" -- -ldflags "$kube_ldflags" -o "$BIN/" "${kube_pkgs[@]}"
 build etcd "etcd" -- \
 	-ldflags "-s -w" -o "$BIN/etcd" go.etcd.io/etcd/server/v3
 build kwok "kwok kwokctl" -- \
 	-ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${KUBE_VERSION#v}" \
 	-o "$BIN/" sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl
-build kube "kube-apiserver kube-controller-manager kube-scheduler kubectl" -- \
-	-ldflags "$kube_ldflags" -o "$BIN/" \
-	k8s.io/kubernetes/cmd/kube-apiserver \
-	k8s.io/kubernetes/cmd/kube-controller-manager \
-	k8s.io/kubernetes/cmd/kube-scheduler \
-	k8s.io/kubernetes/cmd/kubectl
+
+# KWOK's default stages, from the module just built, for hack/cluster.sh: a
+# cluster given a stage of its own (hack/kwokctl.yaml) gets none of them.
+stages="$BIN/kwok-stages.yaml"
+if [[ ! -s "$stages" || "$BIN/.stamp-kwok" -nt "$stages" ]]; then
+	kwok_dir="$(cd "$ROOT/hack/tools/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
+	for f in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease \
+		pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
+		echo "---"
+		cat "$kwok_dir/kustomize/stage/$f.yaml"
+	done >"$stages.tmp"
+	mv "$stages.tmp" "$stages"
+fi

@@ -14,6 +14,17 @@
 # for the default cluster and .lab/kubeconfig-NAME for others. ~/.kube is never
 # touched.
 #
+# Ports: kwokctl alone gives every new cluster the same ports (it scans down
+# from 32767 for one that is free at that instant), so clusters created at the
+# same moment (go test's parallel packages, the lab beside a test run, another
+# checkout) collide, and kwokctl then waits minutes on a server that died with
+# `bind: address already in use`. So `up` picks six random free ports itself
+# (below the kernel's ephemeral range), watches the components while kwokctl
+# starts them, and as soon as one exits deletes the attempt and retries with
+# fresh ports (LAB_START_ATTEMPTS, default 3). LAB_PORTS="ETCD ETCD_PEER
+# APISERVER KWOK CONTROLLER_MANAGER SCHEDULER" (or the first few of them)
+# names the ports the first start of a new cluster tries.
+#
 # Lab nodes: `up` reads the node names (the `- name:` items under `nodes:`)
 # from the lab spec file named by LAB_NODES (default lab/lab.yaml) and creates
 # each missing one as a plain KWOK fake node (Ready, capacity, no taint, no GPU
@@ -115,20 +126,123 @@ ensure_lab_nodes() {
 	log "lab nodes ready: ${names[*]}"
 }
 
+# listening_ports: the TCP ports something listens on now (IPv4 and IPv6).
+listening_ports() {
+	local f local_addr st
+	for f in /proc/net/tcp /proc/net/tcp6; do
+		[[ -r "$f" ]] || continue
+		while read -r _ local_addr _ st _; do
+			[[ "$st" == 0A ]] && echo $((16#${local_addr##*:}))
+		done < <(tail -n +2 "$f")
+	done
+}
+
+# pick_ports N: N distinct random ports that nothing listens on, between 10000
+# and the start of the ephemeral range (where outgoing connections take theirs).
+pick_ports() {
+	local n=$1 lo=10000 hi busy picked=() p tries=0
+	read -r hi _ </proc/sys/net/ipv4/ip_local_port_range
+	busy=" $(listening_ports | tr '\n' ' ') "
+	while ((${#picked[@]} < n)); do
+		((++tries < 10000)) || die "no $n free ports between $lo and $hi"
+		p=$((lo + SRANDOM % (hi - lo)))
+		[[ "$busy" == *" $p "* ]] && continue
+		busy+="$p "
+		picked+=("$p")
+	done
+	echo "${picked[*]}"
+}
+
+# write_config FILE ETCD ETCD_PEER APISERVER KWOK CONTROLLER_MANAGER SCHEDULER:
+# hack/kwokctl.yaml with those ports (kwokctl has no flag for etcd's peer
+# port), and KWOK's default stages beside its own.
+write_config() {
+	local file=$1 conf="$ROOT/hack/kwokctl.yaml"
+	shift
+	{
+		sed '/^options:/q' "$conf"
+		printf '  etcdPort: %s\n  etcdPeerPort: %s\n  kubeApiserverPort: %s\n  kwokControllerPort: %s\n  kubeControllerManagerPort: %s\n  kubeSchedulerPort: %s\n' "$@"
+		sed '1,/^options:/d' "$conf"
+		cat "$BIN/kwok-stages.yaml"
+	} >"$file"
+}
+
+# dead_component NAME SINCE: print the first component of NAME that kwokctl
+# started after the file SINCE was made (its pid files) and that is no longer
+# running, and succeed; fail when all run.
+dead_component() {
+	local f pid stat
+	for f in "$KWOK_WORKDIR/clusters/$1/pids/"*.pid; do
+		[[ -f "$f" && "$f" -nt "$2" ]] || continue
+		pid=$(<"$f")
+		[[ "$pid" =~ ^[0-9]+$ ]] || continue # being written
+		# A component that exited stays a zombie while kwokctl, its parent, runs.
+		if ! { read -r stat <"/proc/$pid/stat"; } 2>/dev/null || [[ "${stat##*) }" == [ZX]* ]]; then
+			basename "$f" .pid
+			return 0
+		fi
+	done
+	return 1
+}
+
+# watched NAME KWOKCTL_ARGS...: run kwokctl, which starts NAME's components,
+# and end it at once, with status 3, if one of them exits meanwhile or is gone
+# when it returns; else kwokctl's own status.
+watched() {
+	local name=$1 since="$ROOT/.lab/.start-$1" pid status=0 dead="" logf
+	shift
+	touch "$since"
+	"${KWOKCTL[@]}" "$@" >&2 &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null && ! dead=$(dead_component "$name" "$since"); do
+		sleep 0.5
+	done
+	if [[ -z "$dead" ]]; then
+		wait "$pid" || status=$?
+		((status != 0)) || ! dead=$(dead_component "$name" "$since") || status=3
+	else
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		status=3
+	fi
+	rm -f "$since"
+	if ((status == 3)); then
+		logf="$KWOK_WORKDIR/clusters/$name/logs/$dead.log"
+		log "$name: $dead exited: $(grep -m1 -i 'address already in use' "$logf" 2>/dev/null || tail -n 2 "$logf" 2>/dev/null)"
+	fi
+	return "$status"
+}
+
 create() {
-	local name=$1 kc=$2
-	rm -f "$kc"
-	"${KWOKCTL[@]}" --config "$ROOT/hack/kwokctl.yaml" create cluster \
-		--name "$name" \
-		--runtime binary \
-		--kube-apiserver-binary "$BIN/kube-apiserver" \
-		--kube-controller-manager-binary "$BIN/kube-controller-manager" \
-		--kube-scheduler-binary "$BIN/kube-scheduler" \
-		--kwok-controller-binary "$BIN/kwok" \
-		--etcd-binary "$BIN/etcd" \
-		--disable-qps-limits \
-		--kubeconfig "$kc" \
-		--wait 2m >&2
+	local name=$1 kc=$2 attempts=${LAB_START_ATTEMPTS:-3} attempt status
+	local conf="$ROOT/.lab/kwokctl-$name.yaml" first ports
+	read -r -a first <<<"${LAB_PORTS:-}"
+	((${#first[@]} <= 6)) || die "LAB_PORTS: at most six ports, got '${LAB_PORTS}'"
+	for ((attempt = 1; attempt <= attempts; attempt++)); do
+		# shellcheck disable=SC2207 # six numbers
+		ports=("${first[@]}" $(pick_ports $((6 - ${#first[@]}))))
+		first=()
+		write_config "$conf" "${ports[@]}"
+		rm -f "$kc"
+		status=0
+		watched "$name" --config "$conf" create cluster \
+			--name "$name" \
+			--runtime binary \
+			--kube-apiserver-binary "$BIN/kube-apiserver" \
+			--kube-controller-manager-binary "$BIN/kube-controller-manager" \
+			--kube-scheduler-binary "$BIN/kube-scheduler" \
+			--kwok-controller-binary "$BIN/kwok" \
+			--etcd-binary "$BIN/etcd" \
+			--disable-qps-limits \
+			--kubeconfig "$kc" \
+			--wait 2m || status=$?
+		rm -f "$conf"
+		((status != 0)) || return 0
+		"${KWOKCTL[@]}" delete cluster --name "$name" --kubeconfig "$kc" >&2 || true
+		((status == 3)) || die "kwokctl create cluster $name failed (exit $status)"
+		log "$name: start $attempt of $attempts lost a port (ports ${ports[*]}); retrying with fresh ports"
+	done
+	die "$name: a component exited in each of $attempts starts (see above)"
 }
 
 up() {
@@ -143,7 +257,7 @@ up() {
 			log "$name already running"
 		else
 			log "$name exists but is not reachable; starting it"
-			if ! "${KWOKCTL[@]}" start cluster --name "$name" --wait 30s >&2 || ! reachable "$name" "$kc"; then
+			if ! watched "$name" start cluster --name "$name" --wait 30s || ! reachable "$name" "$kc"; then
 				log "could not start $name; recreating it"
 				"${KWOKCTL[@]}" delete cluster --name "$name" --kubeconfig "$kc" >&2 || true
 				create "$name" "$kc"

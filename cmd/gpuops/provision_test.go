@@ -68,14 +68,8 @@ func newTestLab(t *testing.T, opts ...testcluster.NodeOption) *testLab {
 	spec.Namespace = l.ns
 	spec.OptOut.Node, spec.OptIn.Node = rename[spec.OptOut.Node], rename[spec.OptIn.Node]
 	l.gpuNoDriver, l.gpuDriver, l.noGPU = l.nodes[0], l.nodes[1], l.nodes[2]
-	data, err := yaml.Marshal(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
 	l.file = filepath.Join(t.TempDir(), "lab.yaml")
-	if err := os.WriteFile(l.file, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	l.writeSpec()
 	t.Cleanup(func() {
 		err := env.Client.CoreV1().Namespaces().Delete(context.Background(), l.ns, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -83,6 +77,18 @@ func newTestLab(t *testing.T, opts ...testcluster.NodeOption) *testLab {
 		}
 	})
 	return l
+}
+
+// writeSpec writes l.spec to l.file.
+func (l *testLab) writeSpec() {
+	l.t.Helper()
+	data, err := yaml.Marshal(l.spec)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	if err := os.WriteFile(l.file, data, 0o644); err != nil {
+		l.t.Fatal(err)
+	}
 }
 
 type result struct {
@@ -571,6 +577,46 @@ func TestUpTimesOutNamingWhatDidNotSettle(t *testing.T) {
 			t.Errorf("%s written though up failed", name)
 		}
 	}
+}
+
+// A pod the scheduler could not place stays behind when its node stops
+// asking for the operand: the DaemonSet controller does not remove a pod
+// that is not bound to the node when the node changes (settle.StuckError).
+// up must say so at once and name the pods, not wait until --timeout; once
+// they are deleted, up settles.
+func TestUpStopsAtPodsLeftBehind(t *testing.T) {
+	l := newTestLab(t, starved())
+	wantError(t, l.gpuops("up", "--timeout", "3s"), "not settled after 3s")
+	// Let the controller finish with the other nodes, so that nothing but
+	// the node change below is left to happen.
+	for _, o := range operand.Lab {
+		l.env.WaitForDaemonSet(t, l.ns, o.DaemonSet, func(ds *appsv1.DaemonSet) bool {
+			s := ds.Status
+			return s.ObservedGeneration == ds.Generation && s.CurrentNumberScheduled == s.DesiredNumberScheduled &&
+				s.NumberReady == s.DesiredNumberScheduled-1
+		})
+	}
+	stranded := l.env.WaitForPods(t, l.ns, func(pods []corev1.Pod) bool {
+		return len(testcluster.PodsOn(pods, "")) == len(operand.Lab)
+	})
+	for o := range l.spec.Nodes[0].Operands {
+		l.spec.Nodes[0].Operands[o] = false
+	}
+	l.writeSpec()
+
+	r := l.gpuops("up", "--timeout", "10m")
+	want := []string{"will not settle", "kubectl -n " + l.ns + " delete pod"}
+	for _, p := range stranded {
+		want = append(want, "pod "+p.Name+" was never scheduled and node "+l.gpuNoDriver+" no longer admits it")
+	}
+	wantError(t, r, want...)
+
+	for _, p := range stranded {
+		if err := l.env.Client.CoreV1().Pods(l.ns).Delete(context.Background(), p.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.mustGpuops("up")
 }
 
 // interruptOnWrite cancels a context at the first progress line.

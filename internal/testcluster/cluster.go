@@ -118,18 +118,32 @@ func connect(kubeconfig string) (*cluster, error) {
 	return &cluster{kubeconfig: kubeconfig, restConfig: cfg, client: client}, nil
 }
 
-// startOwn starts a dedicated cluster with hack/cluster.sh and a watchdog
-// that deletes it when this process ends, however it ends.
+// startOwn starts the dedicated cluster of this test binary; stop deletes it.
 func startOwn() (*cluster, error) {
 	root, err := repoRoot()
 	if err != nil {
 		return nil, err
 	}
+	c, err := launch(root, clusterName(), nil)
+	owned = c // set even if the start failed: stop deletes what is left
+	return c, err
+}
+
+// clusterName is a new cluster name with this run's prefix.
+func clusterName() string {
 	prefix := os.Getenv(EnvClusterPrefix)
 	if prefix == "" {
 		prefix = "gpuops-t"
 	}
-	name := prefix + "-" + randomID(8)
+	return prefix + "-" + randomID(8)
+}
+
+// launch starts cluster name with hack/cluster.sh (env added to its
+// environment) and a watchdog that deletes it when this process ends, however
+// it ends. Unless it returns a nil cluster, the caller must delete it, also
+// after an error. Starts may run concurrently: hack/cluster.sh picks free
+// ports of its own and retries a start that lost a port race.
+func launch(root, name string, env []string) (*cluster, error) {
 	script := filepath.Join(root, "hack", "cluster.sh")
 	logDir := filepath.Join(root, ".lab", "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
@@ -161,25 +175,18 @@ func startOwn() (*cluster, error) {
 	}
 	r.Close()
 	c.release = w
-	owned = c // so that stop() cleans up even if the start below fails
 
 	begin := time.Now()
-	unlock, err := lock(filepath.Join(root, ".lab", ".lock"))
-	if err != nil {
-		return nil, err
-	}
 	up := exec.Command(script, "up", name)
-	up.Env = append(os.Environ(), "LAB_NODES=")
+	up.Env = append(append(os.Environ(), "LAB_NODES="), env...)
 	up.Stdout, up.Stderr = logFile, logFile
-	err = up.Run()
-	unlock()
-	if err != nil {
-		return nil, fmt.Errorf("%s up %s: %w\n%s", script, name, err, tail(logPath, 30))
+	if err := up.Run(); err != nil {
+		return c, fmt.Errorf("%s up %s: %w\n%s", script, name, err, tail(logPath, 30))
 	}
 	kc := filepath.Join(root, ".lab", "kubeconfig-"+name)
 	own, err := connect(kc)
 	if err != nil {
-		return nil, fmt.Errorf("cluster %s started but %w\n%s", name, err, tail(logPath, 30))
+		return c, fmt.Errorf("cluster %s started but %w\n%s", name, err, tail(logPath, 30))
 	}
 	c.kubeconfig, c.restConfig, c.client = own.kubeconfig, own.restConfig, own.client
 	fmt.Fprintf(os.Stderr, "testcluster: started cluster %s in %.1fs (log %s)\n", name, time.Since(begin).Seconds(), logPath)
@@ -188,10 +195,14 @@ func startOwn() (*cluster, error) {
 
 // stop deletes the cluster this binary started, if any.
 func stop() error {
-	c := owned
-	if c == nil {
+	if owned == nil {
 		return nil
 	}
+	return owned.delete()
+}
+
+// delete deletes a cluster that launch started, through its watchdog.
+func (c *cluster) delete() error {
 	c.release.Close()
 	done := make(chan error, 1)
 	go func() { done <- c.watchdog.Wait() }()
@@ -234,19 +245,6 @@ func modulePathOf(gomod []byte) string {
 		}
 	}
 	return ""
-}
-
-// lock takes an exclusive flock on path; the returned func releases it.
-func lock(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("flock %s: %w", path, err)
-	}
-	return func() { f.Close() }, nil
 }
 
 // tail returns the last n lines of a file, for error messages.

@@ -17,9 +17,10 @@
 // Where the cluster comes from: if GPUOPS_TEST_KUBECONFIG names a kubeconfig
 // of a reachable cluster, that cluster is used (and left running). Otherwise
 // the first New starts a dedicated cluster for this test binary
-// (hack/cluster.sh up, building the tools first when needed, under a flock on
-// .lab/.lock because go test runs packages in parallel) and Main deletes it
-// when the tests end. A watchdog process deletes it too if the test binary
+// (hack/cluster.sh up, building the tools first when needed) and Main deletes
+// it when the tests end. go test runs packages in parallel, so clusters start
+// side by side: hack/cluster.sh gives each random free ports and starts again
+// on fresh ones when a component loses a port race. A watchdog process deletes it too if the test binary
 // dies (panic, timeout, signal). Nothing is ever skipped silently: if no
 // cluster can be had, every test that calls New fails with the reason. Only
 // an explicit -short skips the tests that call New.

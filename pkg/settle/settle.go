@@ -24,10 +24,25 @@ type Status struct {
 	Lagging string
 	// Waiting lists, node by node (sorted by name), what is still wrong there.
 	Waiting []string
+	// Stranded lists the DaemonSet's pods that were never scheduled and wait
+	// for a node that no longer admits the DaemonSet (or is gone), sorted by
+	// node: nothing will run them there, and only the DaemonSet controller's
+	// next full sync of the DaemonSet removes them (see StuckError).
+	Stranded []PodOnNode
+
+	observed bool // the controller has seen the DaemonSet's generation
 }
 
+// PodOnNode names a pod and the node it is meant for.
+type PodOnNode struct{ Pod, Node string }
+
 // Settled reports whether nothing is left to wait for.
-func (s Status) Settled() bool { return s.Lagging == "" && len(s.Waiting) == 0 }
+func (s Status) Settled() bool { return s.Lagging == "" && len(s.Waiting) == 0 && len(s.Stranded) == 0 }
+
+// Stuck reports whether only stranded pods keep the DaemonSet from settling,
+// and the status lag they cause: the controller has seen the DaemonSet's
+// generation, so no sync of it is due.
+func (s Status) Stuck() bool { return len(s.Stranded) > 0 && len(s.Waiting) == 0 && s.observed }
 
 // String is the one-line account used in progress and timeout messages.
 func (s Status) String() string {
@@ -35,8 +50,12 @@ func (s Status) String() string {
 	if s.Lagging != "" {
 		parts = append(parts, s.Lagging)
 	}
-	if len(s.Waiting) > 0 {
-		parts = append(parts, strings.Join(s.Waiting, ", "))
+	waiting := s.Waiting
+	for _, p := range s.Stranded {
+		waiting = append(waiting, p.Node+" pod "+p.Pod+" never scheduled, left behind")
+	}
+	if len(waiting) > 0 {
+		parts = append(parts, strings.Join(waiting, ", "))
 	}
 	return strings.Join(parts, ": ")
 }
@@ -52,6 +71,9 @@ func (s Status) String() string {
 //     being deleted;
 //   - no other node has a pod of it, except a node the pod may stay on (see
 //     Admits).
+//
+// A pod that was never scheduled, meant for a node that does not admit the
+// DaemonSet (or is gone), is Stranded rather than Waiting: see StuckError.
 func Check(ds *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod) Status {
 	st := Status{Name: ds.Name}
 	admit := daemonset.NewAdmission(ds.Spec.Template.Spec)
@@ -68,6 +90,9 @@ func Check(ds *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod) Statu
 		run, stay := dec.Run, dec.Stay
 		here := byNode[n.Name]
 		delete(byNode, n.Name)
+		if !run {
+			here = strand(&st, n.Name, here)
+		}
 		switch {
 		case run:
 			st.Desired++
@@ -88,6 +113,8 @@ func Check(ds *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod) Statu
 		name := node
 		if name == "" {
 			name = "(unscheduled)"
+		} else if here = strand(&st, node, here); len(here) == 0 {
+			continue
 		}
 		waiting = append(waiting, nodeNote{name, fmt.Sprintf("%d pod(s) not on an admitted node", len(here))})
 	}
@@ -95,8 +122,28 @@ func Check(ds *appsv1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod) Statu
 	for _, w := range waiting {
 		st.Waiting = append(st.Waiting, w.node+" "+w.note)
 	}
+	slices.SortFunc(st.Stranded, func(a, b PodOnNode) int { return strings.Compare(a.Node+"/"+a.Pod, b.Node+"/"+b.Pod) })
 	st.Lagging = lagging(ds, st.Desired, staying)
+	st.observed = ds.Status.ObservedGeneration >= ds.Generation
 	return st
+}
+
+// strand moves the pods meant for node, which does not admit the DaemonSet,
+// that were never scheduled (and are not being deleted) to st.Stranded; it
+// returns the others. The scheduler will never bind such a pod there, and the
+// DaemonSet controller (Kubernetes 1.37) does not remove it when the node
+// stops admitting the DaemonSet: on a node change it looks only at the pods
+// bound to the node.
+func strand(st *Status, node string, here []*corev1.Pod) []*corev1.Pod {
+	var kept []*corev1.Pod
+	for _, p := range here {
+		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil {
+			st.Stranded = append(st.Stranded, PodOnNode{Pod: p.Name, Node: node})
+		} else {
+			kept = append(kept, p)
+		}
+	}
+	return kept
 }
 
 type nodeNote struct{ node, note string }

@@ -74,15 +74,17 @@ func TestCheck(t *testing.T) {
 	running := corev1.PodRunning
 	twoNodes := []*corev1.Node{node("a", "true"), node("b", "true"), node("c", "false"), node("d", "")}
 	tests := []struct {
-		name    string
-		ds      *appsv1.DaemonSet
-		nodes   []*corev1.Node
-		pods    []*corev1.Pod
-		settled bool
-		desired int
-		ready   int
-		lagging string
-		waiting []string
+		name     string
+		ds       *appsv1.DaemonSet
+		nodes    []*corev1.Node
+		pods     []*corev1.Pod
+		settled  bool
+		desired  int
+		ready    int
+		lagging  string
+		waiting  []string
+		stranded []PodOnNode
+		stuck    bool
 	}{
 		{
 			name: "settled", ds: daemonSet(2), nodes: twoNodes,
@@ -128,6 +130,36 @@ func TestCheck(t *testing.T) {
 			name: "pod bound to no node", ds: daemonSet(2), nodes: twoNodes,
 			pods:    []*corev1.Pod{pod("a", running), pod("b", running), pod("", corev1.PodPending)},
 			desired: 2, ready: 2, waiting: []string{"(unscheduled) 1 pod(s) not on an admitted node"},
+		},
+		{
+			name: "a pod never scheduled, meant for a node that no longer admits the DaemonSet, is stranded", ds: daemonSet(3), nodes: twoNodes,
+			pods:    []*corev1.Pod{pod("a", running), pod("b", running), pod("", corev1.PodPending, pinnedTo("c"))},
+			desired: 2, ready: 2, lagging: "status says 3 desired",
+			stranded: []PodOnNode{{Pod: "p-", Node: "c"}}, stuck: true,
+		},
+		{
+			name: "a pod never scheduled, meant for a node that is gone, is stranded", ds: daemonSet(2), nodes: twoNodes,
+			pods:    []*corev1.Pod{pod("a", running), pod("b", running), pod("", corev1.PodPending, pinnedTo("gone"))},
+			desired: 2, ready: 2,
+			stranded: []PodOnNode{{Pod: "p-", Node: "gone"}}, stuck: true,
+		},
+		{
+			name: "a stranded pod being deleted is on its way out", ds: daemonSet(2), nodes: twoNodes,
+			pods:    []*corev1.Pod{pod("a", running), pod("b", running), pod("", corev1.PodPending, pinnedTo("c"), deleting)},
+			desired: 2, ready: 2, waiting: []string{"c 1 pod(s) not yet removed"},
+		},
+		{
+			name: "a stranded pod while other nodes still wait is not stuck", ds: daemonSet(2), nodes: twoNodes,
+			pods:    []*corev1.Pod{pod("a", running), pod("", corev1.PodPending, pinnedTo("c"))},
+			desired: 2, ready: 1, waiting: []string{"b no pod"},
+			stranded: []PodOnNode{{Pod: "p-", Node: "c"}},
+		},
+		{
+			name: "a stranded pod while the controller has a generation to see is not stuck",
+			ds:   daemonSet(2, func(ds *appsv1.DaemonSet) { ds.Status.ObservedGeneration = 1 }), nodes: twoNodes,
+			pods:    []*corev1.Pod{pod("a", running), pod("b", running), pod("", corev1.PodPending, pinnedTo("c"))},
+			desired: 2, ready: 2, lagging: "generation 2 not observed yet",
+			stranded: []PodOnNode{{Pod: "p-", Node: "c"}},
 		},
 		{
 			name: "status still counts the old desired number", ds: daemonSet(3), nodes: twoNodes,
@@ -240,9 +272,10 @@ func TestCheck(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st := Check(tc.ds, tc.nodes, tc.pods)
 			if st.Settled() != tc.settled || st.Desired != tc.desired || st.Ready != tc.ready ||
-				st.Lagging != tc.lagging || !slices.Equal(st.Waiting, tc.waiting) {
-				t.Errorf("Check = %+v (settled %v)\nwant settled %v desired %d ready %d lagging %q waiting %q",
-					st, st.Settled(), tc.settled, tc.desired, tc.ready, tc.lagging, tc.waiting)
+				st.Lagging != tc.lagging || !slices.Equal(st.Waiting, tc.waiting) ||
+				!slices.Equal(st.Stranded, tc.stranded) || st.Stuck() != tc.stuck {
+				t.Errorf("Check = %+v (settled %v, stuck %v)\nwant settled %v desired %d ready %d lagging %q waiting %q stranded %v stuck %v",
+					st, st.Settled(), st.Stuck(), tc.settled, tc.desired, tc.ready, tc.lagging, tc.waiting, tc.stranded, tc.stuck)
 			}
 		})
 	}
@@ -256,6 +289,20 @@ func TestStatusString(t *testing.T) {
 	}
 	err := &TimeoutError{After: 2e9, Unsettled: []Status{st}}
 	if got, want := err.Error(), "not settled after 2s: DaemonSet "+want; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
+
+func TestStuckError(t *testing.T) {
+	st := Status{Name: "ds", Desired: 1, Ready: 1, Stranded: []PodOnNode{{Pod: "ds-x1", Node: "c"}}}
+	if got, want := st.String(), "ds 1/1: c pod ds-x1 never scheduled, left behind"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	err := &StuckError{Namespace: "ns", Stuck: []Status{st}}
+	want := "will not settle: DaemonSet ds: pod ds-x1 was never scheduled and node c no longer admits it; " +
+		"the DaemonSet controller removes such a pod only when it next syncs the DaemonSet, which a node change does not start: " +
+		"delete it (kubectl -n ns delete pod ds-x1)"
+	if got := err.Error(); got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
 }

@@ -35,6 +35,37 @@ func (e *TimeoutError) Error() string {
 	return fmt.Sprintf("not settled after %s: %s", e.After, strings.Join(parts, "; "))
 }
 
+// StuckError says which DaemonSets will not settle without help: each keeps
+// pods that were never scheduled and wait for a node that no longer admits
+// the DaemonSet. The scheduler will never bind them there; the DaemonSet
+// controller would delete them, and count the node out of its status, but
+// only when it next syncs the DaemonSet, and a node's label or taint change
+// does not start that sync for a pod not bound to the node (Kubernetes 1.37:
+// pkg/controller/daemon, syncNodeUpdate). Wait returns it once nothing else
+// is left and stuckGrace has passed without the controller acting.
+type StuckError struct {
+	Namespace string
+	Stuck     []Status
+}
+
+func (e *StuckError) Error() string {
+	var pods, parts []string
+	for _, s := range e.Stuck {
+		for _, p := range s.Stranded {
+			parts = append(parts, fmt.Sprintf("DaemonSet %s: pod %s was never scheduled and node %s no longer admits it", s.Name, p.Pod, p.Node))
+			pods = append(pods, p.Pod)
+		}
+	}
+	return fmt.Sprintf("will not settle: %s; the DaemonSet controller removes such a pod only when it next syncs the DaemonSet, "+
+		"which a node change does not start: delete it (kubectl -n %s delete pod %s)",
+		strings.Join(parts, "; "), e.Namespace, strings.Join(pods, " "))
+}
+
+// stuckGrace is how long Wait gives the controller to remove stranded pods
+// before it calls them stuck: when the controller does sync the DaemonSet
+// (its spec changed, say), their deletion reaches the watch well within it.
+const stuckGrace = 10 * time.Second
+
 // ErrInterrupted is returned when ctx is cancelled during a wait.
 var ErrInterrupted = errors.New("interrupted")
 
@@ -95,19 +126,35 @@ func Wait(ctx context.Context, client kubernetes.Interface, ns string, names []s
 	}
 	progress := newProgress(opts.Progress)
 	var statuses []Status
+	var stuckSince time.Time
 	for {
 		began := time.Now()
 		statuses = judgeAll(ns, names, nodes.GetStore(), pods.GetStore(), dss.GetStore())
 		cost := time.Since(began)
 		progress.report(statuses)
-		if allSettled(statuses) {
+		left := unsettled(statuses)
+		if len(left) == 0 {
 			return statuses, nil
+		}
+		var grace <-chan time.Time
+		if allStuck(left) {
+			if stuckSince.IsZero() {
+				stuckSince = time.Now()
+			}
+			if wait := stuckGrace - time.Since(stuckSince); wait > 0 {
+				grace = time.After(wait)
+			} else {
+				return nil, &StuckError{Namespace: ns, Stuck: left}
+			}
+		} else {
+			stuckSince = time.Time{}
 		}
 		// Judging thousands of nodes costs milliseconds and their pods'
 		// events come in a stream: after a change, rest four times as long as
 		// the last judgement took, so waiting takes at most a fifth of a core
 		// at any cluster size (and no time at all on a small lab).
 		select {
+		case <-grace:
 		case <-changed:
 			select {
 			case <-time.After(4 * cost):
@@ -149,6 +196,15 @@ func typed[T any](s cache.Store) []*T {
 }
 
 func allSettled(statuses []Status) bool { return len(unsettled(statuses)) == 0 }
+
+func allStuck(statuses []Status) bool {
+	for _, s := range statuses {
+		if !s.Stuck() {
+			return false
+		}
+	}
+	return true
+}
 
 func unsettled(statuses []Status) []Status {
 	var out []Status
