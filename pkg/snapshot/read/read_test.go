@@ -123,7 +123,9 @@ func TestReadMatchesPlainList(t *testing.T) {
 		t.Fatalf("reference read: %d nodes, %d pods, %d DaemonSets; want 10, 8, 1", len(want.Nodes), len(want.Pods), len(want.DaemonSets))
 	}
 
-	clients, err := kube.Connect(kube.Flags{Kubeconfig: env.Kubeconfig, Namespace: env.Namespace})
+	cf := kube.NewConfigFlags()
+	cf.KubeConfig = &env.Kubeconfig
+	clients, err := kube.Connect(cf)
 	if err != nil {
 		t.Fatal(err)
 	}
