@@ -132,7 +132,7 @@ current-context: c
 		{[]string{"order-check"}, "NODE"},
 		{[]string{"order-check", "a", "b"}, "NODE"},
 		{[]string{"audit", "extra"}, "extra"},
-		{[]string{"audit", "-o", "yaml"}, "yaml"},
+		{[]string{"audit", "-o", "xml"}, "xml"},
 		{[]string{"matrix", "-l", "a in ("}, "selector"},
 		{[]string{"--request-timeout=2s", "--kubeconfig", unreachable, "audit"}, "127.0.0.1:1"},
 		{[]string{"--request-timeout=2s", "--kubeconfig", unreachable, "order-check", l.nodes[0]}, "127.0.0.1:1"},
