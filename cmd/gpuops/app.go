@@ -62,7 +62,7 @@ func invokedAs(argv0 string) (name string, completing bool) {
 }
 
 func newApp(name string, stdout, stderr io.Writer) *cli.App {
-	cf := kube.NewConfigFlags()
+	cf := kube.NewFlags()
 	fs := kubectlFlagSet(cf)
 	app := &cli.App{
 		Name:  name,

@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/metadata"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -53,7 +52,7 @@ func completionCommand(prog string) *cli.Command {
 			if c.NArg() != 1 || !slices.Contains(shells, c.Args().First()) {
 				return usageError(fmt.Errorf("want one SHELL of %s, got %q", strings.Join(shells, ", "), c.Args().Slice()))
 			}
-			root := completionTree(c.App, kube.NewConfigFlags())
+			root := completionTree(c.App, kube.NewFlags())
 			switch w := c.App.Writer; c.Args().First() {
 			case "bash":
 				return root.GenBashCompletionV2(w, true)
@@ -69,7 +68,7 @@ func completionCommand(prog string) *cli.Command {
 // complete answers one completion request (args after the program name,
 // starting with __complete) as Cobra does.
 func complete(ctx context.Context, app *cli.App, args []string, stdout, stderr io.Writer) int {
-	root := completionTree(app, kube.NewConfigFlags())
+	root := completionTree(app, kube.NewFlags())
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -89,7 +88,7 @@ func isCompletionRequest(args []string) bool {
 // completionTree mirrors the app's commands and flags as Cobra commands,
 // with the candidates for each argument and flag value. The connection
 // flags parse into cf, so the cluster is read as the line says.
-func completionTree(app *cli.App, cf *genericclioptions.ConfigFlags) *cobra.Command {
+func completionTree(app *cli.App, cf *kube.Flags) *cobra.Command {
 	root := &cobra.Command{Use: strings.ReplaceAll(app.Name, " ", "-"), SilenceErrors: true, SilenceUsage: true}
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.Flags().Bool("version", false, "print gpuops' version")
@@ -162,7 +161,7 @@ func flagValues(command, flag string) cobra.CompletionFunc {
 }
 
 // positional completes the arguments named in a command's ArgsUsage.
-func positional(cf *genericclioptions.ConfigFlags, names []string) cobra.CompletionFunc {
+func positional(cf *kube.Flags, names []string) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) >= len(names) {
 			return nil, cobra.ShellCompDirectiveNoFileComp
@@ -186,7 +185,7 @@ func positional(cf *genericclioptions.ConfigFlags, names []string) cobra.Complet
 // fromCluster completes the names of a resource, read (names only) with
 // the connection flags on the line. A cluster that cannot be read offers
 // nothing.
-func fromCluster(cf *genericclioptions.ConfigFlags, gvr schema.GroupVersionResource) cobra.CompletionFunc {
+func fromCluster(cf *kube.Flags, gvr schema.GroupVersionResource) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		cl, err := kube.Connect(cf)
 		if err != nil {
@@ -213,7 +212,7 @@ func fromCluster(cf *genericclioptions.ConfigFlags, gvr schema.GroupVersionResou
 }
 
 // fromKubeconfig completes names the kubeconfig on the line defines.
-func fromKubeconfig(cf *genericclioptions.ConfigFlags, names func(clientcmdapi.Config) []string) cobra.CompletionFunc {
+func fromKubeconfig(cf *kube.Flags, names func(clientcmdapi.Config) []string) cobra.CompletionFunc {
 	return func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		raw, err := cf.ToRawKubeConfigLoader().RawConfig()
 		if err != nil {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/urfave/cli/v2"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/gpuops/gpuops/pkg/kube"
 )
@@ -23,7 +22,7 @@ const (
 // kubectlFlagSet holds kubectl's connection flags: every flag of
 // cli-runtime's ConfigFlags, with its name, shorthand, help and meaning,
 // writing into cf.
-func kubectlFlagSet(cf *genericclioptions.ConfigFlags) *pflag.FlagSet {
+func kubectlFlagSet(cf *kube.Flags) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("connection", pflag.ContinueOnError)
 	cf.AddFlags(fs)
 	fs.Lookup("namespace").Usage = namespaceUsage
@@ -41,8 +40,8 @@ func connectionFlags(fs *pflag.FlagSet, visible bool) []cli.Flag {
 }
 
 // configFlags are the connection flags of the running app.
-func configFlags(c *cli.Context) *genericclioptions.ConfigFlags {
-	return c.App.Metadata[configFlagsKey].(*genericclioptions.ConfigFlags)
+func configFlags(c *cli.Context) *kube.Flags {
+	return c.App.Metadata[configFlagsKey].(*kube.Flags)
 }
 
 // connect builds API clients from the connection flags.

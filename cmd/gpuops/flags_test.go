@@ -12,6 +12,8 @@ import (
 	"github.com/urfave/cli/v2"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
+
+	"github.com/gpuops/gpuops/pkg/kube"
 )
 
 func TestIntersperse(t *testing.T) {
@@ -38,9 +40,9 @@ func TestIntersperse(t *testing.T) {
 
 // probe runs the app with a command that only returns the connection flags
 // the arguments set.
-func probe(t *testing.T, args ...string) *genericclioptions.ConfigFlags {
+func probe(t *testing.T, args ...string) *kube.Flags {
 	t.Helper()
-	var cf *genericclioptions.ConfigFlags
+	var cf *kube.Flags
 	app := newApp("gpuops", io.Discard, io.Discard)
 	app.Commands = append(app.Commands, &cli.Command{
 		Name:         "probe",
@@ -92,10 +94,11 @@ func TestConnectionFlagsReachTheRESTConfig(t *testing.T) {
 		{"probe", "--kubeconfig", empty, "--server=https://second:6443", "--as=jane", "--as-group=a", "--as-group=b",
 			"--token=T", "--tls-server-name=api.example", "--insecure-skip-tls-verify=true", "--request-timeout=7s", "--as-uid=42"},
 	} {
-		cfg, err := probe(t, args...).ToRESTConfig()
+		cl, err := kube.Connect(probe(t, args...))
 		if err != nil {
 			t.Fatalf("%q: %v", args, err)
 		}
+		cfg := cl.Config
 		want := rest.ImpersonationConfig{UserName: "jane", UID: "42", Groups: []string{"a", "b"}}
 		if cfg.Host != "https://second:6443" || cfg.BearerToken != "T" || cfg.ServerName != "api.example" || !cfg.Insecure ||
 			cfg.Timeout != 7*time.Second || cfg.Impersonate.UserName != want.UserName || cfg.Impersonate.UID != want.UID ||
@@ -105,9 +108,12 @@ func TestConnectionFlagsReachTheRESTConfig(t *testing.T) {
 		}
 	}
 	// gpuops' own default: a bound on each request
-	cfg, err := probe(t, "--kubeconfig", empty, "-s", "https://h", "probe").ToRESTConfig()
-	if err != nil || cfg.Timeout != 30*time.Second {
-		t.Errorf("default request timeout %v (%v), want 30s", cfg.Timeout, err)
+	cl, err := kube.Connect(probe(t, "--kubeconfig", empty, "-s", "https://h", "probe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cl.Config.Timeout != 30*time.Second {
+		t.Errorf("default request timeout %v, want 30s", cl.Config.Timeout)
 	}
 }
 

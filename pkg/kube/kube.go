@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	// Auth providers a kubeconfig may name (OIDC); exec credential plugins
 	// need no import.
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
@@ -23,13 +25,29 @@ const DefaultNamespace = "gpu-operator"
 // says otherwise (kubectl's own default is no bound).
 const DefaultRequestTimeout = "30s"
 
-// NewConfigFlags returns kubectl's connection flags (cli-runtime's, every one
-// of them, with kubectl's meanings) with gpuops' defaults.
-func NewConfigFlags() *genericclioptions.ConfigFlags {
+// Flags are kubectl's connection flags: every one of cli-runtime's
+// ConfigFlags, with kubectl's meanings, and --request-timeout beside them.
+// client-go takes a pod's service account only when the flags leave its
+// config as it defaults (so does kubectl: kubectl --request-timeout=5s in a
+// pod dials localhost:8080); gpuops has a timeout by default, so it sets
+// the timeout on the config once it has been chosen.
+type Flags struct {
+	*genericclioptions.ConfigFlags
+	RequestTimeout string
+}
+
+// NewFlags returns the connection flags with gpuops' defaults.
+func NewFlags() *Flags {
 	cf := genericclioptions.NewConfigFlags(false)
-	timeout := DefaultRequestTimeout
-	cf.Timeout = &timeout
-	return cf
+	cf.Timeout = nil // see Flags
+	return &Flags{ConfigFlags: cf, RequestTimeout: DefaultRequestTimeout}
+}
+
+// AddFlags adds the flags to a flag set, as kubectl names them.
+func (f *Flags) AddFlags(fs *pflag.FlagSet) {
+	f.ConfigFlags.AddFlags(fs)
+	fs.StringVar(&f.RequestTimeout, "request-timeout", f.RequestTimeout,
+		"how long to wait for each API request: a duration (1s, 2m, 3h), a bare number of seconds, or 0 for no bound")
 }
 
 // Clients are the API handles a command works with.
@@ -42,14 +60,19 @@ type Clients struct {
 // kubeconfig: --kubeconfig, else $KUBECONFIG, else ~/.kube/config; in a pod
 // with none, its service account) and builds the clients. It makes no API
 // call.
-func Connect(cf *genericclioptions.ConfigFlags) (*Clients, error) {
-	if err := checkConfigured(cf); err != nil {
+func Connect(f *Flags) (*Clients, error) {
+	timeout, err := clientcmd.ParseTimeout(f.RequestTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("--request-timeout: %w", err)
+	}
+	if err := checkConfigured(f.ConfigFlags); err != nil {
 		return nil, err
 	}
-	cfg, err := cf.ToRESTConfig()
+	cfg, err := f.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
+	cfg.Timeout = timeout
 	// gpuops makes few, large requests; lift client-side throttling.
 	cfg.QPS, cfg.Burst = 100, 200
 	// The built-in types travel as protobuf: several times faster to encode on

@@ -29,7 +29,7 @@ func TestImpersonation(t *testing.T) {
 
 	stranger := "jane-" + j.env.ID
 	wantError(t, "audit --as a stranger", run(t, nil, append(append(kc, "--as", stranger), j.audit()...)...),
-		`User "`+stranger+`" cannot list resource "nodes"`)
+		"forbidden", `User "`+stranger+`" cannot list resource`)
 
 	spec := filepath.Join(t.TempDir(), "lab.yaml")
 	writeFile(t, spec, fmt.Sprintf("namespace: %s\nnodes:\n- name: %s\n  operands: {driver: true}\n", ns, j.node))

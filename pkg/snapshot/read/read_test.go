@@ -123,7 +123,7 @@ func TestReadMatchesPlainList(t *testing.T) {
 		t.Fatalf("reference read: %d nodes, %d pods, %d DaemonSets; want 10, 8, 1", len(want.Nodes), len(want.Pods), len(want.DaemonSets))
 	}
 
-	cf := kube.NewConfigFlags()
+	cf := kube.NewFlags()
 	cf.KubeConfig = &env.Kubeconfig
 	clients, err := kube.Connect(cf)
 	if err != nil {
