@@ -78,6 +78,9 @@ func newApp(name string, stdout, stderr io.Writer) *cli.App {
 			if c.Bool("version") {
 				return printVersion(c, true)
 			}
+			if c.NArg() > 0 {
+				return usageError(fmt.Errorf("unknown command %q", c.Args().First()))
+			}
 			return cli.ShowAppHelp(c)
 		},
 		Metadata: map[string]any{configFlagsKey: cf, kubectlFlagsKey: fs},
