@@ -95,3 +95,47 @@ func TestOrderSpecAllRules(t *testing.T) {
 		}
 	}
 }
+
+// OrderAll judges every node as Order does one, in natural name order, and
+// says which rules it judged.
+func TestOrderAllIsOrderPerNode(t *testing.T) {
+	s := specState(true)
+	s.Nodes = append(s.Nodes, node("lab-node-10", nil))
+	s.Pods = append(s.Pods, running("lab-node-10", toolkit))
+	rules := operand.RulesFor(operand.Lab, operand.AllRules)
+	all, err := judge.OrderAll(s, operand.Lab, rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, v := range all {
+		names = append(names, v.Node)
+		one, err := judge.Order(s, v.Node, operand.Lab, rules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(v.Findings, one.Findings) || len(v.Rules) != len(rules) {
+			t.Errorf("%s: OrderAll %q (%d rules), Order %q", v.Node, v.Findings, len(v.Rules), one.Findings)
+		}
+	}
+	if want := []string{"lab-node-0", "lab-node-1", "lab-node-2", "lab-node-10"}; !slices.Equal(names, want) {
+		t.Errorf("nodes %q, want %q", names, want)
+	}
+	if all[3].String() != "toolkit-without-driver" || all[2].String() != "device-plugin-without-toolkit" {
+		t.Errorf("verdicts %v", all)
+	}
+}
+
+// Asked lists what the node asks for, the missing ones among them.
+func TestAuditAsked(t *testing.T) {
+	a := judge.Audit(specState(false), operand.Lab)
+	if want := []string{"driver", "container-toolkit", "device-plugin", "gpu-feature-discovery", "dcgm-exporter"}; !slices.Equal(a[0].Asked, want) {
+		t.Errorf("lab-node-0 asks %q, want %q", a[0].Asked, want)
+	}
+	if want := []string{"container-toolkit", "device-plugin", "gpu-feature-discovery"}; !slices.Equal(a[1].Asked, want) {
+		t.Errorf("lab-node-1 asks %q, want %q", a[1].Asked, want)
+	}
+	if len(a[2].Asked) != 0 {
+		t.Errorf("lab-node-2 asks %q, want nothing", a[2].Asked)
+	}
+}

@@ -78,6 +78,10 @@ func NaturalCompare(a, b string) int {
 type NodeAudit struct {
 	Node    string   `json:"node"`
 	Missing []string `json:"missing"` // operand names, in roster order
+	// Asked are the operands the node asks for, Missing among them: what
+	// a report with one line per check (JUnit) lists. The lab's JSON keeps
+	// its two keys.
+	Asked []string `json:"-"`
 }
 
 // OK reports whether nothing the node asks for is missing.
@@ -92,7 +96,11 @@ func Audit(s *snapshot.Snapshot, roster []operand.Operand) []NodeAudit {
 	for _, n := range nodes {
 		a := NodeAudit{Node: n.Name, Missing: []string{}}
 		for _, o := range roster {
-			if Asks(n.Labels, o) && pres.On(n.Name, o) == 0 {
+			if !Asks(n.Labels, o) {
+				continue
+			}
+			a.Asked = append(a.Asked, o.Name)
+			if pres.On(n.Name, o) == 0 {
 				a.Missing = append(a.Missing, o.Name)
 			}
 		}
@@ -110,6 +118,9 @@ func AuditFailed(audits []NodeAudit) bool {
 type OrderVerdict struct {
 	Node     string   `json:"node"`
 	Findings []string `json:"findings"` // empty when the node is in a sensible order
+	// Rules are the rules judged, broken or not: what a report with one
+	// line per check (JUnit) lists. The lab's JSON keeps its keys.
+	Rules []operand.Rule `json:"-"`
 }
 
 // OK reports whether no rule is broken on the node.
@@ -136,23 +147,59 @@ func Order(s *snapshot.Snapshot, node string, roster []operand.Operand, rules []
 	if i < 0 {
 		return OrderVerdict{}, &NodeNotFoundError{Node: node}
 	}
-	labels := s.Nodes[i].Labels
+	c, err := newOrderCheck(roster, rules)
+	if err != nil {
+		return OrderVerdict{}, err
+	}
+	return c.judge(NewPresence(s.Pods), s.Nodes[i]), nil
+}
+
+// OrderAll is Order for every node of the snapshot, in natural name order,
+// indexing the pods once.
+func OrderAll(s *snapshot.Snapshot, roster []operand.Operand, rules []operand.Rule) ([]OrderVerdict, error) {
+	c, err := newOrderCheck(roster, rules)
+	if err != nil {
+		return nil, err
+	}
 	pres := NewPresence(s.Pods)
-	v := OrderVerdict{Node: node, Findings: []string{}}
+	nodes := SortedNodes(s)
+	out := make([]OrderVerdict, len(nodes))
+	for i, n := range nodes {
+		out[i] = c.judge(pres, n)
+	}
+	return out, nil
+}
+
+// orderCheck is a set of rules with their operands looked up in the roster.
+type orderCheck struct {
+	rules     []operand.Rule
+	dep, need []operand.Operand // by rule
+}
+
+func newOrderCheck(roster []operand.Operand, rules []operand.Rule) (orderCheck, error) {
+	c := orderCheck{rules: rules}
 	for _, r := range rules {
 		dep, err := operand.Lookup(roster, r.Operand)
 		if err != nil {
-			return OrderVerdict{}, err
+			return orderCheck{}, err
 		}
 		need, err := operand.Lookup(roster, r.Needs)
 		if err != nil {
-			return OrderVerdict{}, err
+			return orderCheck{}, err
 		}
-		if pres.On(node, dep) > 0 && pres.On(node, need) == 0 && !r.HostProvides(labels) {
+		c.dep, c.need = append(c.dep, dep), append(c.need, need)
+	}
+	return c, nil
+}
+
+func (c orderCheck) judge(pres Presence, n snapshot.Node) OrderVerdict {
+	v := OrderVerdict{Node: n.Name, Findings: []string{}, Rules: c.rules}
+	for i, r := range c.rules {
+		if pres.On(n.Name, c.dep[i]) > 0 && pres.On(n.Name, c.need[i]) == 0 && !r.HostProvides(n.Labels) {
 			v.Findings = append(v.Findings, r.Finding)
 		}
 	}
-	return v, nil
+	return v
 }
 
 // MatrixRow is one node of the matrix: which operands are present on it.
