@@ -1,0 +1,275 @@
+// Package summary is the fleet view: the judges' verdicts grouped by a node
+// label (a GPU product, a node pool). Per group and operand it counts the
+// nodes that ask for it, run it, miss it, have it paused or disabled; per
+// group and start-up rule the nodes that break it; and per node it keeps
+// every operand's state and every finding with its reason. It is pure like
+// the judges it reads: a snapshot in, data out; pkg/report prints it.
+package summary
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gpuops/gpuops/pkg/explain"
+	"github.com/gpuops/gpuops/pkg/judge"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/snapshot"
+)
+
+// DefaultGroupBy is the label GPU Feature Discovery sets to the GPU model:
+// on most fleets, one node pool per value.
+const DefaultGroupBy = "nvidia.com/gpu.product"
+
+// NoGroup is the group of nodes without the label (or with an empty value).
+const NoGroup = "(none)"
+
+// State is one fact about an operand on a node. A node can be in several
+// states for one operand (asked and running; asked and missing).
+type State uint8
+
+// The states, in the order reports show them. A new state is one more
+// constant before numStates, its name, and a line in cellOf.
+const (
+	Asked    State = iota // its deploy label is "true"
+	Running               // a pod of its DaemonSet is Running there
+	Missing               // asked and not running: what audit reports
+	Paused                // its deploy label is "paused-…" (a driver upgrade paused it)
+	Disabled              // its deploy label is "false", or the node's operands label is
+	numStates
+)
+
+var stateNames = [numStates]string{"asked", "running", "missing", "paused", "disabled"}
+
+// States lists every state, in report order.
+var States = func() []State {
+	s := make([]State, numStates)
+	for i := range s {
+		s[i] = State(i)
+	}
+	return s
+}()
+
+func (s State) String() string { return stateNames[s] }
+
+// MarshalText names the state in JSON and YAML.
+func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Cell is the set of states of one operand on one node.
+type Cell uint8
+
+// Has reports whether the operand is in the state on the node.
+func (c Cell) Has(s State) bool { return c&(1<<s) != 0 }
+
+func (c *Cell) set(s State) { *c |= 1 << s }
+
+// shownFirst orders the states a one-symbol view of a cell picks from: a
+// finding before an intention before a fact.
+var shownFirst = []State{Missing, Paused, Disabled, Running}
+
+// Shown is the one state a grid shows for the cell; false when the node
+// neither asks for the operand nor runs it.
+func (c Cell) Shown() (State, bool) {
+	for _, s := range shownFirst {
+		if c.Has(s) {
+			return s, true
+		}
+	}
+	return 0, false
+}
+
+// cellOf says what state an operand is in on a node.
+func cellOf(labels map[string]string, o operand.Operand, running bool) Cell {
+	var c Cell
+	v, labelled := labels[o.LabelKey()]
+	if judge.Asks(labels, o) {
+		c.set(Asked)
+		if !running {
+			c.set(Missing)
+		}
+	}
+	if running {
+		c.set(Running)
+	}
+	if labelled && strings.HasPrefix(v, "paused-") {
+		c.set(Paused)
+	}
+	if (labelled && v == "false") || labels[operand.OperandsLabel] == "false" {
+		c.set(Disabled)
+	}
+	return c
+}
+
+// Counts is, for one operand of a group, how many nodes are in each state.
+type Counts [numStates]int
+
+// Of is the count of one state.
+func (c Counts) Of(s State) int { return c[s] }
+
+// MarshalJSON writes the counts as {"asked": n, "running": n, ...}, in
+// States order.
+func (c Counts) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, s := range States {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, s.String())
+		b = append(b, ':')
+		b = strconv.AppendInt(b, int64(c[s]), 10)
+	}
+	return append(b, '}'), nil
+}
+
+// OperandCounts are the counts of one operand in a group.
+type OperandCounts struct {
+	Operand string `json:"operand"`
+	Counts  Counts `json:"counts"`
+}
+
+// RuleCount is how many nodes of a group break one start-up rule.
+type RuleCount struct {
+	Finding string `json:"finding"`
+	Nodes   int    `json:"nodes"`
+}
+
+// Group is one value of the grouping label and what its nodes say.
+type Group struct {
+	Name     string          `json:"name"` // the label's value, or NoGroup
+	Nodes    int             `json:"nodes"`
+	Findings int             `json:"nodesWithFindings"`
+	Operands []OperandCounts `json:"operands"` // in roster order
+	Order    []RuleCount     `json:"order"`    // in rule order
+}
+
+// Kinds of finding.
+const (
+	MissingFinding = "missing" // an operand the node asks for is not running: audit's MISSING
+	OrderFinding   = "order"   // a start-up rule is broken: order-check's finding
+)
+
+// Finding is one thing wrong on a node, with why.
+type Finding struct {
+	Kind    string           `json:"kind"`    // MissingFinding or OrderFinding
+	Subject string           `json:"subject"` // the operand, or the rule's finding
+	Reasons []explain.Reason `json:"reasons"`
+}
+
+// Node is one node of the fleet.
+type Node struct {
+	Name     string    `json:"name"`
+	Group    string    `json:"group"`
+	Cells    []Cell    `json:"-"` // by operand, in roster order
+	Findings []Finding `json:"findings"`
+}
+
+// Fleet is the whole view.
+type Fleet struct {
+	GroupBy  string
+	Operands []operand.Operand
+	Rules    []operand.Rule
+	Groups   []Group // in natural order of their names, NoGroup last
+	Nodes    []Node  // group by group in Groups' order, natural name order within
+}
+
+// Findings counts the findings of every node.
+func (f Fleet) Findings() int {
+	n := 0
+	for _, node := range f.Nodes {
+		n += len(node.Findings)
+	}
+	return n
+}
+
+// Build judges the snapshot (audit, explain, every rule on every node) and
+// groups the verdicts by the value of the groupBy node label. The snapshot
+// should include the namespace's DaemonSets, or every missing operand reads
+// as having none.
+func Build(s *snapshot.Snapshot, roster []operand.Operand, rules []operand.Rule, groupBy string) (Fleet, error) {
+	orders, err := judge.OrderAll(s, roster, rules)
+	if err != nil {
+		return Fleet{}, err
+	}
+	audits := judge.Audit(s, roster) // same nodes, same order as orders
+	why := explain.Explain(s, roster, audits)
+	reasons := make(map[[2]string][]explain.Reason, len(why.Missing))
+	for _, m := range why.Missing {
+		reasons[[2]string{m.Node, m.Operand}] = m.Reasons
+	}
+	pres := judge.NewPresence(s.Pods)
+	labels := make(map[string]map[string]string, len(s.Nodes))
+	for _, n := range s.Nodes {
+		labels[n.Name] = n.Labels
+	}
+
+	f := Fleet{GroupBy: groupBy, Operands: roster, Rules: rules}
+	groups := map[string]*Group{}
+	byGroup := map[string][]Node{}
+	for i, a := range audits {
+		l := labels[a.Node]
+		name := cmp.Or(l[groupBy], NoGroup)
+		g := groups[name]
+		if g == nil {
+			g = newGroup(name, roster, rules)
+			groups[name] = g
+		}
+		n := Node{Name: a.Node, Group: name, Cells: make([]Cell, len(roster)), Findings: []Finding{}}
+		for j, o := range roster {
+			c := cellOf(l, o, pres.On(a.Node, o) > 0)
+			n.Cells[j] = c
+			for _, st := range States {
+				if c.Has(st) {
+					g.Operands[j].Counts[st]++
+				}
+			}
+		}
+		for _, op := range a.Missing {
+			n.Findings = append(n.Findings, Finding{Kind: MissingFinding, Subject: op, Reasons: reasons[[2]string{a.Node, op}]})
+		}
+		for j, r := range rules {
+			if slices.Contains(orders[i].Findings, r.Finding) {
+				g.Order[j].Nodes++
+				n.Findings = append(n.Findings, Finding{Kind: OrderFinding, Subject: r.Finding, Reasons: []explain.Reason{explain.Order(r)}})
+			}
+		}
+		g.Nodes++
+		if len(n.Findings) > 0 {
+			g.Findings++
+		}
+		byGroup[name] = append(byGroup[name], n)
+	}
+	for _, g := range groups {
+		f.Groups = append(f.Groups, *g)
+	}
+	slices.SortFunc(f.Groups, func(a, b Group) int { return compareGroups(a.Name, b.Name) })
+	for _, g := range f.Groups {
+		f.Nodes = append(f.Nodes, byGroup[g.Name]...)
+	}
+	return f, nil
+}
+
+func newGroup(name string, roster []operand.Operand, rules []operand.Rule) *Group {
+	g := &Group{Name: name, Operands: make([]OperandCounts, len(roster)), Order: make([]RuleCount, len(rules))}
+	for i, o := range roster {
+		g.Operands[i].Operand = o.Name
+	}
+	for i, r := range rules {
+		g.Order[i].Finding = r.Finding
+	}
+	return g
+}
+
+// compareGroups orders group names as people count, the nodes without the
+// label last.
+func compareGroups(a, b string) int {
+	switch {
+	case a == b:
+		return 0
+	case a == NoGroup:
+		return 1
+	case b == NoGroup:
+		return -1
+	}
+	return judge.NaturalCompare(a, b)
+}

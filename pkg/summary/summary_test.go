@@ -1,0 +1,197 @@
+package summary_test
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuops/gpuops/pkg/explain"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/summary"
+)
+
+var (
+	driver  = operand.Lab[0]
+	toolkit = operand.Lab[1]
+	plugin  = operand.Lab[2]
+	dcgm    = operand.Lab[4]
+	rules   = operand.RulesFor(operand.Lab, operand.AllRules)
+)
+
+const product = "nvidia.com/gpu.product"
+
+// fleet is six nodes in three groups, one of each kind of state:
+//
+//	a100-1  asks driver, toolkit, plugin; all run           (good)
+//	a100-2  asks driver, plugin; plugin runs, driver not     (missing driver, plugin without toolkit)
+//	a100-10 driver paused, dcgm false, toolkit runs unasked  (toolkit without driver)
+//	h100-1  asks driver; tainted away                        (missing driver)
+//	h100-2  operands=false, asks plugin, which still runs    (disabled, plugin without toolkit)
+//	bare    no product label, asks nothing
+func fleet() *snapshot.Snapshot {
+	n := func(name, prod string, labels ...string) snapshot.Node {
+		l := map[string]string{}
+		if prod != "" {
+			l[product] = prod
+		}
+		for i := 0; i+1 < len(labels); i += 2 {
+			l[labels[i]] = labels[i+1]
+		}
+		return snapshot.Node{Name: name, Labels: l, Ready: true}
+	}
+	run := func(node string, o operand.Operand) snapshot.Pod {
+		return snapshot.Pod{Name: o.DaemonSet + "-" + node, Node: node, DaemonSet: o.DaemonSet, Phase: corev1.PodRunning}
+	}
+	tainted := n("h100-1", "H100", driver.LabelKey(), "true")
+	tainted.Taints = []corev1.Taint{{Key: "broken", Effect: corev1.TaintEffectNoSchedule}}
+	s := &snapshot.Snapshot{
+		Namespace: "gpu-operator",
+		Nodes: []snapshot.Node{
+			n("bare", ""),
+			tainted,
+			n("a100-10", "A100", driver.LabelKey(), "paused-for-driver-upgrade", dcgm.LabelKey(), "false"),
+			n("a100-2", "A100", driver.LabelKey(), "true", plugin.LabelKey(), "true"),
+			n("a100-1", "A100", driver.LabelKey(), "true", toolkit.LabelKey(), "true", plugin.LabelKey(), "true"),
+			n("h100-2", "H100", operand.OperandsLabel, "false", plugin.LabelKey(), "true"),
+		},
+		Pods: []snapshot.Pod{
+			run("a100-1", driver), run("a100-1", toolkit), run("a100-1", plugin),
+			run("a100-2", plugin), run("a100-10", toolkit), run("h100-2", plugin),
+		},
+	}
+	for _, o := range operand.Lab {
+		s.DaemonSets = append(s.DaemonSets, snapshot.DaemonSet{Name: o.DaemonSet, NodeSelector: map[string]string{o.LabelKey(): "true"}})
+	}
+	return s
+}
+
+func build(t *testing.T) summary.Fleet {
+	t.Helper()
+	f, err := summary.Build(fleet(), operand.Lab, rules, product)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// counts are one operand's counts as asked, running, missing, paused, disabled.
+func counts(g summary.Group, op string) [5]int {
+	for _, oc := range g.Operands {
+		if oc.Operand == op {
+			var c [5]int
+			for i, s := range summary.States {
+				c[i] = oc.Counts.Of(s)
+			}
+			return c
+		}
+	}
+	return [5]int{-1}
+}
+
+func TestGroups(t *testing.T) {
+	f := build(t)
+	var names []string
+	for _, g := range f.Groups {
+		names = append(names, g.Name)
+	}
+	if want := []string{"A100", "H100", summary.NoGroup}; !slices.Equal(names, want) {
+		t.Fatalf("groups %q, want %q", names, want)
+	}
+	a100, h100, none := f.Groups[0], f.Groups[1], f.Groups[2]
+	for _, tc := range []struct {
+		g      summary.Group
+		op     string
+		counts [5]int // asked, running, missing, paused, disabled
+	}{
+		{a100, "driver", [5]int{2, 1, 1, 1, 0}},
+		{a100, "container-toolkit", [5]int{1, 2, 0, 0, 0}},
+		{a100, "device-plugin", [5]int{2, 2, 0, 0, 0}},
+		{a100, "dcgm-exporter", [5]int{0, 0, 0, 0, 1}},
+		{h100, "driver", [5]int{1, 0, 1, 0, 1}},
+		{h100, "device-plugin", [5]int{1, 1, 0, 0, 1}},
+		{h100, "gpu-feature-discovery", [5]int{0, 0, 0, 0, 1}},
+		{none, "driver", [5]int{0, 0, 0, 0, 0}},
+	} {
+		if got := counts(tc.g, tc.op); got != tc.counts {
+			t.Errorf("%s %s: %v, want %v", tc.g.Name, tc.op, got, tc.counts)
+		}
+	}
+	if a100.Nodes != 3 || a100.Findings != 2 || h100.Nodes != 2 || h100.Findings != 2 || none.Nodes != 1 || none.Findings != 0 {
+		t.Errorf("node counts: %+v %+v %+v", a100, h100, none)
+	}
+	order := map[string]int{}
+	for _, rc := range a100.Order {
+		order[rc.Finding] = rc.Nodes
+	}
+	if order["device-plugin-without-toolkit"] != 1 || order["toolkit-without-driver"] != 1 || order["gpu-feature-discovery-without-toolkit"] != 0 || len(a100.Order) != len(rules) {
+		t.Errorf("A100 order: %+v", a100.Order)
+	}
+}
+
+func TestNodes(t *testing.T) {
+	f := build(t)
+	var names []string
+	for _, n := range f.Nodes {
+		names = append(names, n.Name)
+	}
+	if want := []string{"a100-1", "a100-2", "a100-10", "h100-1", "h100-2", "bare"}; !slices.Equal(names, want) {
+		t.Fatalf("nodes %q, want %q (group by group, natural order)", names, want)
+	}
+	a2 := f.Nodes[1]
+	if len(a2.Findings) != 2 ||
+		a2.Findings[0].Kind != summary.MissingFinding || a2.Findings[0].Subject != "driver" || a2.Findings[0].Reasons[0].Code != explain.NoPodYet ||
+		a2.Findings[1].Kind != summary.OrderFinding || a2.Findings[1].Subject != "device-plugin-without-toolkit" || a2.Findings[1].Reasons[0].Code != explain.BrokenOrder {
+		t.Errorf("a100-2 findings: %+v", a2.Findings)
+	}
+	if h1 := f.Nodes[3]; len(h1.Findings) != 1 || h1.Findings[0].Reasons[0].Code != explain.UntoleratedTaint {
+		t.Errorf("h100-1 findings: %+v", h1.Findings)
+	}
+	if f.Findings() != 5 {
+		t.Errorf("findings %d, want 5", f.Findings())
+	}
+	for _, tc := range []struct {
+		node, op int
+		shown    summary.State
+		ok       bool
+	}{
+		{0, 0, summary.Running, true},
+		{1, 0, summary.Missing, true},
+		{2, 0, summary.Paused, true},
+		{2, 4, summary.Disabled, true},
+		{2, 1, summary.Running, true},  // runs without being asked
+		{4, 2, summary.Disabled, true}, // operands=false wins over running
+		{3, 0, summary.Missing, true},  // missing wins over disabled
+		{5, 0, 0, false},
+	} {
+		n := f.Nodes[tc.node]
+		if s, ok := n.Cells[tc.op].Shown(); s != tc.shown || ok != tc.ok {
+			t.Errorf("%s %s shows %v %v, want %v %v", n.Name, operand.Lab[tc.op].Name, s, ok, tc.shown, tc.ok)
+		}
+	}
+}
+
+// --group-by any label; a label nobody has puts every node in NoGroup.
+func TestGroupByOtherLabel(t *testing.T) {
+	f, err := summary.Build(fleet(), operand.Lab, rules, "example.com/pool")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Groups) != 1 || f.Groups[0].Name != summary.NoGroup || f.Groups[0].Nodes != 6 {
+		t.Errorf("groups %+v", f.Groups)
+	}
+}
+
+func TestCountsJSON(t *testing.T) {
+	f := build(t)
+	b, err := json.Marshal(f.Groups[0].Operands[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"operand":"driver","counts":{"asked":2,"running":1,"missing":1,"paused":1,"disabled":0}}`
+	if string(b) != want {
+		t.Errorf("JSON %s, want %s", b, want)
+	}
+}
