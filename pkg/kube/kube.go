@@ -111,3 +111,17 @@ func checkConfigured(cf *genericclioptions.ConfigFlags) error {
 	}
 	return fmt.Errorf("kubeconfig: no cluster configured in %s, and the in-cluster config fails: %w", where, err)
 }
+
+// ContextName is the kubeconfig context the flags choose: --context, else
+// the kubeconfig's current context; empty when there is none (--server
+// alone, a pod's service account).
+func (f *Flags) ContextName() string {
+	if f.Context != nil && *f.Context != "" {
+		return *f.Context
+	}
+	raw, err := f.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return ""
+	}
+	return raw.CurrentContext
+}
