@@ -13,7 +13,7 @@ import (
 // reasons of each MISSING, the unexpected pods and the label-value warnings
 // come with it: in text appended to the lab's lines, so the third field is
 // still the operand; in JSON and YAML beside the plain audit's fields, so a
-// program reading those keeps working.
+// program reading those keeps working; in JUnit as each failure's text.
 func (p Printer) Audit(w io.Writer, audits []judge.NodeAudit, why *explain.Report) error {
 	if p.Format.Data() {
 		v := struct {
@@ -24,6 +24,9 @@ func (p Printer) Audit(w io.Writer, audits []judge.NodeAudit, why *explain.Repor
 		return p.data(w, v)
 	}
 	x := indexWhy(why)
+	if p.Format == JUnit {
+		return auditJUnit(w, audits, x)
+	}
 	if p.Format == Table {
 		return auditTable(audits, x).write(w, p.Color)
 	}

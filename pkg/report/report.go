@@ -1,8 +1,9 @@
 // Package report prints what the judges return, in the format a user asks
 // for: the lab's exact text (what out/*.txt hold and the scripts print),
-// JSON or YAML for programs (the same value in both), or an aligned table for
-// people, coloured on a terminal. It is the one place gpuops formats a
-// verdict; the judges return data only.
+// JSON or YAML for programs (the same value in both), an aligned table for
+// people, coloured on a terminal, JUnit XML for CI, or one HTML page of the
+// whole fleet. It is the one place gpuops formats a verdict; the judges
+// return data only.
 package report
 
 import (
@@ -26,18 +27,22 @@ const (
 	JSON  Format = "json"
 	YAML  Format = "yaml"
 	Table Format = "table"
+	// JUnit is for the judges whose checks CI lists one by one (audit,
+	// order-check), so it is offered only where a command asks for it.
+	JUnit Format = "junit"
 )
 
-// Formats lists the formats, the default first.
+// Formats lists the formats every judge prints, the default first.
 var Formats = []Format{Text, JSON, YAML, Table}
 
-// ParseFormat validates a format name.
-func ParseFormat(s string) (Format, error) {
-	if f := Format(s); slices.Contains(Formats, f) {
+// ParseFormat validates a format name: one of Formats or of a command's extra ones.
+func ParseFormat(s string, extra ...Format) (Format, error) {
+	all := slices.Concat(Formats, extra)
+	if f := Format(s); slices.Contains(all, f) {
 		return f, nil
 	}
-	names := make([]string, len(Formats))
-	for i, f := range Formats {
+	names := make([]string, len(all))
+	for i, f := range all {
 		names[i] = string(f)
 	}
 	return "", fmt.Errorf("unknown output format %q (want %s)", s, strings.Join(names, ", "))
@@ -46,6 +51,10 @@ func ParseFormat(s string) (Format, error) {
 // Data reports whether the format is for programs (JSON or YAML), which
 // always carry every field a verdict has.
 func (f Format) Data() bool { return f == JSON || f == YAML }
+
+// Explained reports whether the format always carries the reasons of
+// --explain: the data formats, and JUnit, whose failures say why.
+func (f Format) Explained() bool { return f.Data() || f == JUnit }
 
 // ColorFor reports whether output to w may be coloured: w is a terminal and
 // NO_COLOR (https://no-color.org) is unset or empty.

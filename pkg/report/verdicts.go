@@ -17,6 +17,8 @@ func (p Printer) Order(w io.Writer, v judge.OrderVerdict) error {
 			OK      bool   `json:"ok"`
 			Verdict string `json:"verdict"`
 		}{v, v.OK(), v.String()})
+	case p.Format == JUnit:
+		return orderJUnit(w, v)
 	case p.Format == Table:
 		verdict := cell{"ok", green}
 		if !v.OK() {

@@ -1,0 +1,93 @@
+package report_test
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuops/gpuops/pkg/report"
+)
+
+var source = report.Source{Context: "prod-eu", Server: "https://10.0.0.1:6443", Namespace: "gpu-operator", Selector: "pool in (a100)",
+	Taken: time.Date(2026, 3, 1, 14, 5, 0, 0, time.FixedZone("CET", 3600))}
+
+func page(t *testing.T) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := report.HTML(&b, fleet, source); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestHTMLSaysWhereAndWhen(t *testing.T) {
+	p := page(t)
+	for _, want := range []string{
+		`<dd class="mono">prod-eu</dd>`, `<dd class="mono">https://10.0.0.1:6443</dd>`, `<dd class="mono">gpu-operator</dd>`,
+		`<time datetime="2026-03-01T13:05:00Z">2026-03-01 13:05:00 UTC</time>`, `3 matching <code>pool in (a100)</code>`,
+		`✗</span> 2 findings on 1 node</p>`,
+	} {
+		if !strings.Contains(p, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+// Everything the page needs is in it: no URL but its own anchors and an
+// empty data: icon, and a content security policy that forbids fetching.
+func TestHTMLSelfContained(t *testing.T) {
+	p := page(t)
+	if !strings.Contains(p, `content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"`) {
+		t.Error("no content security policy forbidding fetches")
+	}
+	for _, m := range regexp.MustCompile(`(?:src|href|action)="([^"]*)"`).FindAllStringSubmatch(p, -1) {
+		if !strings.HasPrefix(m[1], "#") && m[1] != "data:," {
+			t.Errorf("reference outside the page: %s", m[0])
+		}
+	}
+	if strings.Contains(p, "@import") || strings.Contains(p, "url(") {
+		t.Error("CSS that fetches")
+	}
+}
+
+// Every node has a grid row, the ones with findings first in their group;
+// reasons are escaped text.
+func TestHTMLGrid(t *testing.T) {
+	p := page(t)
+	rows := regexp.MustCompile(`<tr class="n( f)?" id="n-([^"]+)">`).FindAllStringSubmatch(p, -1)
+	var got []string
+	for _, r := range rows {
+		got = append(got, r[2]+r[1])
+	}
+	if want := "a100-2 f|a100-1|bare"; strings.Join(got, "|") != want {
+		t.Errorf("grid rows %q, want %s", got, want)
+	}
+	for _, want := range []string{
+		`<td class="m" title="driver: missing — node is cordoned; no pod &lt;yet&gt;">✗</td>`,
+		`<td class="d" title="container-toolkit: disabled">–</td>`,
+		`<td class="p" title="container-toolkit: paused">‖</td>`,
+		`<td>✓</td>`,
+		`<tbody data-g="(none)">`,
+	} {
+		if !strings.Contains(p, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(p, "<yet>") {
+		t.Error("a reason reached the page unescaped")
+	}
+}
+
+func TestHTMLNoFindings(t *testing.T) {
+	healthy := fleet
+	healthy.Nodes = healthy.Nodes[:1]
+	var b bytes.Buffer
+	if err := report.HTML(&b, healthy, source); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `class="verdict good"`) || !strings.Contains(b.String(), "<h2>Findings (0)</h2>") {
+		t.Error("a fleet without findings must say so")
+	}
+}

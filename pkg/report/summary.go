@@ -1,0 +1,142 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/gpuops/gpuops/pkg/explain"
+	"github.com/gpuops/gpuops/pkg/summary"
+)
+
+// findingStatus is the word a finding is printed with, as audit prints
+// MISSING.
+var findingStatus = map[string]string{summary.MissingFinding: "MISSING", summary.OrderFinding: "ORDER"}
+
+// Summary prints the fleet grouped by its label: per group the node count
+// and, per operand, the count of each state and the broken start-up rules;
+// then only the nodes with findings, each finding with its reasons, as
+// audit --explain prints them.
+func (p Printer) Summary(w io.Writer, f summary.Fleet) error {
+	var failing []summary.Node
+	for _, n := range f.Nodes {
+		if len(n.Findings) > 0 {
+			failing = append(failing, n)
+		}
+	}
+	switch {
+	case p.Format.Data():
+		return p.data(w, struct {
+			OK      bool            `json:"ok"`
+			GroupBy string          `json:"groupBy"`
+			Groups  []summary.Group `json:"groups"`
+			Nodes   []summary.Node  `json:"nodes"` // with findings only
+		}{len(failing) == 0, f.GroupBy, nonNil(f.Groups), nonNil(failing)})
+	case p.Format == Table:
+		return summaryTables(w, f, failing, p.Color)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "by %s\n", f.GroupBy)
+	width := 0
+	for _, o := range f.Operands {
+		width = max(width, len(o.Name))
+	}
+	for _, g := range f.Groups {
+		fmt.Fprintf(&b, "%s nodes=%d with-findings=%d\n", g.Name, g.Nodes, g.Findings)
+		for _, oc := range g.Operands {
+			fmt.Fprintf(&b, "  %-*s", width, oc.Operand)
+			for _, s := range summary.States {
+				fmt.Fprintf(&b, " %s=%d", s, oc.Counts.Of(s))
+			}
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "  %-*s %s\n", width, "order", brokenRules(g))
+	}
+	for _, n := range failing {
+		for _, fd := range n.Findings {
+			fmt.Fprintf(&b, "%s %s %s (%s)\n", n.Name, findingStatus[fd.Kind], fd.Subject, messages(fd.Reasons))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// brokenRules is "rule=n ..." for the rules some node of the group breaks,
+// or "ok".
+func brokenRules(g summary.Group) string {
+	var parts []string
+	for _, rc := range g.Order {
+		if rc.Nodes > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", rc.Finding, rc.Nodes))
+		}
+	}
+	if parts == nil {
+		return "ok"
+	}
+	return strings.Join(parts, " ")
+}
+
+func messages(rs []explain.Reason) string {
+	msgs := make([]string, len(rs))
+	for i, r := range rs {
+		msgs[i] = r.Message
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// summaryTables prints a table of group × operand counts, one of the broken
+// rules per group (when any), and one of the findings (when any).
+func summaryTables(w io.Writer, f summary.Fleet, failing []summary.Node, color bool) error {
+	counts := table{header: []string{"GROUP", "NODES", "OPERAND"}}
+	for _, s := range summary.States {
+		counts.header = append(counts.header, strings.ToUpper(s.String()))
+	}
+	rules := table{header: []string{"GROUP", "BROKEN RULE", "NODES"}}
+	for _, g := range f.Groups {
+		for _, oc := range g.Operands {
+			row := []cell{{text: g.Name}, {text: strconv.Itoa(g.Nodes)}, {text: oc.Operand}}
+			for _, s := range summary.States {
+				row = append(row, countCell(oc.Counts.Of(s), s == summary.Missing))
+			}
+			counts.rows = append(counts.rows, row)
+		}
+		for _, rc := range g.Order {
+			if rc.Nodes > 0 {
+				rules.rows = append(rules.rows, []cell{{text: g.Name}, {rc.Finding, red}, {text: strconv.Itoa(rc.Nodes)}})
+			}
+		}
+	}
+	findings := table{header: []string{"NODE", "GROUP", "STATUS", "SUBJECT", "WHY"}}
+	for _, n := range failing {
+		for _, fd := range n.Findings {
+			findings.rows = append(findings.rows, []cell{{text: n.Name}, {text: n.Group}, {findingStatus[fd.Kind], red}, {text: fd.Subject}, {text: messages(fd.Reasons)}})
+		}
+	}
+	if err := counts.write(w, color); err != nil {
+		return err
+	}
+	for _, t := range []table{rules, findings} {
+		if len(t.rows) == 0 {
+			continue
+		}
+		if _, err := io.WriteString(w, "\n"); err != nil {
+			return err
+		}
+		if err := t.write(w, color); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// countCell is a count, faint when zero and red when it counts findings.
+func countCell(n int, finding bool) cell {
+	switch {
+	case n == 0:
+		return cell{"0", faint}
+	case finding:
+		return cell{strconv.Itoa(n), red}
+	}
+	return cell{text: strconv.Itoa(n)}
+}

@@ -1,0 +1,143 @@
+package report_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/gpuops/gpuops/pkg/explain"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/report"
+	"github.com/gpuops/gpuops/pkg/summary"
+)
+
+func cellOf(states ...summary.State) summary.Cell {
+	var c summary.Cell
+	for _, s := range states {
+		c |= 1 << s
+	}
+	return c
+}
+
+// fleet is a hand-made fleet view: two groups, one node with a missing
+// operand and a broken rule, one paused, one disabled.
+var fleet = summary.Fleet{
+	GroupBy:  "example.com/pool",
+	Operands: operand.Lab[:2],
+	Rules:    []operand.Rule{operand.DeviceRule},
+	Groups: []summary.Group{
+		{Name: "a100", Nodes: 2, Findings: 1, Operands: []summary.OperandCounts{
+			{Operand: "driver", Counts: summary.Counts{2, 1, 1, 0, 0}},
+			{Operand: "container-toolkit", Counts: summary.Counts{0, 0, 0, 1, 1}},
+		}, Order: []summary.RuleCount{{Finding: "device-plugin-without-toolkit", Nodes: 1}}},
+		{Name: summary.NoGroup, Nodes: 1, Operands: []summary.OperandCounts{
+			{Operand: "driver", Counts: summary.Counts{}},
+			{Operand: "container-toolkit", Counts: summary.Counts{}},
+		}, Order: []summary.RuleCount{{Finding: "device-plugin-without-toolkit"}}},
+	},
+	Nodes: []summary.Node{
+		{Name: "a100-1", Group: "a100", Cells: []summary.Cell{cellOf(summary.Asked, summary.Running), cellOf(summary.Paused)}, Findings: []summary.Finding{}},
+		{Name: "a100-2", Group: "a100", Cells: []summary.Cell{cellOf(summary.Asked, summary.Missing), cellOf(summary.Disabled)}, Findings: []summary.Finding{
+			{Kind: summary.MissingFinding, Subject: "driver", Reasons: []explain.Reason{{Code: explain.NodeCordoned, Message: "node is cordoned"}, {Code: explain.NoPodYet, Message: "no pod <yet>"}}},
+			{Kind: summary.OrderFinding, Subject: "device-plugin-without-toolkit", Reasons: []explain.Reason{explain.Order(operand.DeviceRule)}},
+		}},
+		{Name: "bare", Group: summary.NoGroup, Cells: []summary.Cell{0, 0}, Findings: []summary.Finding{}},
+	},
+}
+
+func summarize(t *testing.T, p report.Printer) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := p.Summary(&b, fleet); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestSummaryText(t *testing.T) {
+	want := "by example.com/pool\n" +
+		"a100 nodes=2 with-findings=1\n" +
+		"  driver            asked=2 running=1 missing=1 paused=0 disabled=0\n" +
+		"  container-toolkit asked=0 running=0 missing=0 paused=1 disabled=1\n" +
+		"  order             device-plugin-without-toolkit=1\n" +
+		"(none) nodes=1 with-findings=0\n" +
+		"  driver            asked=0 running=0 missing=0 paused=0 disabled=0\n" +
+		"  container-toolkit asked=0 running=0 missing=0 paused=0 disabled=0\n" +
+		"  order             ok\n" +
+		"a100-2 MISSING driver (node is cordoned; no pod <yet>)\n" +
+		"a100-2 ORDER device-plugin-without-toolkit (a device-plugin pod runs here and no container-toolkit pod does)\n"
+	if got := summarize(t, report.Printer{Format: report.Text}); got != want {
+		t.Errorf("text:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestSummaryTable(t *testing.T) {
+	want := "" +
+		"GROUP    NODES   OPERAND             ASKED   RUNNING   MISSING   PAUSED   DISABLED\n" +
+		"a100     2       driver              2       1         1         0        0\n" +
+		"a100     2       container-toolkit   0       0         0         1        1\n" +
+		"(none)   1       driver              0       0         0         0        0\n" +
+		"(none)   1       container-toolkit   0       0         0         0        0\n" +
+		"\n" +
+		"GROUP   BROKEN RULE                     NODES\n" +
+		"a100    device-plugin-without-toolkit   1\n" +
+		"\n" +
+		"NODE     GROUP   STATUS    SUBJECT                         WHY\n" +
+		"a100-2   a100    MISSING   driver                          node is cordoned; no pod <yet>\n" +
+		"a100-2   a100    ORDER     device-plugin-without-toolkit   a device-plugin pod runs here and no container-toolkit pod does\n"
+	if got := summarize(t, report.Printer{Format: report.Table}); got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+	if got := summarize(t, report.Printer{Format: report.Table, Color: true}); !strings.Contains(got, "\x1b[31m1\x1b[0m") || !strings.Contains(got, "\x1b[2m0\x1b[0m") {
+		t.Errorf("coloured table: missing counts red, zeros faint:\n%q", got)
+	}
+}
+
+// JSON has every group's counts and only the nodes with findings; YAML is
+// the same value.
+func TestSummaryJSON(t *testing.T) {
+	var got struct {
+		OK      bool   `json:"ok"`
+		GroupBy string `json:"groupBy"`
+		Groups  []struct {
+			Name     string `json:"name"`
+			Nodes    int    `json:"nodes"`
+			Operands []struct {
+				Operand string         `json:"operand"`
+				Counts  map[string]int `json:"counts"`
+			} `json:"operands"`
+			Order []summary.RuleCount `json:"order"`
+		} `json:"groups"`
+		Nodes []summary.Node `json:"nodes"`
+	}
+	out := summarize(t, report.Printer{Format: report.JSON})
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.OK || got.GroupBy != "example.com/pool" || len(got.Groups) != 2 || len(got.Nodes) != 1 || got.Nodes[0].Name != "a100-2" || len(got.Nodes[0].Findings) != 2 {
+		t.Fatalf("JSON: %s", out)
+	}
+	c := got.Groups[0].Operands[0].Counts
+	if c["asked"] != 2 || c["running"] != 1 || c["missing"] != 1 || c["paused"] != 0 || c["disabled"] != 0 || len(c) != len(summary.States) {
+		t.Errorf("driver counts of a100: %v", c)
+	}
+	if strings.Index(out, `"asked"`) > strings.Index(out, `"running"`) {
+		t.Error("counts must come in state order")
+	}
+	y := summarize(t, report.Printer{Format: report.YAML})
+	if !strings.Contains(y, "groupBy: example.com/pool") || !strings.Contains(y, "subject: device-plugin-without-toolkit") {
+		t.Errorf("YAML:\n%s", y)
+	}
+}
+
+func TestSummaryEmpty(t *testing.T) {
+	var b bytes.Buffer
+	empty := summary.Fleet{GroupBy: "example.com/pool"}
+	if err := (report.Printer{Format: report.JSON}).Summary(&b, empty); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "null") || !strings.Contains(b.String(), `"ok": true`) {
+		t.Errorf("empty fleet: %s", b.String())
+	}
+}
