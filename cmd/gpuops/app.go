@@ -93,6 +93,8 @@ func newApp(name string, stdout, stderr io.Writer) *cli.App {
 			auditCommand(),
 			orderCheckCommand(),
 			matrixCommand(),
+			summaryCommand(),
+			reportCommand(),
 			labCommand(),
 			versionCommand(),
 			completionCommand(strings.ReplaceAll(name, " ", "-")),

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/judge"
+	"github.com/gpuops/gpuops/pkg/report"
 )
 
 func auditCommand() *cli.Command {
@@ -15,13 +16,13 @@ func auditCommand() *cli.Command {
 			"or \"<node> OK\" (the lab's operand-audit.sh, same output). A pod counts when its operand's\n" +
 			"DaemonSet controls it, it is Running and not being deleted. Exit 1 if anything is missing\n" +
 			"(UNEXPECTED pods and WARNINGs of --explain inform, they do not change the exit code).",
-		Flags: []cli.Flag{outputFlag(), judgeLabFlag(), selectorFlag(), explainFlag(), discoverFlag()},
+		Flags: []cli.Flag{outputFlag(report.JUnit), judgeLabFlag(), selectorFlag(), explainFlag(), discoverFlag()},
 		Action: func(c *cli.Context) error {
-			p, opts, err := judgeInput(c)
+			p, opts, err := judgeInput(c, report.JUnit)
 			if err != nil {
 				return err
 			}
-			explained := c.Bool("explain") || p.Format.Data()
+			explained := c.Bool("explain") || p.Format.Explained()
 			opts.DaemonSets = explained || c.Bool("discover")
 			s, err := readSnapshot(c, opts)
 			if err != nil {

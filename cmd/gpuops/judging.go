@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/labels"
@@ -13,11 +14,14 @@ import (
 
 // Flags and plumbing shared by the judging commands (audit, order-check, matrix).
 
-func outputFlag() cli.Flag {
-	return &cli.StringFlag{
-		Name: "output", Aliases: []string{"o"}, Value: string(report.Text),
-		Usage: "output format: text (the lab's exact lines), json or yaml (the same fields), or table (aligned, coloured on a terminal unless NO_COLOR is set)",
+// outputFlag is -o with the formats every judge prints and the command's
+// extra ones (printerFor must be given the same).
+func outputFlag(extra ...report.Format) cli.Flag {
+	usage := "output format: text (the lab's exact lines), json or yaml (the same fields), or table (aligned, coloured on a terminal unless NO_COLOR is set)"
+	if slices.Contains(extra, report.JUnit) {
+		usage += "; junit: JUnit XML for CI, one test case per check, a failure with its reason per finding"
 	}
+	return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: string(report.Text), Usage: usage}
 }
 
 func selectorFlag() cli.Flag {
@@ -28,8 +32,8 @@ func selectorFlag() cli.Flag {
 }
 
 // printerFor validates the --output flag; a table gets colour only on a terminal.
-func printerFor(c *cli.Context) (report.Printer, error) {
-	f, err := report.ParseFormat(c.String("output"))
+func printerFor(c *cli.Context, extra ...report.Format) (report.Printer, error) {
+	f, err := report.ParseFormat(c.String("output"), extra...)
 	if err != nil {
 		return report.Printer{}, usageError(err)
 	}
@@ -47,11 +51,11 @@ func snapshotOptions(c *cli.Context) (read.Options, error) {
 
 // judgeInput refuses a whole-cluster judge's bad arguments and flags before
 // anything is read.
-func judgeInput(c *cli.Context) (report.Printer, read.Options, error) {
+func judgeInput(c *cli.Context, extra ...report.Format) (report.Printer, read.Options, error) {
 	if err := noArgs(c); err != nil {
 		return report.Printer{}, read.Options{}, err
 	}
-	p, err := printerFor(c)
+	p, err := printerFor(c, extra...)
 	if err != nil {
 		return report.Printer{}, read.Options{}, err
 	}

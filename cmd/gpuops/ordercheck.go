@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/snapshot/read"
 )
 
@@ -18,8 +19,9 @@ func orderCheckCommand() *cli.Command {
 		Description: "Prints \"device-plugin-without-toolkit\" (exit 1) when a device-plugin pod is present on\n" +
 			"NODE and no container-toolkit pod is, \"ok\" (exit 0) otherwise (the lab's order-check.sh,\n" +
 			"same output). A node that does not exist is an error (exit 2). With --all-rules, every\n" +
-			"broken rule of the start-up order is a finding; the first is printed.",
-		Flags: []cli.Flag{outputFlag(), judgeLabFlag(), allRulesFlag(), discoverFlag()},
+			"broken rule of the start-up order is a finding; the first is printed. -o junit has one test case\n" +
+			"per rule judged, failed when broken.",
+		Flags: []cli.Flag{outputFlag(report.JUnit), judgeLabFlag(), allRulesFlag(), discoverFlag()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageError(fmt.Errorf("want exactly one NODE, got %d arguments", c.NArg()))
@@ -27,7 +29,7 @@ func orderCheckCommand() *cli.Command {
 			if err := checkNodeName(c.Args().First()); err != nil {
 				return err
 			}
-			p, err := printerFor(c)
+			p, err := printerFor(c, report.JUnit)
 			if err != nil {
 				return err
 			}

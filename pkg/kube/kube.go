@@ -112,16 +112,18 @@ func checkConfigured(cf *genericclioptions.ConfigFlags) error {
 	return fmt.Errorf("kubeconfig: no cluster configured in %s, and the in-cluster config fails: %w", where, err)
 }
 
-// ContextName is the kubeconfig context the flags choose: --context, else
-// the kubeconfig's current context; empty when there is none (--server
-// alone, a pod's service account).
-func (f *Flags) ContextName() string {
+// Target names what the flags connect to, for reports read far from the
+// cluster: the kubeconfig context (--context, else the kubeconfig's current
+// one; empty for --server alone or a pod's service account) and the API
+// server's URL (empty when the flags name none).
+func (f *Flags) Target() (context, server string) {
 	if f.Context != nil && *f.Context != "" {
-		return *f.Context
+		context = *f.Context
+	} else if raw, err := f.ToRawKubeConfigLoader().RawConfig(); err == nil {
+		context = raw.CurrentContext
 	}
-	raw, err := f.ToRawKubeConfigLoader().RawConfig()
-	if err != nil {
-		return ""
+	if cfg, err := f.ToRESTConfig(); err == nil {
+		server = cfg.Host
 	}
-	return raw.CurrentContext
+	return context, server
 }

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/gpuops/gpuops/pkg/report"
+	"github.com/gpuops/gpuops/pkg/workspace"
+)
+
+func reportCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "report",
+		Usage: "write the fleet as one self-contained HTML page: summary by pool, findings with reasons, node × operand grid",
+		Description: "Writes one HTML file (--html FILE, or - for stdout) that needs nothing else: no network, no\n" +
+			"other file; open it from disk, attach it to a ticket, print it. It holds the summary by group (as\n" +
+			"gpuops summary, --group-by), every finding with its reason (as audit --explain), and a node × operand\n" +
+			"grid of every node, grouped, the nodes with findings first, filterable by name, group and findings;\n" +
+			"with the context, API server, namespace and time of the snapshot. Exit 1 if any node has a finding,\n" +
+			"as gpuops summary (the file is written either way).",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "html", Usage: "write the HTML page to `FILE` (replaced atomically; - for stdout)"},
+		}, fleetFlags()...),
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			opts, err := snapshotOptions(c)
+			if err != nil {
+				return err
+			}
+			file := c.String("html")
+			if file == "" {
+				return usageError(errors.New("--html FILE is required"))
+			}
+			in, err := fleetInput(c, opts)
+			if err != nil {
+				return err
+			}
+			f, src, err := in.read(c)
+			if err != nil {
+				return err
+			}
+			var page bytes.Buffer
+			if err := report.HTML(&page, f, src); err != nil {
+				return err
+			}
+			if file == "-" {
+				_, err = c.App.Writer.Write(page.Bytes())
+			} else {
+				err = workspace.New(filepath.Dir(file)).WriteFile(filepath.Base(file), page.Bytes(), 0o644)
+				if err == nil {
+					fmt.Fprintf(c.App.Writer, "wrote %s: %d nodes, %d findings\n", file, len(f.Nodes), f.Findings())
+				}
+			}
+			if err != nil {
+				return err
+			}
+			return findingsExit(f)
+		},
+	}
+}
