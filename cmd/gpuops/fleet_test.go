@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The fleet views and -o junit refuse bad input before reading anything:
+// exit 2, one error line, nothing on stdout, no file written. No cluster is
+// needed, and none is reached: the kubeconfig names an address nobody
+// listens on.
+func TestFleetViewsRefuseBadInput(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(dir, "fleet.html")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"summary", "-o", "junit"}, `unknown output format "junit" (want text, json, yaml, table)`},
+		{[]string{"matrix", "-o", "junit"}, `unknown output format "junit"`},
+		{[]string{"audit", "-o", "html"}, `(want text, json, yaml, table, junit)`},
+		{[]string{"summary", "--group-by", "not a label"}, "--group-by: invalid label key"},
+		{[]string{"summary", "extra"}, "extra"},
+		{[]string{"summary", "-l", "a in ("}, "selector"},
+		{[]string{"report"}, "--html FILE is required"},
+		{[]string{"report", "--html", page, "extra"}, "extra"},
+		{[]string{"report", "--html", page, "--group-by", "-bad"}, "--group-by"},
+		{[]string{"report", "--html", page, "-o", "json"}, "flag provided but not defined: -o"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), append([]string{"gpuops", "--kubeconfig", kubeconfig}, tc.args...), &stdout, &stderr)
+			r := result{code, stdout.String(), stderr.String()}
+			if r.stdout != "" {
+				t.Errorf("stdout %q, want nothing", r.stdout)
+			}
+			wantError(t, r, tc.want)
+			if _, err := os.Stat(page); err == nil {
+				t.Errorf("%s written", page)
+			}
+		})
+	}
+}
