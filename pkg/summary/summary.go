@@ -8,6 +8,8 @@ package summary
 
 import (
 	"cmp"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -120,6 +122,24 @@ func (c Counts) MarshalJSON() ([]byte, error) {
 		b = strconv.AppendInt(b, int64(c[s]), 10)
 	}
 	return append(b, '}'), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes, so Go programs can decode a
+// summary into these types; an unknown state is an error.
+func (c *Counts) UnmarshalJSON(b []byte) error {
+	var m map[string]int
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	*c = Counts{}
+	for name, n := range m {
+		i := slices.Index(stateNames[:], name)
+		if i < 0 {
+			return fmt.Errorf("unknown state %q", name)
+		}
+		c[i] = n
+	}
+	return nil
 }
 
 // OperandCounts are the counts of one operand in a group.

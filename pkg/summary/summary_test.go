@@ -194,4 +194,11 @@ func TestCountsJSON(t *testing.T) {
 	if string(b) != want {
 		t.Errorf("JSON %s, want %s", b, want)
 	}
+	var back summary.OperandCounts
+	if err := json.Unmarshal(b, &back); err != nil || back != f.Groups[0].Operands[0] {
+		t.Errorf("decoded %+v, %v; want %+v", back, err, f.Groups[0].Operands[0])
+	}
+	if err := json.Unmarshal([]byte(`{"operand":"driver","counts":{"lost":1}}`), &back); err == nil {
+		t.Error("an unknown state decodes")
+	}
 }
