@@ -165,6 +165,21 @@ func (b *browser) screenshot(t testing.TB, name string) string {
 	return path
 }
 
+// filter sets a filter control (the input #q, the select #g) as a user who
+// typed or picked the value would: the page sees an input or change event.
+func (b *browser) filter(t testing.TB, id, value string) {
+	t.Helper()
+	var ok bool
+	b.eval(t, fmt.Sprintf(`(function (el, v) {
+		el.value = v;
+		el.dispatchEvent(new Event(el.tagName === "SELECT" ? "change" : "input"));
+		return el.value === v;
+	})(document.getElementById(%q), %q)`, id, value), &ok)
+	if !ok {
+		t.Fatalf("filter #%s cannot take %q", id, value)
+	}
+}
+
 // visibleRows are the grid rows shown, by node name.
 func (b *browser) visibleRows(t testing.TB) []string {
 	t.Helper()

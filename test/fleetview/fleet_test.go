@@ -378,7 +378,7 @@ func TestSummaryAgreesWithAuditAndMatrix(t *testing.T) {
 	t.Run("reasons", func(t *testing.T) { checkReasons(t, sum, fleet) })
 	t.Run("group-by", func(t *testing.T) { checkGroupBy(t, env, fleet) })
 	t.Run("junit", func(t *testing.T) { checkJUnit(t, env, missing, wantFindings) })
-	t.Run("html", func(t *testing.T) { checkHTML(t, env, sum) })
+	t.Run("html", func(t *testing.T) { checkHTML(t, env, sum, fleet) })
 }
 
 // Each kind of finding carries the reason the control plane gives it.

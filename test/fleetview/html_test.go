@@ -2,84 +2,148 @@ package fleetview_test
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/gpuops/gpuops/internal/fleettest"
 	"github.com/gpuops/gpuops/internal/testcluster"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/report"
+	"github.com/gpuops/gpuops/pkg/summary"
 )
 
-// report --html writes one page; opened in headless Chromium it loads
-// nothing else and logs no error, holds every node, lists the nodes with
-// findings first, and its filters show what they say.
-func checkHTML(t *testing.T, env *testcluster.Env, sum summaryJSON) {
+// report --html writes one page of the fleet, and the page works.
+func checkHTML(t *testing.T, env *testcluster.Env, sum summaryJSON, fleet []member) {
 	file := filepath.Join(t.TempDir(), "fleet.html")
 	r := gpuops(t, env, "report", "--html", file, "-l", selector(env))
-	findings := 0
+	want := pageFacts{group: pools[1].label}
+	for _, m := range fleet {
+		want.names = append(want.names, m.name)
+	}
 	for _, n := range sum.Nodes {
-		findings += len(n.Findings)
+		want.findings += len(n.Findings)
+		want.failing = append(want.failing, n.Name)
 	}
-	if want := fmt.Sprintf("wrote %s: %d nodes, %d findings\n", file, nodes, findings); r.Code != 1 || r.Stdout != want {
-		t.Fatalf("report: exit %d, stdout %q, want exit 1 and %q\n%s", r.Code, r.Stdout, want, r.Stderr)
+	for _, g := range sum.Groups {
+		if g.Name == want.group {
+			want.inGroup = g.Nodes
+		}
 	}
+	if out := fmt.Sprintf("wrote %s: %d nodes, %d findings\n", file, nodes, want.findings); r.Code != 1 || r.Stdout != out {
+		t.Fatalf("report: exit %d, stdout %q, want exit 1 and %q\n%s", r.Code, r.Stdout, out, r.Stderr)
+	}
+	checkPage(t, file, "fleet", want)
+}
 
+// The page of a generated fleet (no cluster needed) works the same.
+func TestReportPageInBrowser(t *testing.T) {
+	f, err := summary.Build(fleettest.Snapshot(500), operand.Lab, operand.RulesFor(operand.Lab, operand.AllRules), fleettest.GroupBy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "generated.html")
+	w, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := report.Source{Context: "generated", Server: "https://192.0.2.1:6443", Namespace: "gpu-operator", Taken: time.Now()}
+	if err := report.HTML(w, f, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := pageFacts{findings: f.Findings(), group: f.Groups[1].Name, inGroup: f.Groups[1].Nodes}
+	for _, n := range f.Nodes {
+		want.names = append(want.names, n.Name)
+		if len(n.Findings) > 0 {
+			want.failing = append(want.failing, n.Name)
+		}
+	}
+	checkPage(t, file, "generated", want)
+}
+
+// pageFacts is what a report page must show.
+type pageFacts struct {
+	names    []string // every node
+	findings int
+	failing  []string // nodes with findings
+	group    string   // a group to filter on
+	inGroup  int      // its nodes
+}
+
+// checkPage opens a report page in headless Chromium: it loads nothing
+// else and logs no error, holds every node, lists the nodes with findings
+// first in each group, and its filters show what they say. Screenshots of
+// the findings and of the whole grid are saved as <name>-findings.png and
+// <name>.png.
+func checkPage(t *testing.T, file, name string, want pageFacts) {
+	t.Helper()
 	b := newBrowser(t)
 	url := b.open(t, file)
 	var rows int
 	b.eval(t, `document.querySelectorAll("#grid tr.n").length`, &rows)
-	if rows != nodes || len(b.visibleRows(t)) != nodes {
-		t.Errorf("grid: %d rows, %d visible; want %d", rows, len(b.visibleRows(t)), nodes)
+	if shown := b.visibleRows(t); rows != len(want.names) || !sameSet(shown, want.names) {
+		t.Errorf("grid: %d rows, %d shown; want every node, %d", rows, len(shown), len(want.names))
 	}
 	var verdict string
 	b.eval(t, `document.getElementById("verdict").textContent`, &verdict)
-	if want := fmt.Sprintf("%d findings on %d nodes", findings, len(sum.Nodes)); !strings.Contains(verdict, want) {
-		t.Errorf("verdict %q, want %q", verdict, want)
+	if w := fmt.Sprintf("%d findings on %d nodes", want.findings, len(want.failing)); !strings.Contains(verdict, w) {
+		t.Errorf("verdict %q, want %q", verdict, w)
 	}
 	var findingsFirst bool
 	b.eval(t, `Array.from(document.querySelectorAll("#grid tbody")).every(function (body) {
-		var rows = Array.from(body.querySelectorAll("tr.n")), seenOK = false;
-		return rows.every(function (r) { var f = r.classList.contains("f"); if (!f) { seenOK = true; } return !(f && seenOK); });
+		var seenOK = false;
+		return Array.from(body.querySelectorAll("tr.n")).every(function (r) {
+			var f = r.classList.contains("f");
+			if (!f) { seenOK = true; }
+			return !(f && seenOK);
+		});
 	})`, &findingsFirst)
 	if !findingsFirst {
 		t.Error("a node with findings comes after a node without in its group")
 	}
 
-	var failing []string
-	for _, n := range sum.Nodes {
-		failing = append(failing, n.Name)
-	}
 	b.run(t, chromedp.Click("#only", chromedp.ByQuery))
-	got := b.visibleRows(t)
-	if !sameSet(got, failing) {
-		t.Errorf("only nodes with findings: %d rows shown, want the summary's %d", len(got), len(failing))
+	if got := b.visibleRows(t); !sameSet(got, want.failing) {
+		t.Errorf("only nodes with findings: %d rows shown, want %d", len(got), len(want.failing))
 	}
 	var count string
 	b.eval(t, `document.getElementById("count").textContent`, &count)
-	if want := fmt.Sprintf("%d of %d nodes shown", len(failing), nodes); count != want {
-		t.Errorf("count %q, want %q", count, want)
+	if w := fmt.Sprintf("%d of %d nodes shown", len(want.failing), len(want.names)); count != w {
+		t.Errorf("count %q, want %q", count, w)
 	}
-	shot := b.screenshot(t, "findings")
+	shot := b.screenshot(t, name+"-findings")
 
-	b.run(t, chromedp.Click("#only", chromedp.ByQuery), chromedp.SendKeys("#q", failing[0], chromedp.ByQuery))
-	if got := b.visibleRows(t); !slices.Equal(got, failing[:1]) {
-		t.Errorf("filter %q: rows %q", failing[0], got)
-	}
-	b.run(t, chromedp.SetValue("#q", "", chromedp.ByQuery), chromedp.SetValue("#g", pools[1].label, chromedp.ByQuery),
-		chromedp.Evaluate(`document.getElementById("g").dispatchEvent(new Event("change"))`, nil))
-	inPool := 0
-	for _, g := range sum.Groups {
-		if g.Name == pools[1].label {
-			inPool = g.Nodes
+	// Typed into the name filter, a node's name shows the nodes whose
+	// names contain it.
+	text := want.failing[0]
+	b.run(t, chromedp.Click("#only", chromedp.ByQuery), chromedp.SendKeys("#q", text, chromedp.ByQuery))
+	var containing []string
+	for _, n := range want.names {
+		if strings.Contains(n, text) {
+			containing = append(containing, n)
 		}
 	}
-	if got := b.visibleRows(t); len(got) != inPool || inPool == 0 {
-		t.Errorf("group %s: %d rows shown, want %d", pools[1].label, len(got), inPool)
+	if got := b.visibleRows(t); !sameSet(got, containing) {
+		t.Errorf("filter %q: rows %q, want %q", text, got, containing)
 	}
-	b.run(t, chromedp.SetValue("#g", "", chromedp.ByQuery), chromedp.Evaluate(`document.getElementById("g").dispatchEvent(new Event("change"))`, nil))
-	full := b.screenshot(t, "fleet")
+	b.filter(t, "q", "")
+	b.filter(t, "g", want.group)
+	if got := b.visibleRows(t); len(got) != want.inGroup || want.inGroup == 0 {
+		t.Errorf("group %s: %d rows shown, want %d", want.group, len(got), want.inGroup)
+	}
+	b.filter(t, "g", "")
+	if got := b.visibleRows(t); len(got) != len(want.names) {
+		t.Errorf("no filter: %d rows shown, want %d", len(got), len(want.names))
+	}
+	full := b.screenshot(t, name)
 
 	problems, requests := b.seen()
 	if len(problems) > 0 {
@@ -90,7 +154,7 @@ func checkHTML(t *testing.T, env *testcluster.Env, sum summaryJSON) {
 			t.Errorf("the page fetched %s", u)
 		}
 	}
-	t.Logf("report: %s; screenshots %s, %s", file, shot, full)
+	t.Logf("page %s; screenshots %s, %s", file, shot, full)
 }
 
 func sameSet(a, b []string) bool {
