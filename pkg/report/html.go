@@ -36,7 +36,7 @@ var fleetPage = template.Must(template.New("fleet").Funcs(template.FuncMap{
 // file, attached to a ticket, or printed.
 func HTML(w io.Writer, f summary.Fleet, src Source) error {
 	page := htmlPage{Source: src, Taken: src.Taken.UTC().Format("2006-01-02 15:04:05 MST"), TakenISO: src.Taken.UTC().Format(time.RFC3339),
-		Fleet: f, Findings: f.Findings(), Span: len(f.Operands) + 2}
+		Fleet: f, Findings: f.Findings()}
 	byGroup := map[string]*htmlGroup{}
 	for _, g := range f.Groups {
 		hg := &htmlGroup{Group: g}
@@ -60,10 +60,18 @@ func HTML(w io.Writer, f summary.Fleet, src Source) error {
 		g := byGroup[n.Group]
 		g.Rows = append(g.Rows, row)
 	}
+	var findings []htmlFinding
 	for _, g := range page.Groups {
 		// Findings first; SortStableFunc keeps natural name order otherwise.
 		slices.SortStableFunc(g.Rows, func(a, b htmlRow) int { return boolRank(len(b.Findings) > 0) - boolRank(len(a.Findings) > 0) })
+		g.Chunks = chunks(g.Rows, gridRowHeight)
+		for _, r := range g.Rows {
+			for _, fd := range r.Findings {
+				findings = append(findings, htmlFinding{Node: r.Name, Group: r.Group, Finding: fd})
+			}
+		}
 	}
+	page.FindingChunks = chunks(findings, findingRowHeight)
 	return fleetPage.Execute(w, page)
 }
 
@@ -74,13 +82,43 @@ type htmlPage struct {
 	Groups          []*htmlGroup
 	Findings        int
 	FailingNodes    int
-	Span            int // columns of the grid: node, operands, findings
+	FindingChunks   []htmlChunk[htmlFinding] // every finding, in the grid's order
 }
 
 type htmlGroup struct {
 	summary.Group
 	Counts []htmlCounts // by operand
 	Rows   []htmlRow
+	Chunks []htmlChunk[htmlRow] // Rows, cut for the grid
+}
+
+// Long lists are cut into tables of chunkRows rows that the browser lays
+// out only when on screen; until then a chunk is taken to be Height pixels
+// high, from a typical row's height, and the browser keeps the real height
+// once it has drawn it.
+const (
+	chunkRows        = 200
+	gridRowHeight    = 26 // one line
+	findingRowHeight = 40 // the reason often wraps
+)
+
+type htmlChunk[T any] struct {
+	Rows   []T
+	Height int
+}
+
+func chunks[T any](rows []T, rowHeight int) []htmlChunk[T] {
+	var out []htmlChunk[T]
+	for c := range slices.Chunk(rows, chunkRows) {
+		out = append(out, htmlChunk[T]{Rows: c, Height: len(c) * rowHeight})
+	}
+	return out
+}
+
+// htmlFinding is one row of the findings list.
+type htmlFinding struct {
+	Node, Group string
+	summary.Finding
 }
 
 type htmlCounts struct{ Asked, Running, Missing, Paused, Disabled int }

@@ -69,7 +69,7 @@ func TestHTMLGrid(t *testing.T) {
 		`<td class="d" title="container-toolkit: disabled">–</td>`,
 		`<td class="p" title="container-toolkit: paused">‖</td>`,
 		`<td>✓</td>`,
-		`<tbody data-g="(none)">`,
+		`<section data-g="(none)">`,
 	} {
 		if !strings.Contains(p, want) {
 			t.Errorf("page lacks %q", want)

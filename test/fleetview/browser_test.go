@@ -148,8 +148,12 @@ func (b *browser) loadTimes(t testing.TB, url string) (load, frame float64) {
 // the repository, so it outlives the test, and logs where.
 func (b *browser) screenshot(t testing.TB, name string) string {
 	t.Helper()
+	// The page draws only the chunks of rows on screen (content-visibility),
+	// a full-page capture too: have it draw them all, as it does to print.
 	var png []byte
-	b.run(t, chromedp.FullScreenshot(&png, 100))
+	b.run(t, chromedp.Evaluate(`document.querySelectorAll(".chunk").forEach(function (c) { c.style.contentVisibility = "visible"; })`, nil),
+		chromedp.FullScreenshot(&png, 100),
+		chromedp.Evaluate(`document.querySelectorAll(".chunk").forEach(function (c) { c.style.contentVisibility = ""; })`, nil))
 	dir, err := filepath.Abs(filepath.Join("..", "..", ".lab", "artifacts", "fleetview"))
 	if err != nil {
 		t.Fatal(err)

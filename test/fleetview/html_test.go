@@ -98,7 +98,7 @@ func checkPage(t *testing.T, file, name string, want pageFacts) {
 		t.Errorf("verdict %q, want %q", verdict, w)
 	}
 	var findingsFirst bool
-	b.eval(t, `Array.from(document.querySelectorAll("#grid tbody")).every(function (body) {
+	b.eval(t, `Array.from(document.querySelectorAll("#grid section")).every(function (body) {
 		var seenOK = false;
 		return Array.from(body.querySelectorAll("tr.n")).every(function (r) {
 			var f = r.classList.contains("f");

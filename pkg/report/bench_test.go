@@ -1,0 +1,37 @@
+package report_test
+
+import (
+	"io"
+	"testing"
+	"time"
+
+	"github.com/gpuops/gpuops/internal/fleettest"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/report"
+	"github.com/gpuops/gpuops/pkg/summary"
+)
+
+// Writing the HTML page of 5,000 nodes against its baseline, the summary's
+// text of the same fleet.
+func BenchmarkHTML(b *testing.B) {
+	f, err := summary.Build(fleettest.Snapshot(5000), operand.Lab, operand.RulesFor(operand.Lab, operand.AllRules), fleettest.GroupBy)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("baseline-summary-text", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := (report.Printer{Format: report.Text}).Summary(io.Discard, f); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("html", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := report.HTML(io.Discard, f, report.Source{Taken: time.Now()}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
