@@ -18,7 +18,7 @@ func auditCommand() *cli.Command {
 			"(UNEXPECTED pods and WARNINGs of --explain inform, they do not change the exit code).",
 		Flags: []cli.Flag{outputFlag(report.JUnit), judgeLabFlag(), selectorFlag(), explainFlag(), discoverFlag()},
 		Action: func(c *cli.Context) error {
-			p, opts, err := judgeInput(c, report.JUnit)
+			p, opts, err := judgeInput(c)
 			if err != nil {
 				return err
 			}

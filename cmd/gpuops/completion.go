@@ -125,7 +125,7 @@ func completionTree(app *cli.App, cf *kube.Flags) *cobra.Command {
 			usage, _, _ := strings.Cut(strings.ReplaceAll(df.GetUsage(), "`", ""), "\n")
 			if df.TakesValue() {
 				sub.Flags().StringP(name, short, "", usage)
-				_ = sub.RegisterFlagCompletionFunc(name, flagValues(cmd.Name, name))
+				_ = sub.RegisterFlagCompletionFunc(name, flagValues(cmd, name))
 			} else {
 				sub.Flags().BoolP(name, short, false, usage)
 			}
@@ -136,18 +136,18 @@ func completionTree(app *cli.App, cf *kube.Flags) *cobra.Command {
 }
 
 // flagValues completes the value of a command's own flag.
-func flagValues(command, flag string) cobra.CompletionFunc {
+func flagValues(cmd *cli.Command, flag string) cobra.CompletionFunc {
 	fixed := func(values ...string) cobra.CompletionFunc {
 		return cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp)
 	}
 	switch flag {
 	case "output":
-		if command == "version" {
+		if cmd.Name == "version" {
 			return fixed(versionFormats...)
 		}
-		formats := make([]string, len(report.Formats))
-		for i, f := range report.Formats {
-			formats[i] = string(f)
+		var formats []string
+		for _, f := range slices.Concat(report.Formats, extraFormats(cmd)) {
+			formats = append(formats, string(f))
 		}
 		return fixed(formats...)
 	case "lab":

@@ -15,13 +15,33 @@ import (
 // Flags and plumbing shared by the judging commands (audit, order-check, matrix).
 
 // outputFlag is -o with the formats every judge prints and the command's
-// extra ones (printerFor must be given the same).
+// extra ones.
 func outputFlag(extra ...report.Format) cli.Flag {
 	usage := "output format: text (the lab's exact lines), json or yaml (the same fields), or table (aligned, coloured on a terminal unless NO_COLOR is set)"
 	if slices.Contains(extra, report.JUnit) {
 		usage += "; junit: JUnit XML for CI, one test case per check, a failure with its reason per finding"
 	}
-	return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: string(report.Text), Usage: usage}
+	return &formatFlag{
+		StringFlag: &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: string(report.Text), Usage: usage},
+		extra:      extra,
+	}
+}
+
+// formatFlag is -o, knowing the formats its command prints beyond every
+// judge's: for the check of its value and for shell completion.
+type formatFlag struct {
+	*cli.StringFlag
+	extra []report.Format
+}
+
+// extraFormats are the formats a command's -o takes beyond report.Formats.
+func extraFormats(cmd *cli.Command) []report.Format {
+	for _, f := range cmd.Flags {
+		if ff, ok := f.(*formatFlag); ok {
+			return ff.extra
+		}
+	}
+	return nil
 }
 
 func selectorFlag() cli.Flag {
@@ -32,8 +52,8 @@ func selectorFlag() cli.Flag {
 }
 
 // printerFor validates the --output flag; a table gets colour only on a terminal.
-func printerFor(c *cli.Context, extra ...report.Format) (report.Printer, error) {
-	f, err := report.ParseFormat(c.String("output"), extra...)
+func printerFor(c *cli.Context) (report.Printer, error) {
+	f, err := report.ParseFormat(c.String("output"), extraFormats(c.Command)...)
 	if err != nil {
 		return report.Printer{}, usageError(err)
 	}
@@ -51,11 +71,11 @@ func snapshotOptions(c *cli.Context) (read.Options, error) {
 
 // judgeInput refuses a whole-cluster judge's bad arguments and flags before
 // anything is read.
-func judgeInput(c *cli.Context, extra ...report.Format) (report.Printer, read.Options, error) {
+func judgeInput(c *cli.Context) (report.Printer, read.Options, error) {
 	if err := noArgs(c); err != nil {
 		return report.Printer{}, read.Options{}, err
 	}
-	p, err := printerFor(c, extra...)
+	p, err := printerFor(c)
 	if err != nil {
 		return report.Printer{}, read.Options{}, err
 	}

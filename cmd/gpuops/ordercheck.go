@@ -29,7 +29,7 @@ func orderCheckCommand() *cli.Command {
 			if err := checkNodeName(c.Args().First()); err != nil {
 				return err
 			}
-			p, err := printerFor(c, report.JUnit)
+			p, err := printerFor(c)
 			if err != nil {
 				return err
 			}

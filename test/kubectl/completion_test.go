@@ -113,11 +113,11 @@ func TestBashCompletion(t *testing.T) {
 		return bash(t, env, "source <(gpuops completion bash)", "__start_gpuops", append([]string{"gpuops"}, words...)...)
 	}
 	wantCandidates(t, "commands", complete(""),
-		"audit", "completion", "help", "lab", "matrix", "optin", "optout", "order-check", "reset", "up", "version")
+		"audit", "completion", "help", "lab", "matrix", "optin", "optout", "order-check", "report", "reset", "summary", "up", "version")
 	wantCandidates(t, "a command's prefix", complete("o"), "optin", "optout", "order-check")
 	wantCandidates(t, "operands", complete("optout", c.nodes[0], ""), operandNames()...)
 	wantCandidates(t, "an operand's prefix", complete("optin", c.nodes[0], "d"), "driver", "device-plugin", "dcgm-exporter")
-	wantCandidates(t, "-o of audit", complete("audit", "-o", ""), "text", "json", "yaml", "table")
+	wantCandidates(t, "-o of audit", complete("audit", "-o", ""), "text", "json", "yaml", "table", "junit")
 	wantCandidates(t, "-o of matrix", complete("matrix", "-o", ""), "text", "json", "yaml", "table")
 	wantCandidates(t, "a flag", complete("audit", "--ex"), "--explain")
 	wantCandidates(t, "shells", complete("completion", ""), "bash", "zsh", "fish")
