@@ -6,11 +6,13 @@ package fleettest
 
 import (
 	"fmt"
+	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/summary"
 )
 
 // GroupBy is the label the pools are told apart by.
@@ -75,4 +77,15 @@ func Snapshot(n int) *snapshot.Snapshot {
 		}
 	}
 	return s
+}
+
+// Fleet is the fleet view of Snapshot(n): the lab's operands, every rule
+// they allow, grouped by GroupBy.
+func Fleet(tb testing.TB, n int) summary.Fleet {
+	tb.Helper()
+	f, err := summary.Build(Snapshot(n), operand.Lab, operand.RulesFor(operand.Lab, operand.AllRules), GroupBy)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return f
 }

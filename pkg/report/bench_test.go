@@ -6,18 +6,13 @@ import (
 	"time"
 
 	"github.com/gpuops/gpuops/internal/fleettest"
-	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/report"
-	"github.com/gpuops/gpuops/pkg/summary"
 )
 
 // Writing the HTML page of 5,000 nodes against its baseline, the summary's
 // text of the same fleet.
 func BenchmarkHTML(b *testing.B) {
-	f, err := summary.Build(fleettest.Snapshot(5000), operand.Lab, operand.RulesFor(operand.Lab, operand.AllRules), fleettest.GroupBy)
-	if err != nil {
-		b.Fatal(err)
-	}
+	f := fleettest.Fleet(b, 5000)
 	b.Run("baseline-summary-text", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

@@ -8,12 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/gpuops/gpuops/internal/fleettest"
-	"github.com/gpuops/gpuops/pkg/operand"
-	"github.com/gpuops/gpuops/pkg/report"
-	"github.com/gpuops/gpuops/pkg/summary"
 )
 
 var fleetNodes = flag.Int("fleet-nodes", 5000, "nodes of the generated fleet of BenchmarkReportLoad")
@@ -23,16 +19,11 @@ var fleetNodes = flag.Int("fleet-nodes", 5000, "nodes of the generated fleet of 
 // summary): what the browser pays for the data alone.
 func generatedPages(b *testing.B, n int) (page, bare string) {
 	b.Helper()
-	s := fleettest.Snapshot(n)
-	f, err := summary.Build(s, operand.Lab, operand.RulesFor(operand.Lab, operand.AllRules), fleettest.GroupBy)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var p, t bytes.Buffer
-	src := report.Source{Context: "bench", Server: "https://192.0.2.1:6443", Namespace: s.Namespace, Taken: time.Now()}
-	if err := report.HTML(&p, f, src); err != nil {
-		b.Fatal(err)
-	}
+	f := fleettest.Fleet(b, n)
+	dir := b.TempDir()
+	page, bare = filepath.Join(dir, "fleet.html"), filepath.Join(dir, "bare.html")
+	size := writeReport(b, f, page)
+	var t bytes.Buffer
 	t.WriteString("<!DOCTYPE html><meta charset=utf-8><title>bare</title><table id=grid>")
 	for _, node := range f.Nodes {
 		fmt.Fprintf(&t, "<tr class=n id=n-%s><th>%s", node.Name, html.EscapeString(node.Name))
@@ -43,15 +34,10 @@ func generatedPages(b *testing.B, n int) (page, bare string) {
 		t.WriteString("</tr>")
 	}
 	t.WriteString("</table>")
-	dir := b.TempDir()
-	page, bare = filepath.Join(dir, "fleet.html"), filepath.Join(dir, "bare.html")
-	if err := os.WriteFile(page, p.Bytes(), 0o644); err != nil {
-		b.Fatal(err)
-	}
 	if err := os.WriteFile(bare, t.Bytes(), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("%d nodes: report %d bytes, bare table %d bytes", n, p.Len(), t.Len())
+	b.Logf("%d nodes: report %d bytes, bare table %d bytes", n, size, t.Len())
 	return page, bare
 }
 

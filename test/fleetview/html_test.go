@@ -1,6 +1,7 @@
 package fleetview_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/gpuops/gpuops/internal/fleettest"
 	"github.com/gpuops/gpuops/internal/testcluster"
-	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/summary"
 )
@@ -43,22 +43,9 @@ func checkHTML(t *testing.T, env *testcluster.Env, sum summaryJSON, fleet []memb
 
 // The page of a generated fleet (no cluster needed) works the same.
 func TestReportPageInBrowser(t *testing.T) {
-	f, err := summary.Build(fleettest.Snapshot(500), operand.Lab, operand.RulesFor(operand.Lab, operand.AllRules), fleettest.GroupBy)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := fleettest.Fleet(t, 500)
 	file := filepath.Join(t.TempDir(), "generated.html")
-	w, err := os.Create(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := report.Source{Context: "generated", Server: "https://192.0.2.1:6443", Namespace: "gpu-operator", Taken: time.Now()}
-	if err := report.HTML(w, f, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeReport(t, f, file)
 	want := pageFacts{findings: f.Findings(), group: f.Groups[1].Name, inGroup: f.Groups[1].Nodes}
 	for _, n := range f.Nodes {
 		want.names = append(want.names, n.Name)
@@ -67,6 +54,20 @@ func TestReportPageInBrowser(t *testing.T) {
 		}
 	}
 	checkPage(t, file, "generated", want)
+}
+
+// writeReport writes the HTML page of a generated fleet and returns its size.
+func writeReport(tb testing.TB, f summary.Fleet, path string) int {
+	tb.Helper()
+	var page bytes.Buffer
+	src := report.Source{Context: "generated", Server: "https://192.0.2.1:6443", Namespace: "gpu-operator", Taken: time.Now()}
+	if err := report.HTML(&page, f, src); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(path, page.Bytes(), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return page.Len()
 }
 
 // pageFacts is what a report page must show.
