@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpuops/gpuops/internal/fleettest"
 	"github.com/gpuops/gpuops/internal/testcluster"
@@ -22,7 +23,12 @@ import (
 func checkHTML(t *testing.T, env *testcluster.Env, sum summaryJSON, fleet []member) {
 	file := filepath.Join(t.TempDir(), "fleet.html")
 	r := gpuops(t, env, "report", "--html", file, "-l", selector(env))
-	want := pageFacts{group: pools[1].label}
+	kc, err := clientcmd.LoadFromFile(env.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	context := kc.Contexts[kc.CurrentContext]
+	want := pageFacts{group: pools[1].label, source: []string{kc.CurrentContext, kc.Clusters[context.Cluster].Server, env.Namespace}}
 	for _, m := range fleet {
 		want.names = append(want.names, m.name)
 	}
@@ -46,7 +52,7 @@ func TestReportPageInBrowser(t *testing.T) {
 	f := fleettest.Fleet(t, 500)
 	file := filepath.Join(t.TempDir(), "generated.html")
 	writeReport(t, f, file)
-	want := pageFacts{findings: f.Findings(), group: f.Groups[1].Name, inGroup: f.Groups[1].Nodes}
+	want := pageFacts{source: []string{"generated", "https://192.0.2.1:6443"}, findings: f.Findings(), group: f.Groups[1].Name, inGroup: f.Groups[1].Nodes}
 	for _, n := range f.Nodes {
 		want.names = append(want.names, n.Name)
 		if len(n.Findings) > 0 {
@@ -72,6 +78,7 @@ func writeReport(tb testing.TB, f summary.Fleet, path string) int {
 
 // pageFacts is what a report page must show.
 type pageFacts struct {
+	source   []string // where the snapshot was taken: context, server, namespace
 	names    []string // every node
 	findings int
 	failing  []string // nodes with findings
@@ -92,6 +99,13 @@ func checkPage(t *testing.T, file, name string, want pageFacts) {
 	b.eval(t, `document.querySelectorAll("#grid tr.n").length`, &rows)
 	if shown := b.visibleRows(t); rows != len(want.names) || !sameSet(shown, want.names) {
 		t.Errorf("grid: %d rows, %d shown; want every node, %d", rows, len(shown), len(want.names))
+	}
+	var meta string
+	b.eval(t, `document.querySelector(".meta").textContent`, &meta)
+	for _, w := range want.source {
+		if !strings.Contains(meta, w) {
+			t.Errorf("the page does not say it was taken from %q:\n%s", w, meta)
+		}
 	}
 	var verdict string
 	b.eval(t, `document.getElementById("verdict").textContent`, &verdict)
