@@ -84,7 +84,8 @@ type NodeAudit struct {
 func (a NodeAudit) OK() bool { return len(a.Missing) == 0 }
 
 // Audit judges every node: each operand whose deploy label is "true" on the
-// node must have a present pod of its DaemonSet on that node.
+// node must have a present pod of its DaemonSet on that node, unless the
+// ClusterPolicy switches the operand off (then no node can run it).
 func Audit(s *snapshot.Snapshot, roster []operand.Operand) []NodeAudit {
 	pres := NewPresence(s.Pods)
 	nodes := SortedNodes(s)
@@ -92,7 +93,7 @@ func Audit(s *snapshot.Snapshot, roster []operand.Operand) []NodeAudit {
 	for _, n := range nodes {
 		a := NodeAudit{Node: n.Name, Missing: []string{}}
 		for _, o := range roster {
-			if Asks(n.Labels, o) && pres.On(n.Name, o) == 0 {
+			if o.Off == "" && Asks(n.Labels, o) && pres.On(n.Name, o) == 0 {
 				a.Missing = append(a.Missing, o.Name)
 			}
 		}
@@ -130,7 +131,7 @@ func (e *NodeNotFoundError) Error() string { return fmt.Sprintf("node %q not fou
 
 // Order checks one node against the rules: a rule is broken when a pod of its
 // operand is present on the node and no pod of the operand it needs is, unless
-// the node's labels say the host provides the needed one.
+// the rule is excused there (the host provides the needed one).
 func Order(s *snapshot.Snapshot, node string, roster []operand.Operand, rules []operand.Rule) (OrderVerdict, error) {
 	i := slices.IndexFunc(s.Nodes, func(n snapshot.Node) bool { return n.Name == node })
 	if i < 0 {
@@ -148,7 +149,7 @@ func Order(s *snapshot.Snapshot, node string, roster []operand.Operand, rules []
 		if err != nil {
 			return OrderVerdict{}, err
 		}
-		if pres.On(node, dep) > 0 && pres.On(node, need) == 0 && !r.HostProvides(labels) {
+		if pres.On(node, dep) > 0 && pres.On(node, need) == 0 && !r.Excused(labels, need) {
 			v.Findings = append(v.Findings, r.Finding)
 		}
 	}

@@ -83,10 +83,9 @@ var Helpers = []string{"nvidia-device-plugin-mps-control-daemon"}
 //     driver, and the DRA validator, DCGM and DCGM exporter take their GPUs
 //     through resource claims the kubelet plugin must serve.
 //
-// A rule whose needed operand the ClusterPolicy disables, or whose deploy
-// label a helper has paused on the node, is not broken there: the host
-// provides it, or the helper stopped it on purpose. DeviceRule comes first so
-// the lab's one-word verdict is unchanged with all rules on.
+// A rule whose needed operand the ClusterPolicy switches off is not broken:
+// the hosts provide it (Rule.Excused). DeviceRule comes first so the lab's
+// one-word verdict is unchanged with all rules on.
 var AllRules = []Rule{
 	DeviceRule,
 	{Operand: GPUFeatureDiscovery, Needs: ContainerToolkit, Finding: "gpu-feature-discovery-without-toolkit"},
