@@ -15,9 +15,9 @@ type Choice int
 const (
 	// Auto discovers the operands on a GPU Operator install (see Install)
 	// and keeps the lab's five elsewhere.
-	Auto Choice = iota
-	Lab                   // the lab's five, always
-	Discover              // the operands of the namespace's DaemonSets, always
+	Auto     Choice = iota
+	Lab             // the lab's five, always
+	Discover        // the operands of the namespace's DaemonSets, always
 )
 
 // Result is the roster to judge with, and what to tell the user about it.

@@ -57,7 +57,10 @@ func TestPolicySwitches(t *testing.T) {
 		}},
 		{"NVIDIADriver of type gpu, even with driver.enabled false", policy(map[string]bool{"driver": false, "nodeStatusExporter": true, "sandboxWorkloads": true, "vfioManager": true, "sandboxDevicePlugin": true}, nvd),
 			[]snapshot.NVIDIADriver{{Name: "default", DriverType: "gpu"}}, nil},
-		{"an NVIDIADriver of another namespace's policy", policy(nil, func(p *snapshot.ClusterPolicy) { p.Namespace = "elsewhere"; p.Enabled = map[string]bool{"driver": false} }), nil, nil},
+		{"the policy of another namespace", policy(nil, func(p *snapshot.ClusterPolicy) {
+			p.Namespace = "elsewhere"
+			p.Enabled = map[string]bool{"driver": false}
+		}), nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &snapshot.Snapshot{Namespace: "gpu-operator", DaemonSets: dss, Policy: tc.policy, NVIDIADrivers: tc.drivers}
