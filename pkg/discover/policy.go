@@ -92,7 +92,8 @@ func off(name string, p *snapshot.ClusterPolicy, drivers []snapshot.NVIDIADriver
 	case p.NVIDIADriverCRD && (name == operand.Driver || name == operand.VGPUManager):
 		// NVIDIADriver objects render these instead (gpu and vgpu drivers
 		// select the driver label, vgpu-host-manager the vgpu-manager one).
-		if slices.ContainsFunc(drivers, func(d snapshot.NVIDIADriver) bool {
+		// Unread ones (nil) may render anything.
+		if drivers == nil || slices.ContainsFunc(drivers, func(d snapshot.NVIDIADriver) bool {
 			return (d.DriverType == "vgpu-host-manager") == (name == operand.VGPUManager)
 		}) {
 			return ""

@@ -52,9 +52,14 @@ func TestPolicySwitches(t *testing.T) {
 		{"kata mode", policy(map[string]bool{"sandboxWorkloads": true, "vfioManager": true, "sandboxDevicePlugin": true, "nodeStatusExporter": true}, func(p *snapshot.ClusterPolicy) { p.SandboxMode = "kata" }), nil, []string{
 			"sandbox-device-plugin: ClusterPolicy cp: spec.sandboxWorkloads.mode is kata",
 		}},
-		{"NVIDIADriver without an object", policy(map[string]bool{"driver": true, "nodeStatusExporter": true, "sandboxWorkloads": true, "vfioManager": true, "sandboxDevicePlugin": true}, nvd), nil, []string{
+		{"NVIDIADriver without an object", policy(map[string]bool{"driver": true, "nodeStatusExporter": true, "sandboxWorkloads": true, "vfioManager": true, "sandboxDevicePlugin": true}, nvd), []snapshot.NVIDIADriver{}, []string{
 			"driver: ClusterPolicy cp: spec.driver.useNvidiaDriverCRD is true and no NVIDIADriver renders a driver",
 		}},
+		{"NVIDIADriver objects not read", policy(map[string]bool{"driver": true, "nodeStatusExporter": true, "sandboxWorkloads": true, "vfioManager": true, "sandboxDevicePlugin": true}, nvd), nil, nil},
+		{"only a vGPU host manager NVIDIADriver", policy(map[string]bool{"nodeStatusExporter": true, "sandboxWorkloads": true, "vfioManager": true, "sandboxDevicePlugin": true}, nvd),
+			[]snapshot.NVIDIADriver{{Name: "vgpu", DriverType: "vgpu-host-manager"}}, []string{
+				"driver: ClusterPolicy cp: spec.driver.useNvidiaDriverCRD is true and no NVIDIADriver renders a driver",
+			}},
 		{"NVIDIADriver of type gpu, even with driver.enabled false", policy(map[string]bool{"driver": false, "nodeStatusExporter": true, "sandboxWorkloads": true, "vfioManager": true, "sandboxDevicePlugin": true}, nvd),
 			[]snapshot.NVIDIADriver{{Name: "default", DriverType: "gpu"}}, nil},
 		{"the policy of another namespace", policy(nil, func(p *snapshot.ClusterPolicy) {

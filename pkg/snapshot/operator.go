@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +54,11 @@ func LabelChangesFrom(entries []metav1.ManagedFieldsEntry, keys []string) map[st
 		if e.FieldsV1 == nil || e.Time == nil || e.Subresource != "" {
 			continue
 		}
+		// Parse only entries that name a key somewhere: most own other
+		// labels (NFD's own a hundred), and parsing is most of the cost.
+		if !slices.ContainsFunc(keys, func(k string) bool { return bytes.Contains(e.FieldsV1.Raw, []byte(`"f:`+k+`"`)) }) {
+			continue
+		}
 		var set fieldpath.Set
 		if err := set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
 			continue // a malformed entry says nothing
@@ -62,7 +68,7 @@ func LabelChangesFrom(entries []metav1.ManagedFieldsEntry, keys []string) map[st
 				continue
 			}
 			if prev, ok := out[k]; !ok || e.Time.After(prev.Time) {
-				out[k] = LabelChange{Manager: e.Manager, Time: e.Time.Time}
+				out[k] = LabelChange{Manager: e.Manager, Time: e.Time.UTC()}
 			}
 		}
 	}

@@ -21,7 +21,8 @@ type Snapshot struct {
 	Pods       []Pod
 	DaemonSets []DaemonSet
 	// Policy is the GPU Operator's ClusterPolicy, when there is one and it
-	// was read; NVIDIADrivers are its NVIDIADriver objects.
+	// was read; NVIDIADrivers are its NVIDIADriver objects (nil when they
+	// were not read, empty when there are none).
 	Policy        *ClusterPolicy
 	NVIDIADrivers []NVIDIADriver
 	// Notes say what the reader skipped and why (a CRD that is not served,

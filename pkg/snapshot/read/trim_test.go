@@ -135,7 +135,7 @@ func reader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b))
 func TestEachListItemReadsAPage(t *testing.T) {
 	body := podPage(t, 3, "next-page")
 	var pods []snapshot.Pod
-	cont, err := eachListItem(reader(body), podFields, func(b []byte) error {
+	cont, err := eachListItem(reader(body), podFields, func(b, _ []byte) error {
 		var p corev1.Pod
 		if err := p.Unmarshal(b); err != nil {
 			return err
@@ -156,7 +156,7 @@ func TestEachListItemReadsAPage(t *testing.T) {
 	if _, err := eachListItem(reader([]byte(`{"kind":"PodList"}`)), podFields, nil); err == nil {
 		t.Error("a JSON body must be refused")
 	}
-	if _, err := eachListItem(reader(body[:len(body)-7]), podFields, func([]byte) error { return nil }); err == nil {
+	if _, err := eachListItem(reader(body[:len(body)-7]), podFields, func(_, _ []byte) error { return nil }); err == nil {
 		t.Error("a truncated body must be refused")
 	}
 }
@@ -183,7 +183,7 @@ func BenchmarkDecodePodPage(b *testing.B) {
 		for b.Loop() {
 			var pods []snapshot.Pod
 			var p corev1.Pod
-			_, err := eachListItem(reader(body), podFields, func(item []byte) error {
+			_, err := eachListItem(reader(body), podFields, func(item, _ []byte) error {
 				p = corev1.Pod{}
 				if err := p.Unmarshal(item); err != nil {
 					return err
