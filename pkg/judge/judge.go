@@ -78,10 +78,13 @@ func NaturalCompare(a, b string) int {
 type NodeAudit struct {
 	Node    string   `json:"node"`
 	Missing []string `json:"missing"` // operand names, in roster order
+	// Stuck are operands a helper paused on the node longer ago than the
+	// audit allows (see Stuck), in roster order.
+	Stuck []string `json:"stuck,omitempty"`
 }
 
-// OK reports whether nothing the node asks for is missing.
-func (a NodeAudit) OK() bool { return len(a.Missing) == 0 }
+// OK reports whether nothing the node asks for is missing or stuck.
+func (a NodeAudit) OK() bool { return len(a.Missing) == 0 && len(a.Stuck) == 0 }
 
 // Audit judges every node: each operand whose deploy label is "true" on the
 // node must have a present pod of its DaemonSet on that node, unless the
