@@ -44,6 +44,7 @@ var LabelOnly = []string{"operands", "client", "nvsm"}
 type Pause struct {
 	Value   string // the value it writes; also the reason code
 	Helper  string // who writes it, in words
+	While   string // when, in words
 	Manager string // the field manager its label writes carry
 	// StateLabel is the node label where the helper reports its progress.
 	StateLabel string
@@ -60,7 +61,7 @@ var (
 	// stays, and a label that is absent is written as "" (it snapshots an
 	// absent label as ""). The DRA kubelet plugin is paused last, alone.
 	DriverUpgrade = Pause{
-		Value: "paused-for-driver-upgrade", Helper: "the driver manager, across a driver upgrade",
+		Value: "paused-for-driver-upgrade", Helper: "the driver manager", While: "across a driver upgrade",
 		Manager: "driver-manager", StateLabel: "nvidia.com/gpu-driver-upgrade-state", Suffixed: true,
 		Operands: []string{OperatorValidator, ContainerToolkit, DevicePlugin, GPUFeatureDiscovery, DCGMExporter, DCGM,
 			MIGManager, "sandbox-validator", "sandbox-device-plugin", VGPUDeviceManager,
@@ -71,7 +72,7 @@ var (
 	// rebooting if a reboot is needed, then success or failed, after the
 	// labels are written back.
 	MIGChange = Pause{
-		Value: "paused-for-mig-change", Helper: "the MIG manager, while it repartitions the GPUs",
+		Value: "paused-for-mig-change", Helper: "the MIG manager", While: "while it repartitions the GPUs",
 		Manager: "nvidia-mig-manager", StateLabel: "nvidia.com/mig.config.state",
 		Operands: []string{DevicePlugin, GPUFeatureDiscovery, DCGMExporter, DCGM},
 	}
@@ -79,7 +80,7 @@ var (
 	// other value becomes the value; vgpu.config.state goes pending, then
 	// success or failed.
 	VGPUChange = Pause{
-		Value: "paused-for-vgpu-change", Helper: "the vGPU device manager, while it changes the vGPU devices",
+		Value: "paused-for-vgpu-change", Helper: "the vGPU device manager", While: "while it changes the vGPU devices",
 		Manager: "nvidia-k8s-vgpu-dm", StateLabel: "nvidia.com/vgpu.config.state",
 		Operands: []string{"sandbox-device-plugin", "sandbox-validator"},
 	}
