@@ -33,9 +33,10 @@ func Pauses(n snapshot.Node, roster []operand.Operand) []Pause {
 }
 
 // StuckAt reports whether the pause has lasted longer than after at now. A
-// pause of unknown age is not stuck: nothing says how long it has lasted.
+// pause of unknown age is not stuck: nothing says how long it has lasted;
+// with after 0 no pause is.
 func (p Pause) StuckAt(now time.Time, after time.Duration) bool {
-	return !p.Since.IsZero() && now.Sub(p.Since) > after
+	return after > 0 && !p.Since.IsZero() && now.Sub(p.Since) > after
 }
 
 // Stuck marks on each node's audit the operands a helper paused longer than

@@ -48,4 +48,11 @@ func TestStuck(t *testing.T) {
 			}
 		})
 	}
+	// --stuck-after 0: no pause is stuck.
+	s := &snapshot.Snapshot{Nodes: []snapshot.Node{paused("paused-for-driver-upgrade", 3*time.Hour, toolkit)}}
+	s.Nodes[0].Name = "n"
+	audits := judge.Audit(s, operand.Lab)
+	if judge.Stuck(audits, s, operand.Lab, now, 0); !audits[0].OK() {
+		t.Errorf("stuck after 0: %+v, want OK", audits[0])
+	}
 }

@@ -102,3 +102,10 @@ func PauseOf(value string) (p Pause, restores string, ok bool) {
 	}
 	return Pause{}, "", false
 }
+
+// Paused reports whether a node label is a deploy label a helper has paused:
+// the labels whose last writer and time tell how long a pause has lasted.
+func Paused(key, value string) bool {
+	_, _, ok := PauseOf(value)
+	return ok && strings.HasPrefix(key, LabelPrefix)
+}

@@ -119,3 +119,19 @@ func TestPauseOf(t *testing.T) {
 		}
 	}
 }
+
+func TestPaused(t *testing.T) {
+	for _, tc := range []struct {
+		key, value string
+		want       bool
+	}{
+		{operand.LabelPrefix + "device-plugin", "paused-for-mig-change", true},
+		{operand.LabelPrefix + "nvsm", "paused-for-driver-upgrade", true},
+		{operand.LabelPrefix + "driver", "pre-installed", false},
+		{"nvidia.com/mig.config.state", "paused-for-mig-change", false},
+	} {
+		if got := operand.Paused(tc.key, tc.value); got != tc.want {
+			t.Errorf("Paused(%q, %q) = %v", tc.key, tc.value, got)
+		}
+	}
+}
