@@ -58,7 +58,7 @@ type auditJSON struct {
 		Node, Code, Operand, Label, Value, Message, By, Since, Progress string
 	} `json:"warnings"`
 	Disabled []struct{ Operand, Reason string } `json:"disabled"`
-	Notes    []string                          `json:"notes"`
+	Notes    []string                           `json:"notes"`
 }
 
 func TestVerdicts(t *testing.T) {
