@@ -29,6 +29,7 @@ func TestVariantsCountAsTheOperand(t *testing.T) {
 	}
 }
 
+// The operator's start-up order, the validator's and the DRA stack's included.
 func TestOrderAllRules(t *testing.T) {
 	rules := operand.RulesFor(operand.Real, operand.AllRules)
 	if len(rules) != len(operand.AllRules) {
@@ -42,6 +43,7 @@ func TestOrderAllRules(t *testing.T) {
 		return o
 	}
 	dcgmHost, mig := real(operand.DCGM), real(operand.MIGManager)
+	validator, dra, draValidator := real(operand.OperatorValidator), real(operand.DRADriver), real("dra-validator")
 	for _, tc := range []struct {
 		name   string
 		labels map[string]string
@@ -61,6 +63,12 @@ func TestOrderAllRules(t *testing.T) {
 			"dcgm-exporter-without-toolkit", "mig-manager-without-toolkit",
 		}},
 		{"gfd alone", nil, []operand.Operand{gfd}, []string{"gpu-feature-discovery-without-toolkit"}},
+		{"validator on the full stack", nil, []operand.Operand{driver, toolkit, validator}, []string{}},
+		{"validator alone", nil, []operand.Operand{validator}, []string{"operator-validator-without-driver", "operator-validator-without-toolkit"}},
+		{"validator on a host driver", map[string]string{driver.LabelKey(): "pre-installed"}, []operand.Operand{toolkit, validator}, []string{}},
+		{"DRA stack", nil, []operand.Operand{driver, dra, draValidator}, []string{}},
+		{"DRA validator without the kubelet plugin", nil, []operand.Operand{driver, draValidator}, []string{"dra-validator-without-dra-driver"}},
+		{"DRA kubelet plugin on a host driver", map[string]string{driver.LabelKey(): "false"}, []operand.Operand{dra}, []string{}},
 		{"dcgm exporter alone", nil, []operand.Operand{dcgm}, []string{"dcgm-exporter-without-toolkit"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,46 +101,6 @@ func TestOrderSpecAllRules(t *testing.T) {
 		if v.String() != w {
 			t.Errorf("%s: %q, want %q", n, v.String(), w)
 		}
-	}
-}
-
-// The validator's and the DRA stack's start-up order.
-func TestOrderValidatorAndDRA(t *testing.T) {
-	real := func(name string) operand.Operand {
-		o, err := operand.Lookup(operand.Real, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return o
-	}
-	validator, dra, draValidator := real(operand.OperatorValidator), real(operand.DRADriver), real("dra-validator")
-	rules := operand.RulesFor(operand.Real, operand.AllRules)
-	for _, tc := range []struct {
-		name   string
-		labels map[string]string
-		pods   []operand.Operand
-		want   []string
-	}{
-		{"validator on the full stack", nil, []operand.Operand{driver, toolkit, validator}, []string{}},
-		{"validator alone", nil, []operand.Operand{validator}, []string{"operator-validator-without-driver", "operator-validator-without-toolkit"}},
-		{"validator on a host driver", map[string]string{driver.LabelKey(): "pre-installed"}, []operand.Operand{toolkit, validator}, []string{}},
-		{"DRA stack", nil, []operand.Operand{driver, dra, draValidator}, []string{}},
-		{"DRA validator without the kubelet plugin", nil, []operand.Operand{driver, draValidator}, []string{"dra-validator-without-dra-driver"}},
-		{"DRA kubelet plugin on a host driver", map[string]string{driver.LabelKey(): "false"}, []operand.Operand{dra}, []string{}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := &snapshot.Snapshot{Nodes: []snapshot.Node{node("n", tc.labels)}}
-			for _, o := range tc.pods {
-				s.Pods = append(s.Pods, running("n", o))
-			}
-			v, err := judge.Order(s, "n", operand.Real, rules)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(v.Findings, tc.want) {
-				t.Errorf("findings %q, want %q", v.Findings, tc.want)
-			}
-		})
 	}
 }
 

@@ -180,7 +180,8 @@ func convert(t *testing.T, u *unstructured.Unstructured, into runtime.Object) {
 
 // nodesFile is testdata/nodes.yaml.
 type nodesFile struct {
-	Nodes []struct {
+	Writes map[string]map[string]string `json:"writes"` // label sets the nodes share, through YAML anchors
+	Nodes  []struct {
 		Name     string `json:"name"`
 		Cordoned bool   `json:"cordoned"`
 		Writes   []struct {
@@ -196,14 +197,8 @@ type nodesFile struct {
 // agent, so that managedFields records it as the field manager.
 func (in *install) addNodes(t *testing.T) {
 	t.Helper()
-	data, err := os.ReadFile("testdata/nodes.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var f nodesFile
-	if err := yaml.Unmarshal(data, &f); err != nil {
-		t.Fatal(err)
-	}
+	readYAML(t, "nodes.yaml", &f)
 	for _, n := range f.Nodes {
 		name := in.env.NodeName(n.Name)
 		in.nodes[n.Name] = name
@@ -343,5 +338,17 @@ func (in *install) ensure(t *testing.T, u *unstructured.Unstructured, present bo
 			}
 			time.Sleep(200 * time.Millisecond) // one object's foreground deletion: seconds at most
 		}
+	}
+}
+
+// readYAML reads a YAML file of testdata into v.
+func readYAML(t *testing.T, file string, v any) {
+	t.Helper()
+	data, err := os.ReadFile("testdata/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(data, v); err != nil {
+		t.Fatalf("%s: %v", file, err)
 	}
 }

@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
@@ -63,14 +61,8 @@ type auditJSON struct {
 
 func TestVerdicts(t *testing.T) {
 	in := newInstall(t)
-	data, err := os.ReadFile("testdata/verdicts.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var f verdictsFile
-	if err := yaml.Unmarshal(data, &f); err != nil {
-		t.Fatal(err)
-	}
+	readYAML(t, "verdicts.yaml", &f)
 	labels := in.nodeLabels(t)
 	for _, m := range f.Modes {
 		state, ok := modeStates[m.Name]

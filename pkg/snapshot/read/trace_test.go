@@ -10,8 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
@@ -79,15 +77,7 @@ func nodePage(tb testing.TB, n int, paused bool) []byte {
 		c.Name = fmt.Sprintf("gpu-node-%d", i)
 		list.Items = append(list.Items, *c)
 	}
-	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
-	if !ok {
-		tb.Fatal("no protobuf serializer")
-	}
-	body, err := runtime.Encode(scheme.Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion), list)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return body
+	return protobufBody(tb, list)
 }
 
 // decodeNodes reads a node page as Snapshot does.

@@ -119,6 +119,12 @@ func podPage(tb testing.TB, n int, cont string) []byte {
 		p.Spec.NodeName = fmt.Sprintf("node-%d", i)
 		list.Items = append(list.Items, *p)
 	}
+	return protobufBody(tb, list)
+}
+
+// protobufBody encodes a core/v1 list as the API server sends it.
+func protobufBody(tb testing.TB, list runtime.Object) []byte {
+	tb.Helper()
 	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
 	if !ok {
 		tb.Fatal("no protobuf serializer")
