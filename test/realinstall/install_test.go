@@ -248,36 +248,38 @@ func (in *install) as(t *testing.T, manager string) kubernetes.Interface {
 
 // backdate moves the time of manager's managedFields entries on the node
 // ago into the past, as if its last write were that old. The API server
-// keeps managedFields a client sends, as long as they are valid.
+// keeps managedFields a client sends, as long as they are valid; but a
+// controller that updates the node from a stale copy sends the old ones
+// back, so backdate tries again until the entry has stayed put a moment.
 func (in *install) backdate(t *testing.T, node, manager string, ago time.Duration) {
 	t.Helper()
 	ctx := context.Background()
-	n, err := in.env.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	nodes := in.env.Client.CoreV1().Nodes()
 	then := metav1.NewTime(time.Now().Add(-ago).Truncate(time.Second))
-	found := false
-	for i := range n.ManagedFields {
-		if n.ManagedFields[i].Manager == manager {
-			n.ManagedFields[i].Time = &then
-			found = true
+	kept := func(n *corev1.Node) bool {
+		i := slices.IndexFunc(n.ManagedFields, func(e metav1.ManagedFieldsEntry) bool { return e.Manager == manager })
+		return i >= 0 && n.ManagedFields[i].Time != nil && n.ManagedFields[i].Time.Equal(&then)
+	}
+	var n *corev1.Node
+	for range 10 {
+		var err error
+		if n, err = nodes.Get(ctx, node, metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
 		}
+		if kept(n) {
+			return
+		}
+		for i := range n.ManagedFields {
+			if n.ManagedFields[i].Manager == manager {
+				n.ManagedFields[i].Time = &then
+			}
+		}
+		if _, err := nodes.Update(ctx, n, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+			t.Fatalf("backdate %s on node %s: %v", manager, node, err)
+		}
+		time.Sleep(time.Second) // let a controller's late write come first, then look again
 	}
-	if !found {
-		t.Fatalf("node %s: no managedFields entry of %s", node, manager)
-	}
-	if _, err := in.env.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("backdate %s on node %s: %v", manager, node, err)
-	}
-	n, err = in.env.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := slices.IndexFunc(n.ManagedFields, func(e metav1.ManagedFieldsEntry) bool { return e.Manager == manager })
-	if i < 0 || n.ManagedFields[i].Time == nil || !n.ManagedFields[i].Time.Equal(&then) {
-		t.Fatalf("node %s: the API server did not keep the backdated entry of %s: %+v", node, manager, n.ManagedFields)
-	}
+	t.Fatalf("node %s: the API server did not keep the backdated entry of %s: %+v", node, manager, n.ManagedFields)
 }
 
 // settle waits until every DaemonSet of the namespace has settled.

@@ -46,18 +46,22 @@ var modeStates = map[string]modeState{
 
 // auditJSON is what audit -o json says, as far as the verdicts need.
 type auditJSON struct {
-	OK    bool `json:"ok"`
-	Nodes []struct {
-		Node    string   `json:"node"`
-		Missing []string `json:"missing"`
-		Stuck   []string `json:"stuck"`
-	} `json:"nodes"`
+	OK       bool        `json:"ok"`
+	Nodes    []auditNode `json:"nodes"`
 	Warnings []struct {
 		Node, Code, Operand, Label, Value, Message, By, Since, Progress string
 	} `json:"warnings"`
-	Disabled []struct{ Operand, Reason string } `json:"disabled"`
-	Notes    []string                           `json:"notes"`
+	Disabled []disabled `json:"disabled"`
+	Notes    []string   `json:"notes"`
 }
+
+type auditNode struct {
+	Node    string   `json:"node"`
+	Missing []string `json:"missing"`
+	Stuck   []string `json:"stuck"`
+}
+
+type disabled struct{ Operand, Reason string }
 
 func TestVerdicts(t *testing.T) {
 	in := newInstall(t)
@@ -88,6 +92,42 @@ func TestVerdicts(t *testing.T) {
 			in.checkRoster(t, m.Roster)
 			in.checkText(t, m.Nodes)
 		})
+	}
+	t.Run("stuck-after", func(t *testing.T) { in.checkStuckAfter(t) })
+	in.switchTo(t, modeStates["driver-disabled"])
+	t.Run("least privilege", func(t *testing.T) { in.checkLeastPrivilege(t) })
+}
+
+// checkStuckAfter: --stuck-after moves the line between a pause and a stuck
+// one, from the ages the API server recorded (the pauses of the MIG change
+// and of the upgrade are as old as the test, the stuck upgrade's three hours).
+func (in *install) checkStuckAfter(t *testing.T) {
+	t.Helper()
+	stuck := func(a auditJSON) []string {
+		var out []string
+		for short, name := range in.nodes {
+			for _, n := range a.Nodes {
+				if n.Node == name && len(n.Stuck) > 0 {
+					out = append(out, short)
+				}
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, tc := range []struct {
+		after string
+		code  int
+		want  []string
+	}{
+		{"4h", 0, nil},
+		{"0", 0, nil},
+		{"2h", 1, []string{"upgrade-stuck"}},
+		{"1ms", 1, []string{"mig-change", "upgrade", "upgrade-stuck"}},
+	} {
+		if got := stuck(in.auditJSON(t, tc.code, "--stuck-after", tc.after)); !slices.Equal(got, tc.want) {
+			t.Errorf("--stuck-after %s: stuck %q, want %q", tc.after, got, tc.want)
+		}
 	}
 }
 
@@ -219,10 +259,14 @@ func (in *install) checkText(t *testing.T, verdicts map[string]verdict) {
 // auditJSON runs audit -o json and decodes it; code is the exit it must have.
 func (in *install) auditJSON(t *testing.T, code int, args ...string) auditJSON {
 	t.Helper()
-	r := in.judge(t, append([]string{"audit", "-o", "json"}, args...)...)
+	return decodeAudit(t, in.judge(t, append([]string{"audit", "-o", "json"}, args...)...), code)
+}
+
+func decodeAudit(t *testing.T, r gpuopstest.Result, code int) auditJSON {
+	t.Helper()
 	var a auditJSON
 	if err := json.Unmarshal([]byte(r.Stdout), &a); err != nil || r.Code != code {
-		t.Fatalf("audit -o json %q: exit %d (want %d), %v\n%s%s", args, r.Code, code, err, r.Stdout, r.Stderr)
+		t.Fatalf("audit -o json: exit %d (want %d), %v\n%s%s", r.Code, code, err, r.Stdout, r.Stderr)
 	}
 	return a
 }
@@ -236,8 +280,11 @@ func (in *install) run(t *testing.T, args ...string) gpuopstest.Result {
 // judge runs a whole-cluster judge on the install's nodes.
 func (in *install) judge(t *testing.T, args ...string) gpuopstest.Result {
 	t.Helper()
-	return in.run(t, append(args, "-l", testcluster.LabelTestID+"="+in.env.ID)...)
+	return in.run(t, append(args, "-l", in.selector())...)
 }
+
+// selector selects the install's nodes.
+func (in *install) selector() string { return testcluster.LabelTestID + "=" + in.env.ID }
 
 // nodeLabels reads the labels of the install's nodes.
 func (in *install) nodeLabels(t *testing.T) map[string]map[string]string {

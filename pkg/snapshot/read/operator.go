@@ -32,7 +32,7 @@ func readOperator(ctx context.Context, rc rest.Interface, s *snapshot.Snapshot) 
 	case apierrors.IsNotFound(err):
 		s.Notes = append(s.Notes, "no ClusterPolicy: the cluster does not serve clusterpolicies.nvidia.com")
 	case apierrors.IsForbidden(err):
-		s.Notes = append(s.Notes, "ClusterPolicy not read (operands it switches off read as missing): "+err.Error())
+		s.Notes = append(s.Notes, "ClusterPolicy not read (operands it switches off read as missing): the user may not list clusterpolicies.nvidia.com")
 	case err != nil:
 		return fmt.Errorf("list clusterpolicies.nvidia.com: %w", err)
 	default:
@@ -42,7 +42,7 @@ func readOperator(ctx context.Context, rc rest.Interface, s *snapshot.Snapshot) 
 	switch err := list(ctx, rc, nvidiaDrivers, &drivers); {
 	case apierrors.IsForbidden(err):
 		if s.Policy != nil && s.Policy.NVIDIADriverCRD {
-			s.Notes = append(s.Notes, "NVIDIADriver objects not read (the driver is judged by its pods alone): "+err.Error())
+			s.Notes = append(s.Notes, "NVIDIADriver objects not read (the driver is judged by its pods alone): the user may not list nvidiadrivers.nvidia.com")
 		}
 	case err != nil && !apierrors.IsNotFound(err):
 		return fmt.Errorf("list nvidiadrivers.nvidia.com: %w", err)
