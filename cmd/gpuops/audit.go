@@ -47,6 +47,9 @@ func auditCommand() *cli.Command {
 					for _, n := range x.Notes {
 						fmt.Fprintln(c.App.ErrWriter, "note: "+n)
 					}
+					for _, d := range x.Disabled {
+						fmt.Fprintf(c.App.ErrWriter, "note: %s is off (%s): it is never missing, and the rules count it as the hosts'\n", d.Operand, d.Reason)
+					}
 				}
 				why = &x
 			}
