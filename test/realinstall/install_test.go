@@ -248,9 +248,10 @@ func (in *install) as(t *testing.T, manager string) kubernetes.Interface {
 
 // backdate moves the time of manager's managedFields entries on the node
 // ago into the past, as if its last write were that old. The API server
-// keeps managedFields a client sends, as long as they are valid; but a
-// controller that updates the node from a stale copy sends the old ones
-// back, so backdate tries again until the entry has stayed put a moment.
+// keeps managedFields a client sends, as long as they are valid; they are
+// sent as a patch, which no concurrent write of the node's status can make
+// conflict, and backdate looks again a moment later, in case a controller
+// that updates the node from a stale copy has sent the old ones back.
 func (in *install) backdate(t *testing.T, node, manager string, ago time.Duration) {
 	t.Helper()
 	ctx := context.Background()
@@ -274,7 +275,11 @@ func (in *install) backdate(t *testing.T, node, manager string, ago time.Duratio
 				n.ManagedFields[i].Time = &then
 			}
 		}
-		if _, err := nodes.Update(ctx, n, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"managedFields": n.ManagedFields}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := nodes.Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			t.Fatalf("backdate %s on node %s: %v", manager, node, err)
 		}
 		time.Sleep(time.Second) // let a controller's late write come first, then look again
