@@ -248,10 +248,11 @@ func (in *install) as(t *testing.T, manager string) kubernetes.Interface {
 
 // backdate moves the time of manager's managedFields entries on the node
 // ago into the past, as if its last write were that old. The API server
-// keeps managedFields a client sends, as long as they are valid; they are
-// sent as a patch, which no concurrent write of the node's status can make
-// conflict, and backdate looks again a moment later, in case a controller
-// that updates the node from a stale copy has sent the old ones back.
+// keeps managedFields a client sends, as long as they are valid, but reverts
+// a write that changes nothing but their times (it would only bump the
+// resourceVersion): so the patch also notes the backdating in an annotation.
+// backdate looks again a moment later, in case a controller that updates the
+// node from a stale copy has sent the old ones back.
 func (in *install) backdate(t *testing.T, node, manager string, ago time.Duration) {
 	t.Helper()
 	ctx := context.Background()
@@ -275,7 +276,10 @@ func (in *install) backdate(t *testing.T, node, manager string, ago time.Duratio
 				n.ManagedFields[i].Time = &then
 			}
 		}
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"managedFields": n.ManagedFields}})
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			"managedFields": n.ManagedFields,
+			"annotations":   map[string]string{"gpuops.test/backdated": manager + " " + then.UTC().Format(time.RFC3339)},
+		}})
 		if err != nil {
 			t.Fatal(err)
 		}
