@@ -1,11 +1,13 @@
 package main
 
 import (
+	"time"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuops/gpuops/pkg/discover"
-	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/snapshot/read"
 )
 
 // Flags for real clusters, beyond the lab: which operands, which rules, and why.
@@ -14,33 +16,61 @@ func discoverFlag() cli.Flag {
 	return &cli.BoolFlag{
 		Name: "discover",
 		Usage: "judge the operands the namespace's DaemonSets run (any nvidia.com/gpu.deploy.<name> key in a\n" +
-			"DaemonSet's node selection is operand <name>), not only the lab's five",
+			"DaemonSet's node selection is operand <name>), not only the lab's five. Unset, gpuops discovers on\n" +
+			"a GPU Operator install (a ClusterPolicy for the namespace, or a DaemonSet the operator renders)\n" +
+			"and judges the lab's five elsewhere; --discover=false always judges the lab's five",
+	}
+}
+
+func stuckAfterFlag() cli.Flag {
+	return &cli.DurationFlag{
+		Name: "stuck-after", Value: 30 * time.Minute,
+		Usage: "a helper's pause of an operand (paused-for-driver-upgrade, -mig-change, -vgpu-change) older than\n" +
+			"this is STUCK, a finding; its age is the time its writer last wrote the node (managedFields). 0: never",
 	}
 }
 
 func explainFlag() cli.Flag {
 	return &cli.BoolFlag{
 		Name: "explain",
-		Usage: "say why each operand is MISSING, which pods are UNEXPECTED on nodes with\n" +
-			"nvidia.com/gpu.deploy.operands=false, and WARNING of deploy labels that are neither true nor false\n" +
-			"(JSON output always includes this)",
+		Usage: "say why each operand is MISSING or STUCK, which pods are UNEXPECTED on nodes with\n" +
+			"nvidia.com/gpu.deploy.operands=false, and WARNING of labels in another state: a helper's pause (who,\n" +
+			"when, its progress), a host that provides the operand, a value that is neither true nor false,\n" +
+			"deploy labels on a node without nvidia.com/gpu.present=true; notes on stderr (JSON output always\n" +
+			"includes all of this, and the operands the ClusterPolicy switches off)",
 	}
 }
 
 func allRulesFlag() cli.Flag {
 	return &cli.BoolFlag{
 		Name: "all-rules",
-		Usage: "check the operator's whole start-up order: device plugin, GFD, DCGM, DCGM exporter and MIG manager\n" +
-			"need the container toolkit; the toolkit needs a driver (a driver pod, or driver label false or\n" +
-			"pre-installed: the host's)",
+		Usage: "check the operator's whole start-up order: device plugin, GFD, DCGM, DCGM exporter, MIG manager and\n" +
+			"the operator validator need the container toolkit; the toolkit and the validator need a driver (a\n" +
+			"driver pod, or driver label false or pre-installed: the host's); the vGPU device manager needs the\n" +
+			"vGPU manager; the DRA validator, DCGM and exporter need the DRA kubelet plugin, which needs a driver.\n" +
+			"An operand the ClusterPolicy switches off counts as the hosts'",
 	}
 }
 
-// roster is the lab's five, or with --discover the operands found in the
-// snapshot's DaemonSets (read when opts asked for them).
-func roster(c *cli.Context, s *snapshot.Snapshot) []operand.Operand {
-	if c.Bool("discover") {
-		return discover.Roster(s.DaemonSets)
+// roster picks the operands to judge (see discoverFlag), from a snapshot
+// read with rosterOptions, and switches off those the ClusterPolicy does.
+func roster(c *cli.Context, s *snapshot.Snapshot) discover.Result {
+	return discover.For(s, rosterChoice(c))
+}
+
+// rosterOptions asks the reader for what roster needs: the DaemonSets
+// (unless the lab's five are asked for) and the operator's objects.
+func rosterOptions(c *cli.Context, opts *read.Options) {
+	opts.DaemonSets = opts.DaemonSets || rosterChoice(c) != discover.Lab
+	opts.Operator = true
+}
+
+func rosterChoice(c *cli.Context) discover.Choice {
+	switch {
+	case !c.IsSet("discover"):
+		return discover.Auto
+	case c.Bool("discover"):
+		return discover.Discover
 	}
-	return operand.Lab
+	return discover.Lab
 }

@@ -19,12 +19,12 @@ func matrixCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			opts.DaemonSets = c.Bool("discover")
+			rosterOptions(c, &opts)
 			s, err := readSnapshot(c, opts)
 			if err != nil {
 				return err
 			}
-			return p.Matrix(c.App.Writer, judge.BuildMatrix(s, roster(c, s)))
+			return p.Matrix(c.App.Writer, judge.BuildMatrix(s, roster(c, s).Roster))
 		},
 	}
 }

@@ -33,11 +33,13 @@ func orderCheckCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			s, err := readSnapshot(c, read.Options{DaemonSets: c.Bool("discover")})
+			var opts read.Options
+			rosterOptions(c, &opts)
+			s, err := readSnapshot(c, opts)
 			if err != nil {
 				return err
 			}
-			ops, rules := roster(c, s), []operand.Rule{operand.DeviceRule}
+			ops, rules := roster(c, s).Roster, []operand.Rule{operand.DeviceRule}
 			if c.Bool("all-rules") {
 				rules = operand.RulesFor(ops, operand.AllRules)
 			}

@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/snapshot/read"
@@ -21,10 +23,11 @@ func summaryCommand() *cli.Command {
 		Description: "Groups the nodes by the value of a node label (--group-by, default " + summary.DefaultGroupBy + ";\n" +
 			"nodes without it, or with an empty value, in " + summary.NoGroup + "). Per group and operand it counts the nodes\n" +
 			"where the operand is asked (deploy label \"true\"), running (a Running pod of its DaemonSet), missing\n" +
-			"(asked and not running: audit's MISSING), paused (deploy label \"paused-...\") and disabled (deploy\n" +
-			"label \"false\", or the node's nvidia.com/gpu.deploy.operands=false); and per start-up rule of\n" +
-			"order-check --all-rules, the nodes that break it. Then every node with a finding, each with its reason\n" +
-			"as audit --explain gives it. Exit 1 if any node has a finding (a missing operand or a broken rule).",
+			"(asked and not running: audit's MISSING), paused (a helper's pause value) and disabled (switched off\n" +
+			"in the ClusterPolicy, deploy label \"false\", or the node's nvidia.com/gpu.deploy.operands=false); per\n" +
+			"start-up rule of order-check --all-rules, the nodes that break it. Then every node with a finding\n" +
+			"(missing, stuck past --stuck-after, or a broken rule), each with its reason as audit --explain gives\n" +
+			"it. Exit 1 if any node has a finding.",
 		Flags: append([]cli.Flag{outputFlag()}, fleetFlags()...),
 		Action: func(c *cli.Context) error {
 			p, opts, err := judgeInput(c)
@@ -55,7 +58,7 @@ func fleetFlags() []cli.Flag {
 			Name: "group-by", Value: summary.DefaultGroupBy,
 			Usage: "node label whose value groups the nodes, e.g. a node-pool label (nodes without it: " + summary.NoGroup + ")",
 		},
-		judgeLabFlag(), selectorFlag(), discoverFlag(),
+		judgeLabFlag(), selectorFlag(), discoverFlag(), stuckAfterFlag(),
 	}
 }
 
@@ -72,6 +75,8 @@ func fleetInput(c *cli.Context, opts read.Options) (fleetFlagValues, error) {
 		return fleetFlagValues{}, usageError(fmt.Errorf("--group-by: invalid label key %q: %s", key, strings.Join(errs, "; ")))
 	}
 	opts.DaemonSets = true // for the reason of each finding
+	opts.Trace = operand.Paused
+	rosterOptions(c, &opts)
 	return fleetFlagValues{groupBy: key, opts: opts}, nil
 }
 
@@ -85,8 +90,12 @@ func (in fleetFlagValues) read(c *cli.Context) (summary.Fleet, report.Source, er
 	}
 	src := report.Source{Namespace: s.Namespace, Selector: in.opts.NodeSelector, Taken: time.Now()}
 	src.Context, src.Server = configFlags(c).Target()
-	ops := roster(c, s)
-	f, err := summary.Build(s, ops, operand.RulesFor(ops, operand.AllRules), in.groupBy)
+	r := roster(c, s)
+	for _, n := range append(slices.Clone(s.Notes), r.Notes...) {
+		fmt.Fprintln(c.App.ErrWriter, "note: "+n)
+	}
+	clock := explain.Clock{Now: src.Taken, StuckAfter: c.Duration("stuck-after")}
+	f, err := summary.Build(s, r.Roster, operand.RulesFor(r.Roster, operand.AllRules), in.groupBy, clock)
 	return f, src, err
 }
 

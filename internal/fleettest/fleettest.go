@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/summary"
@@ -83,7 +84,7 @@ func Snapshot(n int) *snapshot.Snapshot {
 // they allow, grouped by GroupBy.
 func Fleet(tb testing.TB, n int) summary.Fleet {
 	tb.Helper()
-	f, err := summary.Build(Snapshot(n), operand.Lab, operand.RulesFor(operand.Lab, operand.AllRules), GroupBy)
+	f, err := summary.Build(Snapshot(n), operand.Lab, operand.RulesFor(operand.Lab, operand.AllRules), GroupBy, explain.Clock{})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -59,7 +59,8 @@ func Roster(dss []snapshot.DaemonSet) []operand.Operand {
 }
 
 // runBy maps each operand name to the DaemonSets that select on its deploy
-// label, sorted, leaving out the known helpers.
+// label, sorted, leaving out the known helpers and the keys that are labels
+// only (a GPU client selecting on deploy.client is no operand).
 func runBy(dss []snapshot.DaemonSet) map[string][]string {
 	out := map[string][]string{}
 	for _, d := range dss {
@@ -94,7 +95,7 @@ func operandKeys(d snapshot.DaemonSet) []string {
 	var names []string
 	for _, k := range keys {
 		name, ok := strings.CutPrefix(k, operand.LabelPrefix)
-		if ok && name != "" && k != operand.OperandsLabel {
+		if ok && name != "" && !slices.Contains(operand.LabelOnly, name) {
 			names = append(names, name)
 		}
 	}

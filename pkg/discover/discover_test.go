@@ -71,7 +71,7 @@ func TestRosterOfARealInstall(t *testing.T) {
 		{"sandbox-validator", "nvidia-sandbox-validator", "sandbox-validator", nil},
 		{"vfio-manager", "nvidia-vfio-manager", "vfio-manager", nil},
 		{"sandbox-device-plugin", "nvidia-sandbox-device-plugin-daemonset", "sandbox-device-plugin", nil},
-		{"dra-driver", "nvidia-dra-driver-kubelet-plugin", "dra-driver", nil},
+		{"dra-driver", "nvidia-dra-driver-kubelet-plugin", "dra-driver", nil}, // known: in catalog order
 	}
 	if !slices.EqualFunc(got, want, func(a, b row) bool {
 		return a.name == b.name && a.daemonSet == b.daemonSet && a.column == b.column && slices.Equal(a.variants, b.variants)
@@ -106,10 +106,12 @@ func TestRosterKeys(t *testing.T) {
 		}}},
 	}}}
 	operandsOnly := snapshot.DaemonSet{Name: "x-operands", NodeSelector: map[string]string{operand.OperandsLabel: "true"}}
+	client := snapshot.DaemonSet{Name: "x-client", NodeSelector: map[string]string{operand.LabelPrefix + "client": "true"}}
+	nvsm := snapshot.DaemonSet{Name: "x-nvsm", NodeSelector: map[string]string{operand.LabelPrefix + "nvsm": "true"}}
 	unrelated := snapshot.DaemonSet{Name: "kube-proxy", NodeSelector: map[string]string{"kubernetes.io/os": "linux"}}
 	clash := snapshot.DaemonSet{Name: "x-validator", NodeSelector: map[string]string{operand.LabelPrefix + "validator": "true"}}
 
-	got := discover.Roster([]snapshot.DaemonSet{byAffinity, operandsOnly, unrelated, clash})
+	got := discover.Roster([]snapshot.DaemonSet{byAffinity, operandsOnly, client, nvsm, unrelated, clash})
 	extra := rows(got[len(operand.Lab):])
 	want := []row{
 		{"fabric-manager", "x-affinity", "fabric-manager", nil},

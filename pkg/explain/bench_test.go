@@ -52,7 +52,7 @@ func BenchmarkExplain5000(b *testing.B) {
 	})
 	b.Run("audit=explained", func(b *testing.B) {
 		for b.Loop() {
-			explain.Explain(s, operand.Lab, judge.Audit(s, operand.Lab))
+			explain.Explain(s, operand.Lab, judge.Audit(s, operand.Lab), explain.Clock{})
 		}
 	})
 }

@@ -9,8 +9,10 @@ package explain
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -36,6 +38,12 @@ const (
 	NoPodYet          = "no-pod-yet"
 	LabelValue        = "label-value"
 	UnexpectedOperand = "unexpected"
+	// Codes of a deploy label's state on a node, besides LabelValue and the
+	// helpers' pause values (operand.Pauses: paused-for-driver-upgrade,
+	// paused-for-mig-change, paused-for-vgpu-change).
+	HostProvided  = "host-provided"   // driver label pre-installed: the host has the driver
+	GPUNotPresent = "gpu-not-present" // deploy labels on a node without nvidia.com/gpu.present=true
+	Disabled      = "disabled"        // the ClusterPolicy switches the operand off
 )
 
 // Reason is one cause of a finding.
@@ -51,12 +59,30 @@ type Missing struct {
 	Reasons []Reason `json:"reasons"`
 }
 
-// Warning is a deploy label whose value does not say what it seems to.
+// Warning is a node label whose value says more than "run it here" or "do
+// not": a helper's pause, a host that provides the operand, a value that
+// does not do what it seems to, deploy labels on a node without a GPU.
 type Warning struct {
 	Node    string `json:"node"`
+	Code    string `json:"code"`
+	Operand string `json:"operand,omitempty"` // the operand of a deploy label, when it is in the roster
 	Label   string `json:"label"`
 	Value   string `json:"value"`
 	Message string `json:"message"`
+	// Of a pause: the field manager that wrote the label and when (from
+	// managedFields; absent when they do not say), the helper's progress
+	// label, and whether the pause has lasted longer than --stuck-after
+	// (then it is a finding: the audit lists it as stuck).
+	By       string     `json:"by,omitempty"`
+	Since    *time.Time `json:"since,omitempty"`
+	Progress string     `json:"progress,omitempty"`
+	Stuck    bool       `json:"stuck,omitempty"`
+}
+
+// Off is an operand the ClusterPolicy switches off.
+type Off struct {
+	Operand string `json:"operand"`
+	Reason  string `json:"reason"`
 }
 
 // Unexpected is an operand pod running on a node that asks for no operand.
@@ -73,15 +99,30 @@ type Report struct {
 	Missing    []Missing    `json:"missing"`
 	Warnings   []Warning    `json:"warnings"`
 	Unexpected []Unexpected `json:"unexpected"`
+	Disabled   []Off        `json:"disabled"` // roster operands the ClusterPolicy switches off
+	Notes      []string     `json:"notes"`    // what the snapshot could not read, and the roster chosen
 }
 
-// Explain explains every MISSING of the audit, and reports label-value
-// warnings and unexpected pods of the audited nodes. The snapshot must
-// include the namespace's DaemonSets, or every missing operand reads as
-// having no DaemonSet.
-func Explain(s *snapshot.Snapshot, roster []operand.Operand, audits []judge.NodeAudit) Report {
+// Clock is when the audit judges and how long a pause may last: the one
+// thing explain does not read from the snapshot.
+type Clock struct {
+	Now        time.Time
+	StuckAfter time.Duration
+}
+
+// Explain explains every MISSING and STUCK of the audit, and reports label
+// warnings and unexpected pods of the audited nodes, and the operands the
+// ClusterPolicy switches off. The snapshot must include the namespace's
+// DaemonSets, or every missing operand reads as having no DaemonSet.
+func Explain(s *snapshot.Snapshot, roster []operand.Operand, audits []judge.NodeAudit, at Clock) Report {
 	x := New(s)
-	r := Report{Missing: []Missing{}, Warnings: []Warning{}, Unexpected: []Unexpected{}}
+	x.clock = at
+	r := Report{Missing: []Missing{}, Warnings: []Warning{}, Unexpected: []Unexpected{}, Disabled: []Off{}, Notes: slices.Clone(s.Notes)}
+	for _, o := range roster {
+		if o.Off != "" {
+			r.Disabled = append(r.Disabled, Off{Operand: o.Name, Reason: o.Off})
+		}
+	}
 	for _, a := range audits { // one per node, in the judge's order
 		for _, name := range a.Missing {
 			o, err := operand.Lookup(roster, name)
@@ -98,6 +139,7 @@ func Explain(s *snapshot.Snapshot, roster []operand.Operand, audits []judge.Node
 
 // Explainer answers questions about one snapshot, indexed once.
 type Explainer struct {
+	clock Clock
 	s     *snapshot.Snapshot
 	nodes map[string]*snapshot.Node
 	dss   map[string]*snapshot.DaemonSet

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -16,8 +17,10 @@ import (
 )
 
 var (
-	driver = operand.Lab[0]
-	plugin = operand.Lab[2]
+	driver  = operand.Lab[0]
+	toolkit = operand.Lab[1]
+	plugin  = operand.Lab[2]
+	gfd     = operand.Lab[3]
 )
 
 const ns = "gpu-operator"
@@ -207,7 +210,7 @@ func TestWarnings(t *testing.T) {
 		{"empty", "", []snapshot.DaemonSet{ds(plugin)}, "label is empty, not 'true': the DaemonSet will not run here (the operator takes an empty value for unset and will set it to 'true')"},
 		{"pre-installed", "pre-installed", []snapshot.DaemonSet{ds(plugin)}, "label is 'pre-installed': the host provides this, so the DaemonSet will not run here"},
 		{"paused", "paused-for-driver-upgrade", []snapshot.DaemonSet{ds(plugin)},
-			"label is 'paused-for-driver-upgrade': a driver upgrade paused this operand, so the DaemonSet will not run here until the label is 'true' again"},
+			"label is 'paused-for-driver-upgrade': the driver manager paused this operand across a driver upgrade, so the DaemonSet will not run here; the label goes back to 'true' when it is done"},
 		{"a DaemonSet that selects any value", "yes", []snapshot.DaemonSet{selectsAny},
 			"label is 'yes', not 'true': the DaemonSet nvidia-device-plugin-daemonset will still run here"},
 		{"no DaemonSet", "True", nil, "label is 'True', not 'true': a DaemonSet that selects 'true' will not run here"},
@@ -279,7 +282,7 @@ func TestExplainedAuditText(t *testing.T) {
 		},
 	}
 	audits := judge.Audit(s, operand.Lab)
-	r := explain.Explain(s, operand.Lab, audits)
+	r := explain.Explain(s, operand.Lab, audits, explain.Clock{})
 	var b bytes.Buffer
 	if err := (report.Printer{Format: report.Text}).Audit(&b, audits, &r); err != nil {
 		t.Fatal(err)
@@ -295,5 +298,113 @@ func TestExplainedAuditText(t *testing.T) {
 	}
 	if len(r.Missing) != 2 || len(r.Unexpected) != 1 || len(r.Warnings) != 2 {
 		t.Errorf("report %+v", r)
+	}
+}
+
+// The states a real install's labels are in: each with its code, and a
+// pause with who wrote it, when, the helper's progress and whether it is
+// stuck.
+func TestLabelStates(t *testing.T) {
+	now := time.Date(2026, 8, 21, 12, 0, 0, 0, time.UTC)
+	clock := explain.Clock{Now: now, StuckAfter: 30 * time.Minute}
+	changed := func(by string, ago time.Duration, ops ...operand.Operand) map[string]snapshot.LabelChange {
+		m := map[string]snapshot.LabelChange{}
+		for _, o := range ops {
+			m[o.LabelKey()] = snapshot.LabelChange{Manager: by, Time: now.Add(-ago)}
+		}
+		return m
+	}
+	policy := &snapshot.ClusterPolicy{Name: "cluster-policy", Namespace: ns}
+	for _, tc := range []struct {
+		name    string
+		labels  map[string]string
+		changes map[string]snapshot.LabelChange
+		policy  *snapshot.ClusterPolicy
+		want    []explain.Warning // Node, Label and Value are checked too; Message by its parts
+		parts   []string
+	}{
+		{"a MIG change", map[string]string{plugin.LabelKey(): "paused-for-mig-change", gfd.LabelKey(): "paused-for-mig-change", "nvidia.com/mig.config.state": "pending"},
+			changed("nvidia-mig-manager", 4*time.Minute, plugin, gfd), nil,
+			[]explain.Warning{
+				{Code: "paused-for-mig-change", Operand: plugin.Name, By: "nvidia-mig-manager", Progress: "nvidia.com/mig.config.state=pending"},
+				{Code: "paused-for-mig-change", Operand: gfd.Name, By: "nvidia-mig-manager", Progress: "nvidia.com/mig.config.state=pending"},
+			},
+			[]string{"label is 'paused-for-mig-change', written by nvidia-mig-manager 4m0s ago: the MIG manager paused this operand while it repartitions the GPUs, so the DaemonSet will not run here; nvidia.com/mig.config.state=pending; the label goes back to 'true' when it is done"}},
+		{"a driver upgrade 3h ago", map[string]string{toolkit.LabelKey(): "paused-for-driver-upgrade", "nvidia.com/gpu-driver-upgrade-state": "pod-restart-required"},
+			changed("driver-manager", 3*time.Hour, toolkit), nil,
+			[]explain.Warning{{Code: "paused-for-driver-upgrade", Operand: toolkit.Name, By: "driver-manager", Progress: "nvidia.com/gpu-driver-upgrade-state=pod-restart-required", Stuck: true}},
+			[]string{"written by driver-manager 3h0m0s ago, longer than --stuck-after 30m0s: the driver manager paused this operand across a driver upgrade"}},
+		{"a suffixed pause by hand", map[string]string{driver.LabelKey(): "pre-installed_paused-for-driver-upgrade"},
+			changed("kubectl-label", time.Minute, driver), nil,
+			[]explain.Warning{{Code: "paused-for-driver-upgrade", Operand: driver.Name, By: "kubectl-label"}},
+			[]string{"written by kubectl-label (not driver-manager, which writes this value) 1m0s ago", "the label goes back to 'pre-installed' when it is done"}},
+		{"a pause of unknown age", map[string]string{plugin.LabelKey(): "paused-for-vgpu-change"}, nil, nil,
+			[]explain.Warning{{Code: "paused-for-vgpu-change", Operand: plugin.Name}},
+			[]string{"label is 'paused-for-vgpu-change': the vGPU device manager paused this operand while it changes the vGPU devices"}},
+		{"a host driver", map[string]string{driver.LabelKey(): "pre-installed", operand.GPUPresent: "true"}, nil, policy,
+			[]explain.Warning{{Code: "host-provided", Operand: driver.Name}}, nil},
+		{"deploy labels without a GPU", map[string]string{plugin.LabelKey(): "true"}, nil, policy,
+			[]explain.Warning{{Code: "gpu-not-present", Label: operand.GPUPresent}},
+			[]string{"deploy labels (nvidia.com/gpu.deploy.device-plugin) on a node with no label nvidia.com/gpu.present: the operator removes them"}},
+		{"deploy labels, GPU gone", map[string]string{plugin.LabelKey(): "true", operand.GPUPresent: "false"}, nil, policy,
+			[]explain.Warning{{Code: "gpu-not-present", Label: operand.GPUPresent, Value: "false"}},
+			[]string{"on a node with nvidia.com/gpu.present='false'"}},
+		{"deploy labels without a GPU, no ClusterPolicy (the lab)", map[string]string{plugin.LabelKey(): "true"}, nil, nil, nil, nil},
+		{"no GPU, no deploy label", map[string]string{operand.GPUPresent: "false"}, nil, policy, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := snapshot.Node{Name: "n", Ready: true, Labels: tc.labels, LabelChanges: tc.changes}
+			s := &snapshot.Snapshot{Namespace: ns, Nodes: []snapshot.Node{n}, DaemonSets: []snapshot.DaemonSet{ds(plugin)}, Policy: tc.policy}
+			audits := judge.Audit(s, operand.Lab)
+			got := explain.Explain(s, operand.Lab, audits, clock).Warnings
+			if len(got) != len(tc.want) {
+				t.Fatalf("warnings %+v, want %d", got, len(tc.want))
+			}
+			for i, w := range tc.want {
+				g := got[i]
+				if w.Label == "" {
+					w.Label = operand.LabelPrefix + w.Operand
+				}
+				if w.Value == "" && w.Code != "gpu-not-present" {
+					w.Value = tc.labels[w.Label]
+				}
+				if g.Node != "n" || g.Code != w.Code || g.Operand != w.Operand || g.Label != w.Label || g.Value != w.Value ||
+					g.By != w.By || g.Progress != w.Progress || g.Stuck != w.Stuck || (g.Since != nil) != (w.By != "") {
+					t.Errorf("warning %d: %+v, want %+v", i, g, w)
+				}
+			}
+			for _, part := range tc.parts {
+				if !strings.Contains(got[0].Message, part) {
+					t.Errorf("message %q, want it to say %q", got[0].Message, part)
+				}
+			}
+		})
+	}
+}
+
+// A pause stuck longer than --stuck-after is a STUCK line with its reasons,
+// and no WARNING too; operands the ClusterPolicy switches off are listed.
+func TestStuckAndDisabled(t *testing.T) {
+	now := time.Date(2026, 8, 21, 12, 0, 0, 0, time.UTC)
+	n := snapshot.Node{Name: "n", Ready: true,
+		Labels:       map[string]string{toolkit.LabelKey(): "paused-for-driver-upgrade", driver.LabelKey(): "true"},
+		LabelChanges: map[string]snapshot.LabelChange{toolkit.LabelKey(): {Manager: "driver-manager", Time: now.Add(-time.Hour)}}}
+	s := &snapshot.Snapshot{Namespace: ns, Nodes: []snapshot.Node{n}, Notes: []string{"a note"}}
+	roster := slices.Clone(operand.Lab)
+	roster[0].Off = "ClusterPolicy cp: spec.driver.enabled is false"
+	audits := judge.Audit(s, roster)
+	judge.Stuck(audits, s, roster, now, 30*time.Minute)
+	r := explain.Explain(s, roster, audits, explain.Clock{Now: now, StuckAfter: 30 * time.Minute})
+	var b bytes.Buffer
+	if err := (report.Printer{Format: report.Text}).Audit(&b, audits, &r); err != nil {
+		t.Fatal(err)
+	}
+	want := "n STUCK container-toolkit (label is 'paused-for-driver-upgrade', written by driver-manager 1h0m0s ago, longer than --stuck-after 30m0s: " +
+		"the driver manager paused this operand across a driver upgrade, so a DaemonSet that selects 'true' will not run here; the label goes back to 'true' when it is done)\n"
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+	if !slices.Equal(r.Disabled, []explain.Off{{Operand: "driver", Reason: "ClusterPolicy cp: spec.driver.enabled is false"}}) || !slices.Equal(r.Notes, []string{"a note"}) {
+		t.Errorf("disabled %+v, notes %q", r.Disabled, r.Notes)
 	}
 }

@@ -2,15 +2,23 @@ package explain
 
 import (
 	"fmt"
+	"sort"
 	"strings"
+	"time"
 
+	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
-// Warnings reports the node's deploy labels whose value is neither "true"
-// nor "false", saying what the operand's DaemonSet will do on the node, and
-// the operands label when it switches every operand off (or seems to).
+// Warnings reports the node's labels that say more than "run it here" or
+// "do not": the operands label when it switches every operand off (or seems
+// to); deploy labels on a node without nvidia.com/gpu.present=true, when a
+// ClusterPolicy applies (its labeller removes them from such nodes); and each
+// roster operand's deploy label whose value is neither "true" nor "false",
+// saying what the operand's DaemonSet will do on the node: a helper's pause
+// (who wrote it, when, how far the helper is), a host that provides the
+// operand, or a value that does not do what it seems to.
 func (x *Explainer) Warnings(node string, roster []operand.Operand) []Warning {
 	n := x.nodes[node]
 	if n == nil {
@@ -22,16 +30,95 @@ func (x *Explainer) Warnings(node string, roster []operand.Operand) []Warning {
 		if v != "false" {
 			msg = fmt.Sprintf("label is %s, not 'false': the operator does not switch operands off here", quote(v))
 		}
-		out = append(out, Warning{Node: node, Label: operand.OperandsLabel, Value: v, Message: msg})
+		out = append(out, Warning{Node: node, Code: LabelValue, Label: operand.OperandsLabel, Value: v, Message: msg})
+	}
+	if w, ok := x.gpuNotPresent(n); ok {
+		out = append(out, w)
+	}
+	pauses := map[string]judge.Pause{}
+	for _, p := range judge.Pauses(*n, roster) {
+		pauses[p.Operand] = p
 	}
 	for _, o := range roster {
 		v, ok := n.Labels[o.LabelKey()]
 		if !ok || v == "true" || v == "false" {
 			continue
 		}
-		out = append(out, Warning{Node: node, Label: o.LabelKey(), Value: v, Message: valueMessage(v, x.effect(n, o))})
+		w := Warning{Node: node, Code: LabelValue, Operand: o.Name, Label: o.LabelKey(), Value: v}
+		effect := x.effect(n, o)
+		switch p, paused := pauses[o.Name]; {
+		case paused:
+			x.pause(&w, n, p, effect)
+		case v == "pre-installed":
+			w.Code = HostProvided
+			w.Message = "label is 'pre-installed': the host provides this, so " + effect
+		default:
+			w.Message = valueMessage(v, effect)
+		}
+		out = append(out, w)
 	}
 	return out
+}
+
+// pause fills in a warning about a helper's pause: who paused the operand
+// and when, how far the helper is, and whether the pause is stuck.
+func (x *Explainer) pause(w *Warning, n *snapshot.Node, p judge.Pause, effect string) {
+	w.Code = p.Value
+	_, restores, _ := operand.PauseOf(w.Value)
+	if v, ok := n.Labels[p.StateLabel]; ok {
+		w.Progress = p.StateLabel + "=" + v
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "label is %s", quote(w.Value))
+	if p.By != "" {
+		w.By = p.By
+		fmt.Fprintf(&b, ", written by %s", p.By)
+		if p.By != p.Manager {
+			fmt.Fprintf(&b, " (not %s, which writes this value)", p.Manager)
+		}
+	}
+	if !p.Since.IsZero() {
+		since := p.Since
+		w.Since = &since
+		fmt.Fprintf(&b, " %s ago", x.clock.Now.Sub(since).Round(time.Second))
+		if w.Stuck = p.StuckAt(x.clock.Now, x.clock.StuckAfter); w.Stuck {
+			fmt.Fprintf(&b, ", longer than --stuck-after %s", x.clock.StuckAfter)
+		}
+	}
+	fmt.Fprintf(&b, ": %s paused this operand %s, so %s", p.Helper, p.While, effect)
+	if w.Progress != "" {
+		fmt.Fprintf(&b, "; %s", w.Progress)
+	}
+	fmt.Fprintf(&b, "; the label goes back to %s when it is done", quote(restores))
+	w.Message = b.String()
+}
+
+// gpuNotPresent warns of deploy labels on a node without
+// nvidia.com/gpu.present=true, where a ClusterPolicy applies: its labeller
+// removes them from such a node, so someone set them by hand or the
+// operator is not labelling the node.
+func (x *Explainer) gpuNotPresent(n *snapshot.Node) (Warning, bool) {
+	present, ok := n.Labels[operand.GPUPresent]
+	if x.s.Policy == nil || present == "true" {
+		return Warning{}, false
+	}
+	var keys []string
+	for k := range n.Labels {
+		if strings.HasPrefix(k, operand.LabelPrefix) && k != operand.OperandsLabel {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return Warning{}, false
+	}
+	sort.Strings(keys)
+	has := "no label " + operand.GPUPresent
+	if ok {
+		has = operand.GPUPresent + "=" + quote(present)
+	}
+	return Warning{Node: n.Name, Code: GPUNotPresent, Label: operand.GPUPresent, Value: present, Message: fmt.Sprintf(
+		"deploy labels (%s) on a node with %s: the operator removes them from nodes without a GPU, so they were set by hand or the operator is not labelling this node",
+		strings.Join(keys, ", "), has)}, true
 }
 
 // valueMessage says what a deploy label value means and what it does.
@@ -39,10 +126,6 @@ func valueMessage(v, effect string) string {
 	switch {
 	case v == "":
 		return "label is empty, not 'true': " + effect + " (the operator takes an empty value for unset and will set it to 'true')"
-	case v == "pre-installed":
-		return "label is 'pre-installed': the host provides this, so " + effect
-	case v == "paused-for-driver-upgrade":
-		return "label is 'paused-for-driver-upgrade': a driver upgrade paused this operand, so " + effect + " until the label is 'true' again"
 	case strings.EqualFold(v, "false"):
 		return fmt.Sprintf("label is %s, not 'false': %s", quote(v), effect)
 	}

@@ -29,6 +29,7 @@ func TestVariantsCountAsTheOperand(t *testing.T) {
 	}
 }
 
+// The operator's start-up order, the validator's and the DRA stack's included.
 func TestOrderAllRules(t *testing.T) {
 	rules := operand.RulesFor(operand.Real, operand.AllRules)
 	if len(rules) != len(operand.AllRules) {
@@ -42,6 +43,7 @@ func TestOrderAllRules(t *testing.T) {
 		return o
 	}
 	dcgmHost, mig := real(operand.DCGM), real(operand.MIGManager)
+	validator, dra, draValidator := real(operand.OperatorValidator), real(operand.DRADriver), real("dra-validator")
 	for _, tc := range []struct {
 		name   string
 		labels map[string]string
@@ -61,6 +63,12 @@ func TestOrderAllRules(t *testing.T) {
 			"dcgm-exporter-without-toolkit", "mig-manager-without-toolkit",
 		}},
 		{"gfd alone", nil, []operand.Operand{gfd}, []string{"gpu-feature-discovery-without-toolkit"}},
+		{"validator on the full stack", nil, []operand.Operand{driver, toolkit, validator}, []string{}},
+		{"validator alone", nil, []operand.Operand{validator}, []string{"operator-validator-without-driver", "operator-validator-without-toolkit"}},
+		{"validator on a host driver", map[string]string{driver.LabelKey(): "pre-installed"}, []operand.Operand{toolkit, validator}, []string{}},
+		{"DRA stack", nil, []operand.Operand{driver, dra, draValidator}, []string{}},
+		{"DRA validator without the kubelet plugin", nil, []operand.Operand{driver, draValidator}, []string{"dra-validator-without-dra-driver"}},
+		{"DRA kubelet plugin on a host driver", map[string]string{driver.LabelKey(): "false"}, []operand.Operand{dra}, []string{}},
 		{"dcgm exporter alone", nil, []operand.Operand{dcgm}, []string{"dcgm-exporter-without-toolkit"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,5 +145,33 @@ func TestAuditAsked(t *testing.T) {
 	}
 	if len(a[2].Asked) != 0 {
 		t.Errorf("lab-node-2 asks %q, want nothing", a[2].Asked)
+	}
+}
+
+// An operand the ClusterPolicy switches off is not missing where its label
+// is "true" (the operator writes it anyway), and the rules take it as the
+// hosts': a disabled driver is a host driver, a disabled toolkit a host toolkit.
+func TestSwitchedOffOperands(t *testing.T) {
+	roster := slices.Clone(operand.Lab)
+	roster[0].Off = "spec.driver.enabled is false"
+	roster[1].Off = "spec.toolkit.enabled is false"
+	labels := asks(driver, toolkit, plugin)
+	s := &snapshot.Snapshot{Nodes: []snapshot.Node{node("n", labels)}, Pods: []snapshot.Pod{running("n", plugin)}}
+	if a := judge.Audit(s, roster); !a[0].OK() {
+		t.Errorf("audit: %+v, want OK", a)
+	}
+	if a := judge.Audit(s, operand.Lab); !slices.Equal(a[0].Missing, []string{"driver", "container-toolkit"}) {
+		t.Errorf("audit with both switched on: %+v, want driver and toolkit missing", a)
+	}
+	rules := operand.RulesFor(roster, operand.AllRules)
+	if v, _ := judge.Order(s, "n", roster, rules); !v.OK() {
+		t.Errorf("order with the toolkit off: %q, want ok", v.Findings)
+	}
+	if v, _ := judge.Order(s, "n", operand.Lab, rules); v.String() != "device-plugin-without-toolkit" {
+		t.Errorf("order with the toolkit on: %q, want device-plugin-without-toolkit", v.Findings)
+	}
+	s.Pods = []snapshot.Pod{running("n", toolkit)}
+	if v, _ := judge.Order(s, "n", roster, rules); !v.OK() {
+		t.Errorf("toolkit with the driver off: %q, want ok", v.Findings)
 	}
 }

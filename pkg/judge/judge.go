@@ -78,17 +78,21 @@ func NaturalCompare(a, b string) int {
 type NodeAudit struct {
 	Node    string   `json:"node"`
 	Missing []string `json:"missing"` // operand names, in roster order
-	// Asked are the operands the node asks for, Missing among them: what
-	// a report with one line per check (JUnit) lists. The lab's JSON keeps
-	// its two keys.
+	// Stuck are operands a helper paused on the node longer ago than the
+	// audit allows (see Stuck), in roster order.
+	Stuck []string `json:"stuck,omitempty"`
+	// Asked are the operands the node asks for and the ClusterPolicy does
+	// not switch off, Missing among them: what a report with one line per
+	// check (JUnit) lists. The lab's JSON keeps its two keys.
 	Asked []string `json:"-"`
 }
 
-// OK reports whether nothing the node asks for is missing.
-func (a NodeAudit) OK() bool { return len(a.Missing) == 0 }
+// OK reports whether nothing the node asks for is missing or stuck.
+func (a NodeAudit) OK() bool { return len(a.Missing) == 0 && len(a.Stuck) == 0 }
 
 // Audit judges every node: each operand whose deploy label is "true" on the
-// node must have a present pod of its DaemonSet on that node.
+// node must have a present pod of its DaemonSet on that node, unless the
+// ClusterPolicy switches the operand off (then no node can run it).
 func Audit(s *snapshot.Snapshot, roster []operand.Operand) []NodeAudit {
 	pres := NewPresence(s.Pods)
 	nodes := SortedNodes(s)
@@ -96,7 +100,7 @@ func Audit(s *snapshot.Snapshot, roster []operand.Operand) []NodeAudit {
 	for _, n := range nodes {
 		a := NodeAudit{Node: n.Name, Missing: []string{}}
 		for _, o := range roster {
-			if !Asks(n.Labels, o) {
+			if o.Off != "" || !Asks(n.Labels, o) {
 				continue
 			}
 			a.Asked = append(a.Asked, o.Name)
@@ -141,7 +145,7 @@ func (e *NodeNotFoundError) Error() string { return fmt.Sprintf("node %q not fou
 
 // Order checks one node against the rules: a rule is broken when a pod of its
 // operand is present on the node and no pod of the operand it needs is, unless
-// the node's labels say the host provides the needed one.
+// the rule is excused there (the host provides the needed one).
 func Order(s *snapshot.Snapshot, node string, roster []operand.Operand, rules []operand.Rule) (OrderVerdict, error) {
 	i := slices.IndexFunc(s.Nodes, func(n snapshot.Node) bool { return n.Name == node })
 	if i < 0 {
@@ -195,7 +199,7 @@ func newOrderCheck(roster []operand.Operand, rules []operand.Rule) (orderCheck, 
 func (c orderCheck) judge(pres Presence, n snapshot.Node) OrderVerdict {
 	v := OrderVerdict{Node: n.Name, Findings: []string{}, Rules: c.rules}
 	for i, r := range c.rules {
-		if pres.On(n.Name, c.dep[i]) > 0 && pres.On(n.Name, c.need[i]) == 0 && !r.HostProvides(n.Labels) {
+		if pres.On(n.Name, c.dep[i]) > 0 && pres.On(n.Name, c.need[i]) == 0 && !r.Excused(n.Labels, c.need[i]) {
 			v.Findings = append(v.Findings, r.Finding)
 		}
 	}

@@ -29,6 +29,11 @@ type Operand struct {
 	Variants []string
 	Column   string // short column name in the matrix
 	Manifest string // file name under k8s/ where the rendered manifest is written; empty if gpuops does not render it
+	// Off says why the cluster's ClusterPolicy switches the operand off
+	// (empty when it does not): no node can run it, the operator renders no
+	// DaemonSet for it, yet its deploy label stays "true". Judges take it as
+	// provided by the hosts, not as missing.
+	Off string
 }
 
 // LabelKey is the node label whose value "true" asks for the operand on that node.
@@ -95,6 +100,16 @@ type Rule struct {
 func (r Rule) HostProvides(labels map[string]string) bool {
 	v, ok := labels[LabelPrefix+r.Needs]
 	return ok && slices.Contains(r.HostValues, v)
+}
+
+// Excused reports whether the rule cannot be broken on a node although its
+// needed operand (need, from the roster) has no pod there: the node's label
+// says the host provides it, or the ClusterPolicy switches it off, so the
+// hosts provide it. A helper's pause is no excuse: it pauses the dependent
+// operands at the same time, and one still running is the hazard the rule
+// is about.
+func (r Rule) Excused(labels map[string]string, need Operand) bool {
+	return r.HostProvides(labels) || need.Off != ""
 }
 
 // DeviceRule is the lab's order check: a device plugin advertises nvidia.com/gpu,

@@ -2,6 +2,7 @@ package operand_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gpuops/gpuops/pkg/operand"
@@ -38,7 +39,8 @@ func TestRulesFor(t *testing.T) {
 }
 
 func TestHostProvides(t *testing.T) {
-	r := operand.AllRules[len(operand.AllRules)-1]
+	i := slices.IndexFunc(operand.AllRules, func(r operand.Rule) bool { return r.Finding == "toolkit-without-driver" })
+	r := operand.AllRules[i]
 	key := operand.LabelPrefix + operand.Driver
 	for v, want := range map[string]bool{"false": true, "pre-installed": true, "true": false, "": false, "False": false, "paused-for-driver-upgrade": false} {
 		if got := r.HostProvides(map[string]string{key: v}); got != want {
@@ -57,5 +59,79 @@ func TestDaemonSets(t *testing.T) {
 	}
 	if !o.RunBy("c") || !o.RunBy("a") || o.RunBy("d") {
 		t.Error("RunBy must accept the DaemonSet and its variants only")
+	}
+}
+
+// Every rule, switch and pause names operands of the catalog, so no fact
+// about an operand can drift from its name.
+func TestCatalogNamesAreKnown(t *testing.T) {
+	known := func(name string) bool {
+		_, err := operand.Lookup(operand.Real, name)
+		return err == nil
+	}
+	for _, r := range operand.AllRules {
+		if !known(r.Operand) || !known(r.Needs) {
+			t.Errorf("rule %s names an operand outside the catalog", r.Finding)
+		}
+	}
+	for name := range operand.Switches {
+		if !known(name) {
+			t.Errorf("switch for unknown operand %q", name)
+		}
+	}
+	for _, p := range operand.Pauses {
+		for _, name := range p.Operands {
+			if !known(name) {
+				t.Errorf("%s pauses unknown operand %q", p.Value, name)
+			}
+		}
+	}
+	for _, key := range operand.LabelOnly {
+		if known(key) {
+			t.Errorf("label-only key %q is also an operand", key)
+		}
+	}
+	// Every operand of the ClusterPolicy stack has a switch but the validator
+	// (always on) and the DRA stack (a GPUCluster's).
+	for _, o := range operand.Real {
+		_, has := operand.Switches[o.Name]
+		free := o.Name == operand.OperatorValidator || strings.HasPrefix(o.Name, "dra-") || strings.HasSuffix(o.Name, "-dra")
+		if has == free {
+			t.Errorf("operand %s: switch %v", o.Name, has)
+		}
+	}
+}
+
+func TestPauseOf(t *testing.T) {
+	for value, want := range map[string]struct{ pause, restores string }{
+		"paused-for-driver-upgrade":               {"paused-for-driver-upgrade", "true"},
+		"pre-installed_paused-for-driver-upgrade": {"paused-for-driver-upgrade", "pre-installed"},
+		"paused-for-mig-change":                   {"paused-for-mig-change", "true"},
+		"paused-for-vgpu-change":                  {"paused-for-vgpu-change", "true"},
+		"x_paused-for-mig-change":                 {}, // the MIG manager never suffixes
+		"true":                                    {},
+		"":                                        {},
+		"Paused-for-driver-upgrade":               {},
+	} {
+		p, restores, ok := operand.PauseOf(value)
+		if ok != (want.pause != "") || p.Value != want.pause || restores != want.restores {
+			t.Errorf("PauseOf(%q) = %q, %q, %v; want %q, %q", value, p.Value, restores, ok, want.pause, want.restores)
+		}
+	}
+}
+
+func TestPaused(t *testing.T) {
+	for _, tc := range []struct {
+		key, value string
+		want       bool
+	}{
+		{operand.LabelPrefix + "device-plugin", "paused-for-mig-change", true},
+		{operand.LabelPrefix + "nvsm", "paused-for-driver-upgrade", true},
+		{operand.LabelPrefix + "driver", "pre-installed", false},
+		{"nvidia.com/mig.config.state", "paused-for-mig-change", false},
+	} {
+		if got := operand.Paused(tc.key, tc.value); got != tc.want {
+			t.Errorf("Paused(%q, %q) = %v", tc.key, tc.value, got)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/gpuops/gpuops/pkg/explain"
@@ -42,6 +43,13 @@ func (p Printer) Audit(w io.Writer, audits []judge.NodeAudit, why *explain.Repor
 			}
 			b.WriteByte('\n')
 		}
+		for _, op := range a.Stuck {
+			fmt.Fprintf(&b, "%s STUCK %s", a.Node, op)
+			if msg, ok := x.stuck[[2]string{a.Node, op}]; ok {
+				fmt.Fprintf(&b, " (%s)", msg)
+			}
+			b.WriteByte('\n')
+		}
 		for _, n := range x.notes[a.Node] {
 			fmt.Fprintf(&b, "%s %s %s (%s)\n", a.Node, n.status, n.subject, n.message)
 		}
@@ -50,17 +58,29 @@ func (p Printer) Audit(w io.Writer, audits []judge.NodeAudit, why *explain.Repor
 	return err
 }
 
-// auditTable has one row per node with its missing operands or, explained,
-// one row per finding: OK, MISSING with its reasons, UNEXPECTED, WARNING.
+// auditTable has one row per node with its missing (and, if any node has
+// them, stuck) operands or, explained, one row per finding: OK, MISSING with
+// its reasons, STUCK, UNEXPECTED, WARNING.
 func auditTable(audits []judge.NodeAudit, x whyIndex) table {
 	if x.report == nil {
 		t := table{header: []string{"NODE", "STATUS", "MISSING"}}
+		stuck := slices.ContainsFunc(audits, func(a judge.NodeAudit) bool { return len(a.Stuck) > 0 })
+		if stuck {
+			t.header = append(t.header, "STUCK")
+		}
 		for _, a := range audits {
 			status := cell{"OK", green}
-			if !a.OK() {
+			switch {
+			case len(a.Missing) > 0:
 				status = cell{"MISSING", red}
+			case len(a.Stuck) > 0:
+				status = cell{"STUCK", red}
 			}
-			t.rows = append(t.rows, []cell{{text: a.Node}, status, {text: strings.Join(a.Missing, ",")}})
+			row := []cell{{text: a.Node}, status, {text: strings.Join(a.Missing, ",")}}
+			if stuck {
+				row = append(row, cell{text: strings.Join(a.Stuck, ",")})
+			}
+			t.rows = append(t.rows, row)
 		}
 		return t
 	}
@@ -71,6 +91,9 @@ func auditTable(audits []judge.NodeAudit, x whyIndex) table {
 		}
 		for _, op := range a.Missing {
 			t.rows = append(t.rows, []cell{{text: a.Node}, {"MISSING", red}, {text: op}, {text: strings.Join(x.reasons(a.Node, op), "; ")}})
+		}
+		for _, op := range a.Stuck {
+			t.rows = append(t.rows, []cell{{text: a.Node}, {"STUCK", red}, {text: op}, {text: x.stuck[[2]string{a.Node, op}]}})
 		}
 		for _, n := range x.notes[a.Node] {
 			t.rows = append(t.rows, []cell{{text: a.Node}, {n.status, n.color}, {text: n.subject}, {text: n.message}})
@@ -84,13 +107,14 @@ func auditTable(audits []judge.NodeAudit, x whyIndex) table {
 type whyIndex struct {
 	report  *explain.Report
 	missing map[[2]string][]explain.Reason // by node and operand
+	stuck   map[[2]string]string           // why a pause is stuck, by node and operand
 	notes   map[string][]note              // UNEXPECTED, then WARNING lines, by node
 }
 
 type note struct{ status, color, subject, message string }
 
 func indexWhy(r *explain.Report) whyIndex {
-	x := whyIndex{report: r, missing: map[[2]string][]explain.Reason{}, notes: map[string][]note{}}
+	x := whyIndex{report: r, missing: map[[2]string][]explain.Reason{}, stuck: map[[2]string]string{}, notes: map[string][]note{}}
 	if r == nil {
 		return x
 	}
@@ -101,6 +125,10 @@ func indexWhy(r *explain.Report) whyIndex {
 		x.notes[u.Node] = append(x.notes[u.Node], note{"UNEXPECTED", red, u.Operand, u.Message})
 	}
 	for _, wa := range r.Warnings {
+		if wa.Stuck { // said once, as STUCK
+			x.stuck[[2]string{wa.Node, wa.Operand}] = wa.Message
+			continue
+		}
 		x.notes[wa.Node] = append(x.notes[wa.Node], note{"WARNING", faint, wa.Label, wa.Message})
 	}
 	return x

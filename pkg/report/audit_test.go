@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpuops/gpuops/pkg/explain"
+	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
@@ -68,5 +69,38 @@ func TestExplainedAuditJSON(t *testing.T) {
 	}
 	if len(got.Missing) != 2 || got.Missing[0].Reasons[0].Code != explain.NodeCordoned || got.Warnings[0].Value != "True" || got.Unexpected[0].Pod != "d" {
 		t.Errorf("explanations: %+v", got.Report)
+	}
+}
+
+// A stuck pause is one STUCK line or row with its reason, never a WARNING
+// too; the plain table gets a STUCK column only when a node has one.
+func TestAuditStuck(t *testing.T) {
+	stuck := []judge.NodeAudit{{Node: "n-1", Missing: []string{}, Stuck: []string{"device-plugin"}}, {Node: "n-2", Missing: []string{}}}
+	r := explain.Report{Warnings: []explain.Warning{
+		{Node: "n-1", Code: "paused-for-mig-change", Operand: "device-plugin", Label: "nvidia.com/gpu.deploy.device-plugin", Message: "paused 2h ago", Stuck: true},
+		{Node: "n-1", Code: "paused-for-mig-change", Operand: "gpu-feature-discovery", Label: "nvidia.com/gpu.deploy.gpu-feature-discovery", Message: "paused 1m ago"},
+	}}
+	for _, tc := range []struct {
+		f    report.Format
+		why  *explain.Report
+		want string
+	}{
+		{report.Text, nil, "n-1 STUCK device-plugin\nn-2 OK\n"},
+		{report.Table, nil, "NODE   STATUS   MISSING   STUCK\nn-1    STUCK              device-plugin\nn-2    OK\n"},
+		{report.Text, &r, "n-1 STUCK device-plugin (paused 2h ago)\n" +
+			"n-1 WARNING nvidia.com/gpu.deploy.gpu-feature-discovery (paused 1m ago)\n" +
+			"n-2 OK\n"},
+		{report.Table, &r, "NODE   STATUS    OPERAND                                       WHY\n" +
+			"n-1    STUCK     device-plugin                                 paused 2h ago\n" +
+			"n-1    WARNING   nvidia.com/gpu.deploy.gpu-feature-discovery   paused 1m ago\n" +
+			"n-2    OK\n"},
+	} {
+		var b bytes.Buffer
+		if err := (report.Printer{Format: tc.f}).Audit(&b, stuck, tc.why); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != tc.want {
+			t.Errorf("%s (explained %v):\n%s\nwant:\n%s", tc.f, tc.why != nil, b.String(), tc.want)
+		}
 	}
 }

@@ -150,7 +150,7 @@ func cellView(c summary.Cell, op string, findings []summary.Finding) htmlCell {
 	}
 	v.Title = op + ": " + s.String()
 	for _, f := range findings {
-		if f.Kind == summary.MissingFinding && f.Subject == op {
+		if f.Kind != summary.OrderFinding && f.Subject == op {
 			v.Title += " — " + messages(f.Reasons)
 		}
 	}

@@ -73,8 +73,9 @@ func writeJUnit(w io.Writer, command string, cases []junitCase) error {
 	return err
 }
 
-// auditJUnit has one case per node and operand it asks for; a MISSING one
-// fails with its reasons, one per line.
+// auditJUnit has one case per node and operand it asks for, a MISSING one
+// failing with its reasons, one per line; and a failing case per operand a
+// helper has paused there past --stuck-after.
 func auditJUnit(w io.Writer, audits []judge.NodeAudit, x whyIndex) error {
 	var cases []junitCase
 	for _, a := range audits {
@@ -84,6 +85,10 @@ func auditJUnit(w io.Writer, audits []judge.NodeAudit, x whyIndex) error {
 				c.Failure = &junitFailure{Type: "missing", Message: "MISSING " + op, Text: strings.Join(x.reasons(a.Node, op), "\n")}
 			}
 			cases = append(cases, c)
+		}
+		for _, op := range a.Stuck {
+			cases = append(cases, junitCase{Name: op, Classname: a.Node, Time: noTime,
+				Failure: &junitFailure{Type: "stuck", Message: "STUCK " + op, Text: x.stuck[[2]string{a.Node, op}]}})
 		}
 	}
 	return writeJUnit(w, "audit", cases)

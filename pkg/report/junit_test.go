@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/report"
@@ -152,5 +153,28 @@ func TestJUnitOnlyWhereAsked(t *testing.T) {
 	}
 	if f, err := report.ParseFormat("junit", report.JUnit); err != nil || f != report.JUnit {
 		t.Errorf("ParseFormat(junit, JUnit) = %q, %v", f, err)
+	}
+}
+
+// A helper's pause past --stuck-after is a failing case of its own, with
+// the pause's message; the paused operand is not asked for, so it has no
+// other case.
+func TestAuditJUnitStuck(t *testing.T) {
+	audits := []judge.NodeAudit{{Node: "n-1", Asked: []string{"driver"}, Missing: []string{}, Stuck: []string{"device-plugin"}}}
+	x := explain.Report{Warnings: []explain.Warning{{Node: "n-1", Operand: "device-plugin", Stuck: true, Message: "paused by mig-manager 2h ago"}}}
+	var b bytes.Buffer
+	if err := (report.Printer{Format: report.JUnit}).Audit(&b, audits, &x); err != nil {
+		t.Fatal(err)
+	}
+	if err := validateJUnit(t, b.Bytes()); err != nil {
+		t.Fatalf("invalid JUnit: %v\n%s", err, b.String())
+	}
+	d := parseJUnit(t, b.Bytes())
+	if d.Tests != 2 || d.Failures != 1 {
+		t.Fatalf("counts: %+v", d)
+	}
+	c := d.Suites[0].Cases[1]
+	if c.Name != "device-plugin" || c.Failure == nil || c.Failure.Type != "stuck" || c.Failure.Message != "STUCK device-plugin" || c.Failure.Text != "paused by mig-manager 2h ago" {
+		t.Errorf("stuck case %+v", c)
 	}
 }

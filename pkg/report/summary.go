@@ -12,7 +12,7 @@ import (
 
 // findingStatus is the word a finding is printed with, as audit prints
 // MISSING.
-var findingStatus = map[string]string{summary.MissingFinding: "MISSING", summary.OrderFinding: "ORDER"}
+var findingStatus = map[string]string{summary.MissingFinding: "MISSING", summary.StuckFinding: "STUCK", summary.OrderFinding: "ORDER"}
 
 // Summary prints the fleet grouped by its label: per group the node count
 // and, per operand, the count of each state and the broken start-up rules;

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gpuops/gpuops/pkg/daemonset"
 )
@@ -19,6 +20,14 @@ type Snapshot struct {
 	Nodes      []Node
 	Pods       []Pod
 	DaemonSets []DaemonSet
+	// Policy is the GPU Operator's ClusterPolicy, when there is one and it
+	// was read; NVIDIADrivers are its NVIDIADriver objects (nil when they
+	// were not read, empty when there are none).
+	Policy        *ClusterPolicy
+	NVIDIADrivers []NVIDIADriver
+	// Notes say what the reader skipped and why (a CRD that is not served,
+	// a list the user may not make), for --explain.
+	Notes []string
 }
 
 // Node is what a judge needs of a node.
@@ -28,6 +37,9 @@ type Node struct {
 	Taints        []corev1.Taint
 	Unschedulable bool
 	Ready         bool
+	// LabelChanges says who last wrote some of the labels, and when: only
+	// those the reader was asked to trace (a helper's pause), nil otherwise.
+	LabelChanges map[string]LabelChange
 }
 
 // Pod is what a judge needs of a pod.
@@ -63,6 +75,8 @@ func (p Pod) Present() bool { return p.Phase == corev1.PodRunning && !p.Deleting
 // DaemonSet is what a judge needs of a DaemonSet.
 type DaemonSet struct {
 	Name                   string
+	Labels                 map[string]string
+	Controller             string // the controlling owner as Kind.group (ClusterPolicy.nvidia.com); empty if none
 	NodeSelector           map[string]string
 	Affinity               *corev1.Affinity
 	Tolerations            []corev1.Toleration
@@ -132,12 +146,17 @@ func statusReason(st *corev1.PodStatus) string {
 
 // DaemonSetFrom converts an API DaemonSet.
 func DaemonSetFrom(d *appsv1.DaemonSet) DaemonSet {
-	return DaemonSet{
+	out := DaemonSet{
 		Name:                   d.Name,
+		Labels:                 d.Labels,
 		NodeSelector:           d.Spec.Template.Spec.NodeSelector,
 		Affinity:               d.Spec.Template.Spec.Affinity,
 		Tolerations:            d.Spec.Template.Spec.Tolerations,
 		HostNetwork:            d.Spec.Template.Spec.HostNetwork,
 		DesiredNumberScheduled: d.Status.DesiredNumberScheduled,
 	}
+	if ref := metav1.GetControllerOf(d); ref != nil {
+		out.Controller = ref.Kind + "." + schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind).Group
+	}
+	return out
 }

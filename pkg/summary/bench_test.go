@@ -19,13 +19,13 @@ func BenchmarkBuild(b *testing.B) {
 	b.Run("baseline-audit-explain", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			explain.Explain(s, operand.Lab, judge.Audit(s, operand.Lab))
+			explain.Explain(s, operand.Lab, judge.Audit(s, operand.Lab), explain.Clock{})
 		}
 	})
 	b.Run("summary", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := summary.Build(s, operand.Lab, rules, fleettest.GroupBy); err != nil {
+			if _, err := summary.Build(s, operand.Lab, rules, fleettest.GroupBy, explain.Clock{}); err != nil {
 				b.Fatal(err)
 			}
 		}

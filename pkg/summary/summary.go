@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/judge"
@@ -37,8 +36,8 @@ const (
 	Asked    State = iota // its deploy label is "true"
 	Running               // a pod of its DaemonSet is Running there
 	Missing               // asked and not running: what audit reports
-	Paused                // its deploy label is "paused-…" (a driver upgrade paused it)
-	Disabled              // its deploy label is "false", or the node's operands label is
+	Paused                // a helper paused its deploy label (operand.PauseOf)
+	Disabled              // the ClusterPolicy switches it off, its deploy label is "false", or the node's operands label is
 	numStates
 )
 
@@ -85,7 +84,7 @@ func (c Cell) Shown() (State, bool) {
 func cellOf(labels map[string]string, o operand.Operand, running bool) Cell {
 	var c Cell
 	v, labelled := labels[o.LabelKey()]
-	if judge.Asks(labels, o) {
+	if o.Off == "" && judge.Asks(labels, o) { // switched off: no node can run it
 		c.set(Asked)
 		if !running {
 			c.set(Missing)
@@ -94,10 +93,10 @@ func cellOf(labels map[string]string, o operand.Operand, running bool) Cell {
 	if running {
 		c.set(Running)
 	}
-	if labelled && strings.HasPrefix(v, "paused-") {
+	if _, _, paused := operand.PauseOf(v); labelled && paused {
 		c.set(Paused)
 	}
-	if (labelled && v == "false") || labels[operand.OperandsLabel] == "false" {
+	if o.Off != "" || (labelled && v == "false") || labels[operand.OperandsLabel] == "false" {
 		c.set(Disabled)
 	}
 	return c
@@ -167,11 +166,12 @@ type Group struct {
 const (
 	MissingFinding = "missing" // an operand the node asks for is not running: audit's MISSING
 	OrderFinding   = "order"   // a start-up rule is broken: order-check's finding
+	StuckFinding   = "stuck"   // a helper's pause lasts longer than allowed: audit's STUCK
 )
 
 // Finding is one thing wrong on a node, with why.
 type Finding struct {
-	Kind    string           `json:"kind"`    // MissingFinding or OrderFinding
+	Kind    string           `json:"kind"`    // MissingFinding, StuckFinding or OrderFinding
 	Subject string           `json:"subject"` // the operand, or the rule's finding
 	Reasons []explain.Reason `json:"reasons"`
 }
@@ -202,20 +202,27 @@ func (f Fleet) Findings() int {
 	return n
 }
 
-// Build judges the snapshot (audit, explain, every rule on every node) and
-// groups the verdicts by the value of the groupBy node label. The snapshot
-// should include the namespace's DaemonSets, or every missing operand reads
-// as having none.
-func Build(s *snapshot.Snapshot, roster []operand.Operand, rules []operand.Rule, groupBy string) (Fleet, error) {
+// Build judges the snapshot (audit with its stuck pauses as of the clock,
+// explain, every rule on every node) and groups the verdicts by the value of
+// the groupBy node label. The snapshot should include the namespace's
+// DaemonSets, or every missing operand reads as having none.
+func Build(s *snapshot.Snapshot, roster []operand.Operand, rules []operand.Rule, groupBy string, at explain.Clock) (Fleet, error) {
 	orders, err := judge.OrderAll(s, roster, rules)
 	if err != nil {
 		return Fleet{}, err
 	}
 	audits := judge.Audit(s, roster) // same nodes, same order as orders
-	why := explain.Explain(s, roster, audits)
+	judge.Stuck(audits, s, roster, at.Now, at.StuckAfter)
+	why := explain.Explain(s, roster, audits, at)
 	reasons := make(map[[2]string][]explain.Reason, len(why.Missing))
 	for _, m := range why.Missing {
 		reasons[[2]string{m.Node, m.Operand}] = m.Reasons
+	}
+	stuck := map[[2]string][]explain.Reason{}
+	for _, w := range why.Warnings {
+		if w.Stuck {
+			stuck[[2]string{w.Node, w.Operand}] = []explain.Reason{{Code: w.Code, Message: w.Message}}
+		}
 	}
 	pres := judge.NewPresence(s.Pods)
 	labels := make(map[string]map[string]string, len(s.Nodes))
@@ -246,6 +253,9 @@ func Build(s *snapshot.Snapshot, roster []operand.Operand, rules []operand.Rule,
 		}
 		for _, op := range a.Missing {
 			n.Findings = append(n.Findings, Finding{Kind: MissingFinding, Subject: op, Reasons: reasons[[2]string{a.Node, op}]})
+		}
+		for _, op := range a.Stuck {
+			n.Findings = append(n.Findings, Finding{Kind: StuckFinding, Subject: op, Reasons: stuck[[2]string{a.Node, op}]})
 		}
 		for j, r := range rules {
 			if slices.Contains(orders[i].Findings, r.Finding) {

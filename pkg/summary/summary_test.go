@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -70,7 +71,7 @@ func fleet() *snapshot.Snapshot {
 
 func build(t *testing.T) summary.Fleet {
 	t.Helper()
-	f, err := summary.Build(fleet(), operand.Lab, rules, product)
+	f, err := summary.Build(fleet(), operand.Lab, rules, product, explain.Clock{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestNodes(t *testing.T) {
 
 // --group-by any label; a label nobody has puts every node in NoGroup.
 func TestGroupByOtherLabel(t *testing.T) {
-	f, err := summary.Build(fleet(), operand.Lab, rules, "example.com/pool")
+	f, err := summary.Build(fleet(), operand.Lab, rules, "example.com/pool", explain.Clock{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,5 +201,47 @@ func TestCountsJSON(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`{"operand":"driver","counts":{"lost":1}}`), &back); err == nil {
 		t.Error("an unknown state decodes")
+	}
+}
+
+// An operand the ClusterPolicy switches off is disabled on every node and
+// never missing; a helper's pause older than the clock allows is a stuck
+// finding with the pause's message as reason, and suffixed pause values
+// count as paused.
+func TestSwitchedOffAndStuck(t *testing.T) {
+	s := fleet()
+	since := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range s.Nodes {
+		if s.Nodes[i].Name == "a100-10" {
+			s.Nodes[i].Labels[plugin.LabelKey()] = "false_paused-for-driver-upgrade"
+			s.Nodes[i].LabelChanges = map[string]snapshot.LabelChange{
+				driver.LabelKey(): {Manager: "k8s-driver-manager", Time: since},
+			}
+		}
+	}
+	roster := slices.Clone(operand.Lab)
+	roster[0].Off = "spec.driver.enabled is false"
+	f, err := summary.Build(s, roster, operand.RulesFor(roster, operand.AllRules), product, explain.Clock{Now: since.Add(time.Hour), StuckAfter: 30 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a100, h100 := f.Groups[0], f.Groups[1]
+	if got := counts(a100, "driver"); got != [5]int{0, 1, 0, 1, 3} {
+		t.Errorf("A100 driver: %v, want none missing, all three disabled", got)
+	}
+	if got := counts(a100, "device-plugin"); got[summary.Paused] != 1 {
+		t.Errorf("A100 device-plugin: %v, want one paused", got)
+	}
+	if got := counts(h100, "driver"); got[summary.Missing] != 0 {
+		t.Errorf("H100 driver: %v, want none missing", got)
+	}
+	var found []summary.Finding
+	for _, n := range f.Nodes {
+		if n.Name == "a100-10" {
+			found = n.Findings
+		}
+	}
+	if len(found) != 1 || found[0].Kind != summary.StuckFinding || found[0].Subject != "driver" || len(found[0].Reasons) != 1 || found[0].Reasons[0].Code != "paused-for-driver-upgrade" {
+		t.Errorf("a100-10 findings %+v, want driver stuck with the pause's reason (toolkit-without-driver excused: the driver is off)", found)
 	}
 }

@@ -28,6 +28,13 @@ type Options struct {
 	// Unpaged is the fastest: one request each, streamed and decoded item by
 	// item, so memory does not grow with the list either way.
 	PageSize int64
+	// Operator also reads the GPU Operator's ClusterPolicy and NVIDIADriver
+	// objects (see operator.go).
+	Operator bool
+	// Trace, when set, picks node labels whose last writer and time the
+	// snapshot keeps (Node.LabelChanges), read from managedFields: only the
+	// nodes with such a label pay for decoding them.
+	Trace func(key, value string) bool
 }
 
 // Snapshot takes a snapshot with one LIST call per page of objects, never one per
@@ -43,7 +50,16 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		err := readList(ctx, core, "nodes", "", metav1.ListOptions{LabelSelector: opts.NodeSelector, Limit: page},
-			nodeFields, &corev1.NodeList{}, func(n *corev1.Node) { s.Nodes = append(s.Nodes, snapshot.NodeFrom(n)) })
+			nodeFields, &corev1.NodeList{}, func(n *corev1.Node, whole []byte) error {
+				node := snapshot.NodeFrom(n)
+				if opts.Trace != nil {
+					if err := trace(&node, n, whole, opts.Trace); err != nil {
+						return fmt.Errorf("node %s: %w", node.Name, err)
+					}
+				}
+				s.Nodes = append(s.Nodes, node)
+				return nil
+			})
 		if err != nil {
 			return fmt.Errorf("list nodes: %w", err)
 		}
@@ -51,7 +67,7 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 	})
 	g.Go(func() error {
 		err := readList(ctx, core, "pods", namespace, metav1.ListOptions{Limit: page},
-			podFields, &corev1.PodList{}, func(p *corev1.Pod) { s.Pods = append(s.Pods, snapshot.PodFrom(p)) })
+			podFields, &corev1.PodList{}, func(p *corev1.Pod, _ []byte) error { s.Pods = append(s.Pods, snapshot.PodFrom(p)); return nil })
 		if err != nil {
 			return fmt.Errorf("list pods in namespace %s: %w", namespace, err)
 		}
@@ -69,6 +85,9 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 			return nil
 		})
 	}
+	if opts.Operator {
+		g.Go(func() error { return readOperator(ctx, c.Discovery().RESTClient(), s) })
+	}
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
@@ -83,10 +102,11 @@ type message[T any] interface {
 
 // readList GETs a list, page by page when opts.Limit is set, and calls add on
 // every item, in the server's order. A protobuf body is decoded item by item
-// as it streams in, trimmed to keep; any other (JSON) whole into a fresh copy
-// of the empty list, as a plain client would.
+// as it streams in, trimmed to keep, and add gets the item's whole bytes
+// too; any other (JSON) is decoded whole into a fresh copy of the empty
+// list, as a plain client would, and add gets nil bytes: the item is whole.
 func readList[T any, PT message[T]](ctx context.Context, rc rest.Interface, resource, namespace string,
-	opts metav1.ListOptions, keep fields, list runtime.Object, add func(*T)) error {
+	opts metav1.ListOptions, keep fields, list runtime.Object, add func(item *T, whole []byte) error) error {
 	var item T
 	for {
 		body, err := rc.Get().Namespace(namespace).Resource(resource).
@@ -97,13 +117,12 @@ func readList[T any, PT message[T]](ctx context.Context, rc rest.Interface, reso
 		r := bufio.NewReaderSize(body, 64<<10)
 		var next string
 		if magic, _ := r.Peek(len(protobufMagic)); bytes.Equal(magic, protobufMagic) {
-			next, err = eachListItem(r, keep, func(b []byte) error {
+			next, err = eachListItem(r, keep, func(b, whole []byte) error {
 				item = *new(T) // add may keep the previous item's maps and slices
 				if err := PT(&item).Unmarshal(b); err != nil {
 					return err
 				}
-				add(&item)
-				return nil
+				return add(&item, whole)
 			})
 		} else {
 			next, err = eachTypedItem(r, list.DeepCopyObject(), add)
@@ -119,7 +138,7 @@ func readList[T any, PT message[T]](ctx context.Context, rc rest.Interface, reso
 	}
 }
 
-func eachTypedItem[T any](r io.Reader, list runtime.Object, add func(*T)) (string, error) {
+func eachTypedItem[T any](r io.Reader, list runtime.Object, add func(*T, []byte) error) (string, error) {
 	body, err := io.ReadAll(r)
 	if err != nil {
 		return "", err
@@ -132,8 +151,7 @@ func eachTypedItem[T any](r io.Reader, list runtime.Object, add func(*T)) (strin
 		if !ok {
 			return fmt.Errorf("unexpected %T in list", o)
 		}
-		add(item)
-		return nil
+		return add(item, nil)
 	})
 	if err != nil {
 		return "", err

@@ -104,9 +104,9 @@ const maxItem = 64 << 20
 // eachListItem reads a protobuf list body as it streams in (a
 // runtime.Unknown whose raw field holds, say, a PodList: field 1 its
 // ListMeta, field 2 each item) and calls fn on each item's bytes, trimmed to
-// keep. Only one item is in memory at a time, however long the list. It
-// returns the list's continue token.
-func eachListItem(r *bufio.Reader, keep fields, fn func(item []byte) error) (string, error) {
+// keep, and whole (valid only during the call). Only one item is in memory
+// at a time, however long the list. It returns the list's continue token.
+func eachListItem(r *bufio.Reader, keep fields, fn func(trimmed, whole []byte) error) (string, error) {
 	magic, err := r.Peek(len(protobufMagic))
 	if err != nil || !bytes.Equal(magic, protobufMagic) {
 		return "", errors.New("not a protobuf body")
@@ -136,7 +136,7 @@ func eachListItem(r *bufio.Reader, keep fields, fn func(item []byte) error) (str
 			if trimmed, err = trim(trimmed[:0], item, keep); err != nil {
 				return fmt.Errorf("list item: %w", err)
 			}
-			return fn(trimmed)
+			return fn(trimmed, item)
 		})
 	})
 	if err != nil {
@@ -228,25 +228,29 @@ func truncated(err error) error {
 // (protobuf's rule for a repeated scalar field), or nil if it is absent.
 func field(msg []byte, want protowire.Number) ([]byte, error) {
 	var out []byte
+	err := eachField(msg, want, func(v []byte) error { out = v; return nil })
+	return out, err
+}
+
+// eachField calls fn with the bytes of every occurrence of a
+// length-delimited field of a message, in order.
+func eachField(msg []byte, want protowire.Number, fn func(v []byte) error) error {
 	for len(msg) > 0 {
 		num, typ, n := protowire.ConsumeTag(msg)
 		if n < 0 {
-			return nil, protowire.ParseError(n)
-		}
-		if num == want && typ == protowire.BytesType {
-			v, m := protowire.ConsumeBytes(msg[n:])
-			if m < 0 {
-				return nil, protowire.ParseError(m)
-			}
-			out = v
-			msg = msg[n+m:]
-			continue
+			return protowire.ParseError(n)
 		}
 		m := protowire.ConsumeFieldValue(num, typ, msg[n:])
 		if m < 0 {
-			return nil, protowire.ParseError(m)
+			return protowire.ParseError(m)
+		}
+		if num == want && typ == protowire.BytesType {
+			v, _ := protowire.ConsumeBytes(msg[n : n+m])
+			if err := fn(v); err != nil {
+				return err
+			}
 		}
 		msg = msg[n+m:]
 	}
-	return out, nil
+	return nil
 }

@@ -119,6 +119,12 @@ func podPage(tb testing.TB, n int, cont string) []byte {
 		p.Spec.NodeName = fmt.Sprintf("node-%d", i)
 		list.Items = append(list.Items, *p)
 	}
+	return protobufBody(tb, list)
+}
+
+// protobufBody encodes a core/v1 list as the API server sends it.
+func protobufBody(tb testing.TB, list runtime.Object) []byte {
+	tb.Helper()
 	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
 	if !ok {
 		tb.Fatal("no protobuf serializer")
@@ -135,7 +141,7 @@ func reader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b))
 func TestEachListItemReadsAPage(t *testing.T) {
 	body := podPage(t, 3, "next-page")
 	var pods []snapshot.Pod
-	cont, err := eachListItem(reader(body), podFields, func(b []byte) error {
+	cont, err := eachListItem(reader(body), podFields, func(b, _ []byte) error {
 		var p corev1.Pod
 		if err := p.Unmarshal(b); err != nil {
 			return err
@@ -156,7 +162,7 @@ func TestEachListItemReadsAPage(t *testing.T) {
 	if _, err := eachListItem(reader([]byte(`{"kind":"PodList"}`)), podFields, nil); err == nil {
 		t.Error("a JSON body must be refused")
 	}
-	if _, err := eachListItem(reader(body[:len(body)-7]), podFields, func([]byte) error { return nil }); err == nil {
+	if _, err := eachListItem(reader(body[:len(body)-7]), podFields, func(_, _ []byte) error { return nil }); err == nil {
 		t.Error("a truncated body must be refused")
 	}
 }
@@ -183,7 +189,7 @@ func BenchmarkDecodePodPage(b *testing.B) {
 		for b.Loop() {
 			var pods []snapshot.Pod
 			var p corev1.Pod
-			_, err := eachListItem(reader(body), podFields, func(item []byte) error {
+			_, err := eachListItem(reader(body), podFields, func(item, _ []byte) error {
 				p = corev1.Pod{}
 				if err := p.Unmarshal(item); err != nil {
 					return err
