@@ -57,6 +57,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			auditCommand(),
 			orderCheckCommand(),
 			matrixCommand(),
+			watchCommand(),
+			serveCommand(),
 			labCommand(),
 		},
 		// urfave prints usage errors itself; make them ours (one line, exit 2).

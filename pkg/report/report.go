@@ -32,12 +32,15 @@ const (
 var Formats = []Format{Text, JSON, YAML, Table}
 
 // ParseFormat validates a format name.
-func ParseFormat(s string) (Format, error) {
-	if f := Format(s); slices.Contains(Formats, f) {
+func ParseFormat(s string) (Format, error) { return ParseFormatOf(s, Formats) }
+
+// ParseFormatOf validates a format name against the formats a command offers.
+func ParseFormatOf(s string, formats []Format) (Format, error) {
+	if f := Format(s); slices.Contains(formats, f) {
 		return f, nil
 	}
-	names := make([]string, len(Formats))
-	for i, f := range Formats {
+	names := make([]string, len(formats))
+	for i, f := range formats {
 		names[i] = string(f)
 	}
 	return "", fmt.Errorf("unknown output format %q (want %s)", s, strings.Join(names, ", "))
@@ -76,6 +79,9 @@ func (p Printer) data(w io.Writer, v any) error {
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
 }
+
+// writeJSONLine writes v as one line of JSON (JSON Lines).
+func writeJSONLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
 
 // nonNil makes an empty list print as [] rather than null.
 func nonNil[T any](s []T) []T {
