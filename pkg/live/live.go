@@ -218,7 +218,7 @@ func (j *Judge) waitForSync(ctx context.Context) error {
 	return context.Cause(waitCtx)
 }
 
-func (j *Judge) nodeStore() cache.Store { return j.resources[0].informer.GetStore() }
+func (j *Judge) nodeStore() cache.Store  { return j.resources[0].informer.GetStore() }
 func (j *Judge) podIndex() cache.Indexer { return j.resources[1].informer.GetIndexer() }
 
 // refreshRoster reads the DaemonSets again and with them the operands and

@@ -80,7 +80,9 @@ func New(synced func() map[string]bool) *Exporter {
 }
 
 // WatchFailed counts a failed list or watch.
-func (e *Exporter) WatchFailed(resource string, _ error) { e.watchErrors.WithLabelValues(resource).Inc() }
+func (e *Exporter) WatchFailed(resource string, _ error) {
+	e.watchErrors.WithLabelValues(resource).Inc()
+}
 
 // Judged takes in a batch of the judge.
 func (e *Exporter) Judged(b verdict.Batch) {

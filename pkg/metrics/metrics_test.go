@@ -39,8 +39,8 @@ var (
 	all    = []string{"container-toolkit", "device-plugin"}
 	t0     = time.Unix(1_700_000_000, 0)
 
-	healthy  = node("a", all, []string{}, []string{}, []string{"toolkit", "device-plugin"})
-	broken   = node("b", all, []string{"container-toolkit"}, []string{"device-plugin-without-toolkit"}, []string{"device-plugin"},
+	healthy = node("a", all, []string{}, []string{}, []string{"toolkit", "device-plugin"})
+	broken  = node("b", all, []string{"container-toolkit"}, []string{"device-plugin-without-toolkit"}, []string{"device-plugin"},
 		explain.Reason{Code: explain.NodeCordoned}, explain.Reason{Code: explain.PodPending}, explain.Reason{Code: explain.PodPending})
 	repaired = node("b", all, []string{}, []string{}, []string{"toolkit", "device-plugin"})
 )

@@ -19,9 +19,9 @@ import (
 func node(name string, missing []string, findings []string, present ...string) *verdict.Verdict {
 	v := &verdict.Verdict{
 		Node: name, Asked: []string{"driver", "container-toolkit"},
-		Audit: judge.NodeAudit{Node: name, Missing: missing},
-		Order: judge.OrderVerdict{Node: name, Findings: findings},
-		Row:   judge.MatrixRow{Node: name, Present: map[string]bool{"driver": false, "toolkit": false, "device-plugin": false}},
+		Audit:   judge.NodeAudit{Node: name, Missing: missing},
+		Order:   judge.OrderVerdict{Node: name, Findings: findings},
+		Row:     judge.MatrixRow{Node: name, Present: map[string]bool{"driver": false, "toolkit": false, "device-plugin": false}},
 		Explain: explain.Report{Missing: []explain.Missing{}, Warnings: []explain.Warning{}, Unexpected: []explain.Unexpected{}},
 	}
 	for _, c := range present {
