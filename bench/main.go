@@ -37,6 +37,7 @@ type config struct {
 	keep    bool // leave the cluster running at the end
 	reuse   bool // measure a fleet an earlier -keep run left, without setup
 	up      bool // settle the fleet with `gpuops up` (and time it)
+	watcher bool // also measure gpuops serve (bench/watcher.go)
 	results string
 }
 
@@ -48,6 +49,7 @@ func main() {
 	flag.BoolVar(&cfg.keep, "keep", false, "leave the cluster running at the end")
 	flag.BoolVar(&cfg.reuse, "reuse", false, "measure the fleet a -keep run left (no setup, no `gpuops up` figure)")
 	flag.BoolVar(&cfg.up, "up", true, "label the nodes and apply the DaemonSets with `gpuops up`, timed (false: label the nodes at creation and apply the DaemonSets directly, quicker at 5,000 nodes)")
+	flag.BoolVar(&cfg.watcher, "watcher", true, "also measure `gpuops serve` against `gpuops audit` run back to back (CPU, memory, label change to verdict)")
 	flag.StringVar(&cfg.results, "results", "bench/RESULTS.md", "file the results are appended to (empty: none)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -145,6 +147,13 @@ func run(ctx context.Context, cfg config) (err error) {
 		results: results, setup: setup, notes: notes, load: [2]string{load, loadAverage()},
 	}
 	text := rep.markdown()
+	if cfg.watcher {
+		watcher, err := benchWatcher(ctx, root, cfg.cluster, client, env, bin("gpuops"), fleet, cfg.rounds)
+		if err != nil {
+			return err
+		}
+		text += watcher
+	}
 	fmt.Print(text)
 	if cfg.results != "" {
 		return appendResults(cfg.results, text)

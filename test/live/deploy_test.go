@@ -1,0 +1,118 @@
+package live_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuops/gpuops/internal/testcluster"
+	"github.com/gpuops/gpuops/pkg/kube"
+	"github.com/gpuops/gpuops/pkg/operand"
+)
+
+// prometheusOperator is the Prometheus Operator release whose CRDs
+// (ServiceMonitor, PrometheusRule) the manifests are checked against, read
+// from its source module.
+const prometheusOperator = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
+
+// moduleDir downloads a module (from the Go module proxy, like every other
+// pinned source here) and returns its folder.
+func moduleDir(t *testing.T, module string) string {
+	t.Helper()
+	cmd := exec.Command("go", "mod", "download", "-json", module)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go mod download %s: %v\n%s", module, err, out)
+	}
+	var m struct{ Dir string }
+	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
+		t.Fatalf("go mod download %s: %v %s", module, err, out)
+	}
+	return m.Dir
+}
+
+func kubectl(t *testing.T, env *testcluster.Env, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("kubectl", append([]string{"--kubeconfig", env.Kubeconfig}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// TestDeployManifests checks kustomize/deploy as a user applies it, in the
+// namespace it names: every overlay passes a server-side dry run on the real
+// control plane, the Prometheus Operator's objects against the Operator's
+// own CRDs (installed for the test); and the service account's rights are
+// enough for gpuops serve to judge and watch (it runs with that account's
+// token).
+func TestDeployManifests(t *testing.T) {
+	env := testcluster.New(t)
+	ns := kube.DefaultNamespace
+	ctx := context.Background()
+	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+
+	crds := filepath.Join(moduleDir(t, prometheusOperator), "example", "prometheus-operator-crd")
+	for _, kind := range []string{"servicemonitors", "prometheusrules"} {
+		kubectl(t, env, "apply", "--server-side", "-f", filepath.Join(crds, "monitoring.coreos.com_"+kind+".yaml"))
+		t.Cleanup(func() { kubectl(t, env, "delete", "crd", kind+".monitoring.coreos.com") })
+	}
+	kubectl(t, env, "wait", "--for", "condition=established", "--timeout", "60s",
+		"crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com")
+
+	for dir, want := range map[string][]string{
+		"kustomize/deploy": {"serviceaccount/gpuops-judge-serve", "clusterrole.rbac.authorization.k8s.io/gpuops-judge-serve",
+			"role.rbac.authorization.k8s.io/gpuops-judge-serve", "service/gpuops", "deployment.apps/gpuops"},
+		"kustomize/deploy/prometheus-operator": {"deployment.apps/gpuops", "servicemonitor.monitoring.coreos.com/gpuops", "prometheusrule.monitoring.coreos.com/gpuops"},
+		"kustomize/deploy/events":              {"deployment.apps/gpuops", "role.rbac.authorization.k8s.io/gpuops-events", "rolebinding.rbac.authorization.k8s.io/gpuops-events"},
+		"kustomize/deploy/alerts":              {"configmap/gpuops-alerts"},
+	} {
+		out := kubectl(t, env, "apply", "--server-side", "--dry-run=server", "-k", filepath.Join("..", "..", dir))
+		for _, w := range want {
+			if !strings.Contains(out, w+" serverside-applied (server dry run)") {
+				t.Errorf("%s: no %s in\n%s", dir, w, out)
+			}
+		}
+	}
+	events := kubectl(t, env, "kustomize", "../../kustomize/deploy/events")
+	if !strings.Contains(events, "- --events") || !strings.Contains(events, "namespace: default") {
+		t.Errorf("the events overlay does not pass --events or keeps its Role out of the default namespace:\n%s", events)
+	}
+
+	// The rights for real: serve with the service account's token.
+	kubectl(t, env, "apply", "--server-side", "-k", "../../kustomize/deploy/rbac")
+	t.Cleanup(func() { kubectl(t, env, "delete", "-k", "../../kustomize/deploy/rbac", "--ignore-not-found") })
+	token, err := env.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "gpuops-judge-serve", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range operand.Lab {
+		ds := testcluster.DaemonSet(ns, o.DaemonSet, map[string]string{o.LabelKey(): "true"}, "64Mi")
+		if _, err := env.Client.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	(&fleet{env: env}).gpuNode(t, "a")
+	srv := serve(t, "--kubeconfig", kubeconfig(t, env.RESTConfig.Host, token.Status.Token), "-n", ns,
+		"-l", testcluster.LabelTestID+"="+env.ID, "--discover", "--all-rules")
+	srv.waitFor(t, "the node judged with the service account's rights", func(m metrics) bool {
+		return m.has("gpuops_nodes", map[string]string{"state": "ok"})
+	})
+	if lines := srv.stderr.all(); len(lines) != 2 {
+		t.Errorf("serve with the service account's rights: stderr %q, want only the serving and ready lines", lines)
+	}
+}
