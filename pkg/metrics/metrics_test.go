@@ -2,6 +2,8 @@ package metrics_test
 
 import (
 	"errors"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -165,5 +167,32 @@ func TestHistogramCountsBatches(t *testing.T) {
 	h := family(t, e, "gpuops_judgement_duration_seconds").GetMetric()[0].GetHistogram()
 	if h.GetSampleCount() != 3 || h.GetSampleSum() != 0.003 {
 		t.Errorf("histogram count %d sum %v, want 3 and 0.003", h.GetSampleCount(), h.GetSampleSum())
+	}
+}
+
+// TestDocsListEveryMetric: the names are an API, written down in
+// docs/metrics.md.
+func TestDocsListEveryMetric(t *testing.T) {
+	docs, err := os.ReadFile("../../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan *prometheus.Desc, 100)
+	metrics.New(synced).Describe(ch)
+	close(ch)
+	name := regexp.MustCompile(`fqName: "([^"]+)"`)
+	n := 0
+	for d := range ch {
+		m := name.FindStringSubmatch(d.String())
+		if m == nil {
+			t.Fatalf("no name in %s", d)
+		}
+		n++
+		if !strings.Contains(string(docs), "| `"+m[1]+"` |") {
+			t.Errorf("docs/metrics.md has no row for %s", m[1])
+		}
+	}
+	if n != 10 {
+		t.Errorf("%d metrics described, want 10", n)
 	}
 }
