@@ -20,12 +20,14 @@ func watchCommand() *cli.Command {
 			"<operand>\" per missing operand) and its order lines (\"<node> ok\" or \"<node> <finding>\" per\n" +
 			"broken rule); then, as kubectl get -w does, the lines of each node whose verdict changes, and\n" +
 			"\"<node> DELETED\" for a node gone. Only the nodes an event touches are judged again.\n" +
-			"-o wide puts the time in front of each line, -o json prints one JSON object per change, -o table\n" +
-			"a node × operand table (redrawn in place on a terminal). Ctrl-C ends it with exit 0.",
+			"-o wide puts the time in front of each line, -o json prints one JSON object per change (-o yaml\n" +
+			"one YAML document), -o table a node × operand table (redrawn in place on a terminal). Ctrl-C\n" +
+			"ends it with exit 0.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{
 				Name: "output", Aliases: []string{"o"}, Value: string(report.Text),
-				Usage: "output format: text (audit and order-check lines), wide (text with a timestamp), json (JSON Lines), or table",
+				Usage: "output format: text (audit and order-check lines), wide (text with a timestamp), json (one object a line)\n" +
+					"or yaml (one document each), or table (redrawn in place on a terminal)",
 			},
 			selectorFlag(), explainFlag(), discoverFlag(), allRulesFlag(),
 		},
@@ -41,7 +43,7 @@ func watchCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			opts.Explain = c.Bool("explain") || f == report.JSON
+			opts.Explain = c.Bool("explain") || f.Data()
 			// A person waits: a cluster that does not answer is an error, as for audit.
 			opts.SyncTimeout = globalDuration(c, "request-timeout")
 			j, _, err := newLiveJudge(c, opts)

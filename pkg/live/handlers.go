@@ -20,7 +20,7 @@ func nodeEvents(mark func(...string)) cache.ResourceEventHandler {
 
 func podEvents(mark func(...string)) cache.ResourceEventHandler {
 	return handler(mark, func(p *stored[snapshot.Pod]) []string {
-		if n := nodeOf(p.Of); n != "" {
+		if n := p.Of.Placement(); n != "" {
 			return []string{n}
 		}
 		return nil

@@ -56,16 +56,9 @@ const nodeIndex = "node"
 
 func podNode(obj any) ([]string, error) {
 	if p, ok := obj.(*stored[snapshot.Pod]); ok {
-		if n := nodeOf(p.Of); n != "" {
+		if n := p.Of.Placement(); n != "" {
 			return []string{n}, nil
 		}
 	}
 	return nil, nil
-}
-
-func nodeOf(p snapshot.Pod) string {
-	if p.Node != "" {
-		return p.Node
-	}
-	return p.Target
 }

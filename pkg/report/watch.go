@@ -19,7 +19,7 @@ import (
 const Wide Format = "wide"
 
 // WatchFormats are the formats of gpuops watch, the default first.
-var WatchFormats = []Format{Text, Wide, JSON, Table}
+var WatchFormats = []Format{Text, Wide, JSON, YAML, Table}
 
 // Deleted is the status of a node that is gone (deleted, or no longer
 // selected), as kubectl names that watch event.
@@ -33,6 +33,7 @@ const Deleted = "DELETED"
 //	       with --explain's reasons; <node> DELETED for a node gone
 //	wide:  the same, each line after the time of its batch
 //	json:  one object per changed node and line, reasons included
+//	yaml:  the same objects, one YAML document each
 //	table: node × operand with STATUS and ORDER; on a terminal redrawn in
 //	       place, elsewhere a row per change under one header
 type Watch struct {
@@ -46,10 +47,10 @@ type Watch struct {
 }
 
 // Watch makes a printer of batches. Explain adds reasons to text lines;
-// JSON always has them. Redraw makes a table redraw itself in place (for a
+// JSON and YAML always have them. Redraw makes a table redraw itself in place (for a
 // terminal).
 func (p Printer) Watch(w io.Writer, explain, redraw bool) *Watch {
-	return &Watch{w: w, p: p, explain: explain || p.Format == JSON, redraw: redraw, nodes: map[string]*verdict.Verdict{}}
+	return &Watch{w: w, p: p, explain: explain || p.Format.Data(), redraw: redraw, nodes: map[string]*verdict.Verdict{}}
 }
 
 // Batch prints one batch.
@@ -62,6 +63,13 @@ func (x *Watch) Batch(b verdict.Batch) error {
 	case JSON:
 		for _, c := range b.Changes {
 			if err := writeJSONLine(&out, jsonChange(b.Time, c)); err != nil {
+				return err
+			}
+		}
+	case YAML:
+		for _, c := range b.Changes {
+			out.WriteString("---\n")
+			if err := x.p.data(&out, jsonChange(b.Time, c)); err != nil {
 				return err
 			}
 		}
@@ -94,12 +102,11 @@ func (x *Watch) lines(b *strings.Builder, c verdict.Change) {
 	a := c.After
 	if c.Before == nil || !slices.Equal(c.Before.Audit.Missing, a.Audit.Missing) ||
 		(x.explain && !reflect.DeepEqual(c.Before.Explain, a.Explain)) {
-		audits := []judge.NodeAudit{a.Audit}
+		var why *explain.Report
 		if x.explain {
-			_ = explain.WriteAudit(b, audits, a.Explain) // a strings.Builder does not fail
-		} else {
-			_ = judge.WriteAudit(b, audits)
+			why = &a.Explain
 		}
+		_ = Printer{Format: Text}.Audit(b, []judge.NodeAudit{a.Audit}, why) // a strings.Builder does not fail
 	}
 	if c.Before == nil || !slices.Equal(c.Before.Order.Findings, a.Order.Findings) {
 		if a.Order.OK() {
@@ -111,7 +118,7 @@ func (x *Watch) lines(b *strings.Builder, c verdict.Change) {
 	}
 }
 
-// watchLine is a change in JSON: the node's whole verdict after it.
+// watchLine is a change in JSON or YAML: the node's whole verdict after it.
 type watchLine struct {
 	Time     time.Time       `json:"time"`
 	Node     string          `json:"node"`

@@ -155,9 +155,17 @@ func TestWatchTableRedraws(t *testing.T) {
 	}
 }
 
+func TestWatchYAMLDocuments(t *testing.T) {
+	got := watch(t, report.Printer{Format: report.YAML}, false, repair)
+	docs := strings.Split(got, "---\n")
+	if len(docs) != 3 || docs[0] != "" || !strings.Contains(docs[1], "node: n-10\n") || !strings.Contains(docs[2], "deleted: true\n") {
+		t.Errorf("want two YAML documents, the fixed node and the deleted one:\n%s", got)
+	}
+}
+
 func TestWatchFormats(t *testing.T) {
-	if _, err := report.ParseFormatOf("yaml", report.WatchFormats); err == nil || err.Error() != `unknown output format "yaml" (want text, wide, json, table)` {
-		t.Errorf("ParseFormatOf(yaml) = %v", err)
+	if _, err := report.ParseFormatOf("csv", report.WatchFormats); err == nil || err.Error() != `unknown output format "csv" (want text, wide, json, yaml, table)` {
+		t.Errorf("ParseFormatOf(csv) = %v", err)
 	}
 	if _, err := report.ParseFormat("wide"); err == nil {
 		t.Error("the one-shot judges took -o wide")

@@ -74,7 +74,7 @@ func randomCluster(r *rand.Rand) *snapshot.Snapshot {
 func nodeSnapshot(s *snapshot.Snapshot, node snapshot.Node) *snapshot.Snapshot {
 	out := &snapshot.Snapshot{Namespace: s.Namespace, Nodes: []snapshot.Node{node}, DaemonSets: s.DaemonSets}
 	for _, p := range s.Pods {
-		if p.Node == node.Name || (p.Node == "" && p.Target == node.Name) {
+		if p.Placement() == node.Name {
 			out.Pods = append(out.Pods, p)
 		}
 	}

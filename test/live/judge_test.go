@@ -17,7 +17,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/live"
 	"github.com/gpuops/gpuops/pkg/operand"
-	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/snapshot/read"
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
@@ -82,7 +82,7 @@ func TestFirstVerdictIsTheOneShotVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s, err := snapshot.Read(context.Background(), f.env.Client, f.env.Namespace, snapshot.Options{NodeSelector: selector, DaemonSets: true})
+	s, err := read.Snapshot(context.Background(), f.env.Client, f.env.Namespace, read.Options{NodeSelector: selector, DaemonSets: true})
 	if err != nil {
 		t.Fatal(err)
 	}
