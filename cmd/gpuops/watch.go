@@ -46,8 +46,13 @@ func watchCommand() *cli.Command {
 			opts.Explain = c.Bool("explain") || f.Data()
 			// A person waits: a cluster that does not answer is an error, as for audit.
 			opts.SyncTimeout = globalDuration(c, "request-timeout")
-			j, _, err := newLiveJudge(c, opts)
+			j, cl, err := newLiveJudge(c, opts)
 			if err != nil {
+				return err
+			}
+			// The informers retry a refused connection quietly (the server may
+			// be restarting): ask once, so that a person hears it at once.
+			if _, err := cl.Kube.Discovery().ServerVersion(); err != nil {
 				return err
 			}
 			terminal := report.ColorFor(c.App.Writer)

@@ -98,7 +98,7 @@ func TestFirstVerdictIsTheOneShotVerdict(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var missing []explain.Missing
+		missing := []explain.Missing{}
 		for _, m := range why.Missing {
 			if m.Node == v.Node {
 				missing = append(missing, m)

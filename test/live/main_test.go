@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
@@ -34,6 +35,9 @@ import (
 
 func TestMain(m *testing.M) {
 	os.Unsetenv(testcluster.EnvKubeconfig) // never a shared cluster
+	// The in-process judge's informers log a watch cut short at its end.
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
 	testcluster.Main(m)
 }
 
