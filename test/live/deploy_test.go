@@ -101,13 +101,7 @@ func TestDeployManifests(t *testing.T) {
 		t.Errorf("the events overlay does not pass --events:\n%s", events)
 	}
 
-	// The rights for real: serve with the service account's token.
-	kubectl(t, env, "apply", "--server-side", "-k", "../../kustomize/deploy/rbac")
-	t.Cleanup(func() { kubectl(t, env, "delete", "-k", "../../kustomize/deploy/rbac", "--ignore-not-found") })
-	token, err := env.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "gpuops-judge-serve", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The rights for real: serve with a service account's token.
 	for _, o := range operand.Lab {
 		ds := testcluster.DaemonSet(ns, o.DaemonSet, map[string]string{o.LabelKey(): "true"}, "64Mi")
 		if _, err := env.Client.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -115,14 +109,38 @@ func TestDeployManifests(t *testing.T) {
 		}
 	}
 	(&fleet{env: env}).gpuNode(t, "a")
-	srv := serve(t, "--kubeconfig", kubeconfig(t, env.RESTConfig.Host, token.Status.Token), "-n", ns,
-		"-l", testcluster.LabelTestID+"="+env.ID, "--discover", "--all-rules")
-	srv.waitFor(t, "the node judged with the service account's rights", func(m metrics) bool {
-		return m.has("gpuops_nodes", map[string]string{"state": "ok"})
+	judged := func(m metrics) bool { return m.has("gpuops_nodes", map[string]string{"state": "ok"}) }
+
+	// The judges' rights alone (list, no watch): the first verdict comes
+	// from plain LISTs, and then every watch fails, is retried and counted,
+	// which is what GpuopsWatchFailing fires on.
+	srv := serveAs(t, env, "../../kustomize/rbac/judge", "gpuops-judge")
+	srv.waitFor(t, "the node judged and the failed watches counted", func(m metrics) bool {
+		failed, _ := m.value("gpuops_watch_errors_total", map[string]string{"resource": "pods"})
+		return judged(m) && failed > 0
 	})
+	srv.stderr.expect(t, `pods: .*forbidden.*; retrying`)
+
+	// The base's rights: judged and watched, not one error.
+	srv = serveAs(t, env, "../../kustomize/deploy/rbac", "gpuops-judge-serve")
+	srv.waitFor(t, "the node judged with the base's rights", judged)
 	if lines := srv.stderr.all(); len(lines) != 2 {
-		t.Errorf("serve with the service account's rights: stderr %q, want only the serving and ready lines", lines)
+		t.Errorf("serve with the base's rights: stderr %q, want only the serving and ready lines", lines)
 	}
+}
+
+// serveAs applies a kustomization of rights for real and runs gpuops serve
+// with a token of its service account, on the test's nodes.
+func serveAs(t *testing.T, env *testcluster.Env, rbac, account string) *server {
+	t.Helper()
+	kubectl(t, env, "apply", "--server-side", "-k", rbac)
+	t.Cleanup(func() { kubectl(t, env, "delete", "-k", rbac, "--ignore-not-found") })
+	token, err := env.Client.CoreV1().ServiceAccounts(kube.DefaultNamespace).CreateToken(context.Background(), account, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serve(t, "--kubeconfig", kubeconfig(t, env.RESTConfig.Host, token.Status.Token), "-n", kube.DefaultNamespace,
+		"-l", testcluster.LabelTestID+"="+env.ID, "--discover", "--all-rules")
 }
 
 // dryRun applies a kustomization with a server-side dry run and lists what
