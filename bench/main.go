@@ -38,6 +38,7 @@ type config struct {
 	reuse   bool // measure a fleet an earlier -keep run left, without setup
 	up      bool // settle the fleet with `gpuops up` (and time it)
 	upRuns  int  // rounds of `gpuops up` against its floor (with up)
+	watcher bool // also measure gpuops serve (bench/watcher.go)
 	results string
 }
 
@@ -50,6 +51,7 @@ func main() {
 	flag.BoolVar(&cfg.reuse, "reuse", false, "measure the fleet a -keep run left (no setup, no `gpuops up` figure)")
 	flag.BoolVar(&cfg.up, "up", true, "label the nodes and apply the DaemonSets with `gpuops up`, timed (false: label the nodes at creation and apply the DaemonSets directly, quicker at 5,000 nodes)")
 	flag.IntVar(&cfg.upRuns, "up-rounds", 0, "with -up: time `gpuops up` against its floor (the DaemonSets applied with kubectl to labelled nodes, until ready) in this many interleaved rounds")
+	flag.BoolVar(&cfg.watcher, "watcher", true, "also measure `gpuops serve` against `gpuops audit` run back to back (CPU, memory, label change to verdict)")
 	flag.StringVar(&cfg.results, "results", "bench/RESULTS.md", "file the results are appended to (empty: none)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -148,6 +150,13 @@ func run(ctx context.Context, cfg config) (err error) {
 		results: results, setup: setup, notes: notes, load: [2]string{load, loadAverage()}, up: ups,
 	}
 	text := rep.markdown()
+	if cfg.watcher {
+		watcher, err := benchWatcher(ctx, root, cfg.cluster, client, env, bin("gpuops"), fleet, cfg.rounds)
+		if err != nil {
+			return err
+		}
+		text += watcher
+	}
 	fmt.Print(text)
 	if cfg.results != "" {
 		return appendResults(cfg.results, text)

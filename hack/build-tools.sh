@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the offline lab control plane from pinned Go source modules into
 # .lab/bin (git-ignored): etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl, kwok, kwokctl.
+# kube-scheduler, kubectl, kwok, kwokctl; and prometheus and promtool, for the
+# tests of gpuops serve's alerts.
 #
 # Each tools module under hack/tools/ is built only when its inputs changed
 # (go.mod, go.sum, tools.go, the build arguments, the Go version) or a binary
@@ -143,3 +144,9 @@ if [[ ! -s "$stages" || "$BIN/.stamp-kwok" -nt "$stages" ]]; then
 	done >"$stages.tmp"
 	mv "$stages.tmp" "$stages"
 fi
+# Without service discovery (tag remove_all_sd: no cloud SDKs) and without
+# the web UI's assets: the tests need only static targets and the HTTP API.
+build prometheus "prometheus promtool" -- \
+	-tags remove_all_sd -ldflags "-s -w -X github.com/prometheus/common/version.Version=3.16.0" -o "$BIN/" \
+	github.com/prometheus/prometheus/cmd/prometheus \
+	github.com/prometheus/prometheus/cmd/promtool

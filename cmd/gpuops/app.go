@@ -95,6 +95,8 @@ func newApp(name string, stdout, stderr io.Writer) *cli.App {
 			matrixCommand(),
 			summaryCommand(),
 			reportCommand(),
+			watchCommand(),
+			serveCommand(),
 			labCommand(),
 			versionCommand(),
 			completionCommand(strings.ReplaceAll(name, " ", "-")),

@@ -75,16 +75,33 @@ func Connect(f *Flags) (*Clients, error) {
 	cfg.Timeout = timeout
 	// gpuops makes few, large requests; lift client-side throttling.
 	cfg.QPS, cfg.Burst = 100, 200
-	// The built-in types travel as protobuf: several times faster to encode on
-	// the server and to decode here than JSON, and smaller on the wire.
-	pb := rest.CopyConfig(cfg)
-	pb.ContentType = runtime.ContentTypeProtobuf
-	pb.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	cs, err := kubernetes.NewForConfig(pb)
+	cs, err := kubernetes.NewForConfig(protobuf(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
 	return &Clients{Config: cfg, Kube: cs}, nil
+}
+
+// protobuf makes the built-in types travel as protobuf: several times faster
+// to encode on the server and to decode here than JSON, and smaller on the
+// wire.
+func protobuf(cfg *rest.Config) *rest.Config {
+	pb := rest.CopyConfig(cfg)
+	pb.ContentType = runtime.ContentTypeProtobuf
+	pb.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return pb
+}
+
+// ForWatching is Kube without the per-request timeout, which would cut
+// every long watch short; informers bound their watches themselves.
+func (c *Clients) ForWatching() (kubernetes.Interface, error) {
+	cfg := protobuf(c.Config)
+	cfg.Timeout = 0
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return cs, nil
 }
 
 // checkConfigured refuses a connection that names no cluster (an empty

@@ -86,6 +86,9 @@ func (p Printer) data(w io.Writer, v any) error {
 	return err
 }
 
+// writeJSONLine writes v as one line of JSON (JSON Lines).
+func writeJSONLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
+
 // nonNil makes an empty list print as [] rather than null.
 func nonNil[T any](s []T) []T {
 	if s == nil {

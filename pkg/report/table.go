@@ -31,15 +31,29 @@ type table struct {
 const gap = 3
 
 func (t table) write(w io.Writer, color bool) error {
+	return t.writeAligned(w, color, t.widths(nil), true)
+}
+
+// widths are the columns' widths: the widest cell of each, at least atLeast.
+func (t table) widths(atLeast []int) []int {
 	widths := make([]int, len(t.header))
 	for i, h := range t.header {
 		widths[i] = utf8.RuneCountInString(h)
+		if i < len(atLeast) {
+			widths[i] = max(widths[i], atLeast[i])
+		}
 	}
 	for _, r := range t.rows {
 		for i, c := range r {
 			widths[i] = max(widths[i], utf8.RuneCountInString(c.text))
 		}
 	}
+	return widths
+}
+
+// writeAligned writes the rows, and the header if asked, in columns of the
+// given widths.
+func (t table) writeAligned(w io.Writer, color bool, widths []int, header bool) error {
 	var b strings.Builder
 	line := func(cells []cell) {
 		var l strings.Builder
@@ -49,16 +63,18 @@ func (t table) write(w io.Writer, color bool) error {
 			} else {
 				l.WriteString(c.text)
 			}
-			l.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c.text)+gap))
+			l.WriteString(strings.Repeat(" ", max(widths[i]-utf8.RuneCountInString(c.text), 0)+gap))
 		}
 		// An empty last cell would leave padding at the end of the line.
 		b.WriteString(strings.TrimRight(l.String(), " ") + "\n")
 	}
-	head := make([]cell, len(t.header))
-	for i, h := range t.header {
-		head[i] = cell{text: h}
+	if header {
+		head := make([]cell, len(t.header))
+		for i, h := range t.header {
+			head[i] = cell{text: h}
+		}
+		line(head)
 	}
-	line(head)
 	for _, r := range t.rows {
 		line(r)
 	}

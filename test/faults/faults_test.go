@@ -3,15 +3,12 @@
 // failure must be one error line and exit 2 with out/ as it was; up run
 // again (or the same up, when the server comes back in time) must converge.
 //
-// The server is stopped with SIGSTOP and started again with SIGCONT: it
-// keeps its port and its state and answers nothing meanwhile, like a server
-// that hangs or a network that drops. (kwokctl stop/start cluster was tried
+// The server is stopped with SIGSTOP and started again with SIGCONT
+// (testcluster.APIServer). (kwokctl stop/start cluster was tried
 // first and is unfit: KWOK v0.8 never again starts pods on nodes it managed
 // before the restart, as their node leases name the stopped KWOK; and a
 // stopped cluster's ports go to the next cluster created outside this
-// workdir.) Pauses stay short of the 10 s leader-election renew deadline of
-// the controller manager and the scheduler. A server that refuses
-// connections is test/realcluster's case.
+// workdir.) A server that refuses connections is test/realcluster's case.
 //
 // Stopping the server would break any other package sharing the cluster, so
 // this package always runs on a cluster of its own, which the harness starts
@@ -28,7 +25,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -47,42 +43,6 @@ func TestMain(m *testing.M) {
 	os.Unsetenv(testcluster.EnvKubeconfig) // never a shared cluster
 	testcluster.Main(m)
 }
-
-// apiServer is the kube-apiserver process of the harness's cluster.
-type apiServer struct{ pid int }
-
-// ownAPIServer finds the API server of the cluster behind env from its
-// kubeconfig, <repo>/.lab/kubeconfig-<name> (hack/cluster.sh), and kwokctl's
-// pid file of the cluster. It is resumed when the test ends, whatever happens.
-func ownAPIServer(t *testing.T, env *testcluster.Env) *apiServer {
-	t.Helper()
-	dir, base := filepath.Split(env.Kubeconfig)
-	name, ok := strings.CutPrefix(base, "kubeconfig-")
-	if !ok || filepath.Base(dir) != ".lab" {
-		t.Fatalf("kubeconfig %s is not one of hack/cluster.sh's dedicated clusters", env.Kubeconfig)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "clusters", "clusters", name, "pids", "kube-apiserver.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &apiServer{pid: pid}
-	t.Cleanup(func() { s.resume(t) })
-	return s
-}
-
-func (s *apiServer) signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	if err := syscall.Kill(s.pid, sig); err != nil {
-		t.Fatalf("signal %v to kube-apiserver %d: %v", sig, s.pid, err)
-	}
-}
-
-func (s *apiServer) stop(t *testing.T)   { t.Helper(); s.signal(t, syscall.SIGSTOP) }
-func (s *apiServer) resume(t *testing.T) { t.Helper(); s.signal(t, syscall.SIGCONT) }
 
 // starved makes a node too small for any operand pod: they stay Pending
 // there and up keeps waiting until the node is fed.
@@ -235,7 +195,7 @@ func outFiles(t *testing.T, dir string) map[string]string {
 
 func TestAPIServerStoppedBeforeCommands(t *testing.T) {
 	env := testcluster.New(t)
-	server := ownAPIServer(t, env)
+	server := testcluster.OwnAPIServer(t, env)
 	node := env.NodeName("gpu")
 	env.AddNode(t, node, nil)
 	spec := labSpec(t, env, node)
@@ -248,12 +208,12 @@ func TestAPIServerStoppedBeforeCommands(t *testing.T) {
 	}
 	results := make([]gpuopstest.Result, len(commands))
 	var wg sync.WaitGroup
-	server.stop(t)
+	server.Stop(t)
 	for i, args := range commands { // at once: the pause stays short
 		wg.Go(func() { results[i] = gpuopstest.Run(t, nil, bin, append(global, args...)...) })
 	}
 	wg.Wait()
-	server.resume(t)
+	server.Resume(t)
 	for i, r := range results {
 		oneErrorLast(t, r.Code, strings.Split(strings.TrimSuffix(r.Stderr, "\n"), "\n"), "")
 		if r.Stdout != "" || !strings.Contains(r.Stderr, "Timeout") && !strings.Contains(r.Stderr, "deadline exceeded") {
@@ -290,7 +250,7 @@ func nvidiaLabels(l map[string]string) map[string]string {
 
 func TestAPIServerStoppedDuringUp(t *testing.T) {
 	env := testcluster.New(t)
-	server := ownAPIServer(t, env)
+	server := testcluster.OwnAPIServer(t, env)
 	first := env.NodeName("first")
 	env.AddNode(t, first, nil, starved())
 	work := t.TempDir()
@@ -301,9 +261,9 @@ func TestAPIServerStoppedDuringUp(t *testing.T) {
 	// and finishes once the node can take its pods.
 	up := startGpuops(t, append(global, "up", "--lab", labSpec(t, env, first), "--workdir", work, "--timeout", "2m")...)
 	up.waitFor(t, "nvidia-driver-daemonset 0/1 ready")
-	server.stop(t)
+	server.Stop(t)
 	time.Sleep(5 * time.Second)
-	server.resume(t)
+	server.Resume(t)
 	feed(t, env, first)
 	code, stderr := up.exit(t)
 	for _, l := range stderr {
@@ -324,9 +284,9 @@ func TestAPIServerStoppedDuringUp(t *testing.T) {
 	spec := labSpec(t, env, first, second)
 	up = startGpuops(t, append(global, "up", "--lab", spec, "--workdir", work, "--timeout", "4s")...)
 	up.waitFor(t, "nvidia-driver-daemonset 1/2 ready")
-	server.stop(t)
+	server.Stop(t)
 	code, stderr = up.exit(t)
-	server.resume(t)
+	server.Resume(t)
 	oneErrorLast(t, code, stderr, "not settled after 4s")
 	if got := outFiles(t, work); !reflect.DeepEqual(got, done) {
 		t.Errorf("out/ after the failed up: %q, want it untouched: %q", got, done)

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/gpuops/gpuops/pkg/live"
+	"github.com/gpuops/gpuops/pkg/metrics"
+	"github.com/gpuops/gpuops/pkg/verdict"
+)
+
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "keep the verdict live and export it: Prometheus /metrics, /healthz, /readyz",
+		Description: "Watches nodes, the namespace's pods and DaemonSets, judges as audit --explain, order-check and\n" +
+			"matrix do (every node once, then only the nodes an event touches) and serves the findings as\n" +
+			"Prometheus metrics (gpuops_operand_missing, gpuops_order_violation, ...; see docs/metrics.md).\n" +
+			"/readyz answers 503 until the first full verdict. In a pod it uses the pod's service account.\n" +
+			"It runs until SIGTERM or Ctrl-C (exit 0); a failed watch is retried and logged on stderr.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "listen", Value: metrics.DefaultAddress, Usage: "address to serve HTTP on, host:port"},
+			selectorFlag(), discoverFlag(), allRulesFlag(),
+			&cli.BoolFlag{Name: "events", Usage: "record a Kubernetes Event on the node when a finding starts and when it ends\n" +
+				"(needs create and patch on events in the default namespace)"},
+		},
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			opts, err := liveOptions(c)
+			if err != nil {
+				return err
+			}
+			opts.Explain = true // the reasons are metrics too
+			j, cl, err := newLiveJudge(c, opts, false)
+			if err != nil {
+				return err
+			}
+			if c.Bool("events") {
+				live.RecordEvents(c.Context, j, cl.Kube)
+			}
+			ln, err := net.Listen("tcp", c.String("listen"))
+			if err != nil {
+				return err
+			}
+			stderr := c.App.ErrWriter
+			fmt.Fprintf(stderr, "serving http://%s/metrics\n", ln.Addr())
+			j.Observe(live.Hooks{
+				Judged: func(b verdict.Batch) {
+					if b.Initial {
+						fmt.Fprintf(stderr, "ready: %d nodes judged in %s\n", b.Judged, b.Took)
+					}
+				},
+				WatchFailed: func(resource string, err error) {
+					fmt.Fprintf(stderr, "%s: %s; retrying\n", resource, oneLine(err))
+				},
+			})
+			return metrics.Serve(c.Context, ln, j)
+		},
+	}
+}

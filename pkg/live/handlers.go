@@ -1,0 +1,95 @@
+package live
+
+import (
+	"reflect"
+	"sync"
+
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/gpuops/gpuops/pkg/snapshot"
+)
+
+// The event handlers mark the nodes an event touches. Objects from the
+// initial list are left to the first batch, which judges every node; an
+// update that leaves the trimmed object as it was (a heartbeat, a status
+// field no judge reads) marks nothing.
+
+func nodeEvents(mark func(...string)) cache.ResourceEventHandler {
+	return handler(mark, func(n *stored[snapshot.Node]) []string { return []string{n.Name} })
+}
+
+func podEvents(mark func(...string)) cache.ResourceEventHandler {
+	return handler(mark, func(p *stored[snapshot.Pod]) []string {
+		if n := p.Of.Placement(); n != "" {
+			return []string{n}
+		}
+		return nil
+	})
+}
+
+func daemonSetEvents(mark func(...string)) cache.ResourceEventHandler {
+	return handler(mark, func(*stored[snapshot.DaemonSet]) []string { return []string{daemonSetsChanged} })
+}
+
+// handler marks the nodes of the object before and after each event.
+func handler[T any](mark func(...string), nodes func(*stored[T]) []string) cache.ResourceEventHandler {
+	of := func(obj any) []string {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if s, ok := obj.(*stored[T]); ok {
+			return nodes(s)
+		}
+		return nil
+	}
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			if !initial {
+				mark(of(obj)...)
+			}
+		},
+		UpdateFunc: func(old, cur any) {
+			o, n := old.(*stored[T]), cur.(*stored[T])
+			if !reflect.DeepEqual(o.Of, n.Of) {
+				mark(append(of(old), of(cur)...)...)
+			}
+		},
+		DeleteFunc: func(obj any) { mark(of(obj)...) },
+	}
+}
+
+// dirtySet collects the names of nodes to judge again; ready has a value
+// while it is not empty, so a burst of events makes one batch.
+type dirtySet struct {
+	mu    sync.Mutex
+	names map[string]struct{}
+	ready chan struct{}
+}
+
+func newDirtySet() *dirtySet {
+	return &dirtySet{names: map[string]struct{}{}, ready: make(chan struct{}, 1)}
+}
+
+func (d *dirtySet) add(names ...string) {
+	if len(names) == 0 {
+		return
+	}
+	d.mu.Lock()
+	for _, n := range names {
+		d.names[n] = struct{}{}
+	}
+	d.mu.Unlock()
+	select {
+	case d.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take empties the set and returns what it held.
+func (d *dirtySet) take() map[string]struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := d.names
+	d.names = map[string]struct{}{}
+	return out
+}

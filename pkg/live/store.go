@@ -1,0 +1,64 @@
+package live
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuops/gpuops/pkg/snapshot"
+)
+
+// stored is what an informer keeps of an object: the model's trimmed view
+// (what the judges read) and the metadata its store keys and versions it by.
+// A whole pod costs kilobytes; a stored one about a hundred bytes.
+type stored[T any] struct {
+	metav1.ObjectMeta
+	Of T
+}
+
+func keep(m metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, ResourceVersion: m.ResourceVersion}
+}
+
+// The transforms trim each object as it arrives, before it is stored or
+// handed to a handler. Anything else (a tombstone, an object trimmed
+// already) passes unchanged, which keeps them idempotent as client-go asks.
+
+func trimNode(obj any) (any, error) {
+	if n, ok := obj.(*corev1.Node); ok {
+		return &stored[snapshot.Node]{keep(n.ObjectMeta), snapshot.NodeFrom(n)}, nil
+	}
+	return obj, nil
+}
+
+func trimPod(obj any) (any, error) {
+	if p, ok := obj.(*corev1.Pod); ok {
+		return &stored[snapshot.Pod]{keep(p.ObjectMeta), snapshot.PodFrom(p)}, nil
+	}
+	return obj, nil
+}
+
+func trimDaemonSet(obj any) (any, error) {
+	if d, ok := obj.(*appsv1.DaemonSet); ok {
+		ds := snapshot.DaemonSetFrom(d)
+		// Status changes on every pod a DaemonSet makes or loses, and no
+		// live judge reads it: left out, those updates compare equal.
+		ds.DesiredNumberScheduled = 0
+		return &stored[snapshot.DaemonSet]{keep(d.ObjectMeta), ds}, nil
+	}
+	return obj, nil
+}
+
+// nodeIndex indexes pods by the node they are on, or, before they are
+// scheduled, the node their DaemonSet made them for: the pods a node's
+// verdict reads.
+const nodeIndex = "node"
+
+func podNode(obj any) ([]string, error) {
+	if p, ok := obj.(*stored[snapshot.Pod]); ok {
+		if n := p.Of.Placement(); n != "" {
+			return []string{n}, nil
+		}
+	}
+	return nil, nil
+}

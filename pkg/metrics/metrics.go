@@ -1,0 +1,193 @@
+// Package metrics exports the live verdict as Prometheus metrics. Series
+// exist per finding (an operand missing on a node, a rule broken on a node),
+// never per node × operand, so their number follows the trouble, not the
+// fleet; the rest are counts per operand and per node state. The names are an
+// API: docs/metrics.md lists them, and the shipped alerts use them.
+package metrics
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/verdict"
+)
+
+// Exporter is a prometheus.Collector of one live judge's verdict.
+type Exporter struct {
+	synced func() map[string]bool
+
+	mu         sync.Mutex
+	verdicts   map[string]*verdict.Verdict
+	roster     []operand.Operand
+	rules      []operand.Rule
+	lastChange time.Time
+
+	duration    prometheus.Histogram
+	watchErrors *prometheus.CounterVec
+}
+
+var (
+	missingDesc = prometheus.NewDesc("gpuops_operand_missing",
+		"1 while an operand that the node's deploy label asks for has no Running pod there.",
+		[]string{"node", "operand"}, nil)
+	reasonDesc = prometheus.NewDesc("gpuops_operand_missing_reason",
+		"1 for each reason why an operand is missing on a node (the codes of gpuops audit --explain).",
+		[]string{"node", "operand", "reason"}, nil)
+	violationDesc = prometheus.NewDesc("gpuops_order_violation",
+		"1 while a node runs an operand without the one it needs (a rule of the start-up order is broken).",
+		[]string{"node", "rule", "operand", "needs"}, nil)
+	nodesDesc = prometheus.NewDesc("gpuops_nodes",
+		"Nodes judged, by state: ok, or finding (an operand missing or a rule broken).",
+		[]string{"state"}, nil)
+	desiredDesc = prometheus.NewDesc("gpuops_operand_desired_nodes",
+		"Nodes whose deploy label asks for the operand (value exactly \"true\").",
+		[]string{"operand"}, nil)
+	runningDesc = prometheus.NewDesc("gpuops_operand_running_nodes",
+		"Nodes with a Running pod of the operand.",
+		[]string{"operand"}, nil)
+	lastChangeDesc = prometheus.NewDesc("gpuops_last_change_timestamp_seconds",
+		"When a finding last started or ended on any node (the first verdict counts), in Unix seconds.",
+		nil, nil)
+	syncedDesc = prometheus.NewDesc("gpuops_informer_synced",
+		"1 once the watch of the resource has delivered its initial list.",
+		[]string{"resource"}, nil)
+)
+
+// New makes an exporter of a live judge's verdicts, fed by its hooks
+// (Judged, WatchFailed); synced is the judge's Synced.
+func New(synced func() map[string]bool) *Exporter {
+	e := &Exporter{
+		synced:   synced,
+		verdicts: map[string]*verdict.Verdict{},
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "gpuops_judgement_duration_seconds",
+			Help:    "Time to judge one batch of nodes: every node after the first sync, then the nodes each burst of events touched.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9), // 100µs to 6.5s
+		}),
+		watchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpuops_watch_errors_total",
+			Help: "Failed lists and watches, by resource; each is retried.",
+		}, []string{"resource"}),
+	}
+	for r := range synced() {
+		e.watchErrors.WithLabelValues(r) // a zero series, so rate() sees the first error
+	}
+	return e
+}
+
+// WatchFailed counts a failed list or watch.
+func (e *Exporter) WatchFailed(resource string, _ error) {
+	e.watchErrors.WithLabelValues(resource).Inc()
+}
+
+// Judged takes in a batch of the judge.
+func (e *Exporter) Judged(b verdict.Batch) {
+	e.duration.Observe(b.Took.Seconds())
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.roster = b.Roster
+	e.rules = b.Rules
+	changed := b.Initial
+	for _, c := range b.Changes {
+		if c.After == nil {
+			delete(e.verdicts, c.Node())
+		} else {
+			e.verdicts[c.Node()] = c.After
+		}
+		changed = changed || !sameFindings(c.Before, c.After)
+	}
+	if changed {
+		e.lastChange = b.Time
+	}
+}
+
+// sameFindings reports whether two verdicts of a node have the same
+// missing operands and broken rules (a node absent has none).
+func sameFindings(a, b *verdict.Verdict) bool {
+	var am, bm, af, bf []string
+	if a != nil {
+		am, af = a.Audit.Missing, a.Order.Findings
+	}
+	if b != nil {
+		bm, bf = b.Audit.Missing, b.Order.Findings
+	}
+	return slices.Equal(am, bm) && slices.Equal(af, bf)
+}
+
+// Describe sends the descriptors of every metric.
+func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{missingDesc, reasonDesc, violationDesc, nodesDesc, desiredDesc, runningDesc, lastChangeDesc, syncedDesc} {
+		ch <- d
+	}
+	e.duration.Describe(ch)
+	e.watchErrors.Describe(ch)
+}
+
+// Collect computes the metrics from the current verdicts.
+func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	for r, ok := range e.synced() {
+		gauge(syncedDesc, bool01(ok), r)
+	}
+	e.duration.Collect(ch)
+	e.watchErrors.Collect(ch)
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.lastChange.IsZero() {
+		return // no verdict yet: no counts rather than zeros that read as "all fine"
+	}
+	gauge(lastChangeDesc, float64(e.lastChange.UnixNano())/1e9)
+	desired, running := map[string]int{}, map[string]int{}
+	ok, finding := 0, 0
+	for _, v := range e.verdicts {
+		for _, o := range v.Audit.Asked {
+			desired[o]++
+		}
+		for _, o := range e.roster {
+			if v.Row.Present[o.Column] {
+				running[o.Name]++
+			}
+		}
+		if v.Audit.OK() && v.Order.OK() {
+			ok++
+			continue
+		}
+		finding++
+		for _, o := range v.Audit.Missing {
+			gauge(missingDesc, 1, v.Node, o)
+		}
+		for _, m := range v.Explain.Missing {
+			var seen []string
+			for _, r := range m.Reasons {
+				if !slices.Contains(seen, r.Code) {
+					seen = append(seen, r.Code)
+					gauge(reasonDesc, 1, v.Node, m.Operand, r.Code)
+				}
+			}
+		}
+		for _, f := range v.Order.Findings {
+			r := verdict.RuleOf(e.rules, f)
+			gauge(violationDesc, 1, v.Node, f, r.Operand, r.Needs)
+		}
+	}
+	gauge(nodesDesc, float64(ok), "ok")
+	gauge(nodesDesc, float64(finding), "finding")
+	for _, o := range e.roster {
+		gauge(desiredDesc, float64(desired[o.Name]), o.Name)
+		gauge(runningDesc, float64(running[o.Name]), o.Name)
+	}
+}
+
+func bool01(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,198 @@
+package metrics_test
+
+import (
+	"errors"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/gpuops/gpuops/pkg/explain"
+	"github.com/gpuops/gpuops/pkg/judge"
+	"github.com/gpuops/gpuops/pkg/metrics"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/verdict"
+)
+
+func node(name string, asked, missing, findings, present []string, reasons ...explain.Reason) *verdict.Verdict {
+	v := &verdict.Verdict{
+		Node:  name,
+		Audit: judge.NodeAudit{Node: name, Missing: missing, Asked: asked},
+		Order: judge.OrderVerdict{Node: name, Findings: findings},
+		Row:   judge.MatrixRow{Node: name, Present: map[string]bool{}},
+	}
+	for _, c := range present {
+		v.Row.Present[c] = true
+	}
+	for _, m := range missing {
+		v.Explain.Missing = append(v.Explain.Missing, explain.Missing{Node: name, Operand: m, Reasons: reasons})
+	}
+	return v
+}
+
+var (
+	roster = operand.Lab[1:3] // container-toolkit, device-plugin
+	rules  = []operand.Rule{operand.DeviceRule}
+	all    = []string{"container-toolkit", "device-plugin"}
+	t0     = time.Unix(1_700_000_000, 0)
+
+	healthy = node("a", all, []string{}, []string{}, []string{"toolkit", "device-plugin"})
+	broken  = node("b", all, []string{"container-toolkit"}, []string{"device-plugin-without-toolkit"}, []string{"device-plugin"},
+		explain.Reason{Code: explain.NodeCordoned}, explain.Reason{Code: explain.PodPending}, explain.Reason{Code: explain.PodPending})
+	repaired = node("b", all, []string{}, []string{}, []string{"toolkit", "device-plugin"})
+)
+
+func synced() map[string]bool { return map[string]bool{"nodes": true, "pods": false} }
+
+const names = "gpuops_operand_missing gpuops_operand_missing_reason gpuops_order_violation gpuops_nodes " +
+	"gpuops_operand_desired_nodes gpuops_operand_running_nodes gpuops_last_change_timestamp_seconds " +
+	"gpuops_informer_synced gpuops_watch_errors_total"
+
+func check(t *testing.T, e *metrics.Exporter, want string) {
+	t.Helper()
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), strings.Fields(names)...); err != nil {
+		t.Error(err)
+	}
+}
+
+const help = `
+# HELP gpuops_informer_synced 1 once the watch of the resource has delivered its initial list.
+# TYPE gpuops_informer_synced gauge
+gpuops_informer_synced{resource="nodes"} 1
+gpuops_informer_synced{resource="pods"} 0
+# HELP gpuops_watch_errors_total Failed lists and watches, by resource; each is retried.
+# TYPE gpuops_watch_errors_total counter
+`
+
+func TestBeforeTheFirstVerdict(t *testing.T) {
+	e := metrics.New(synced)
+	e.WatchFailed("pods", errors.New("connection refused"))
+	// No counts yet: zeros would read as "all fine".
+	check(t, e, help+`gpuops_watch_errors_total{resource="nodes"} 0
+gpuops_watch_errors_total{resource="pods"} 1
+`)
+}
+
+func TestFindingsComeAndGo(t *testing.T) {
+	e := metrics.New(synced)
+	e.Judged(verdict.Batch{Time: t0, Initial: true, Roster: roster, Rules: rules, Changes: []verdict.Change{{After: healthy}, {After: broken}}})
+	check(t, e, help+`gpuops_watch_errors_total{resource="nodes"} 0
+gpuops_watch_errors_total{resource="pods"} 0
+# HELP gpuops_last_change_timestamp_seconds When a finding last started or ended on any node (the first verdict counts), in Unix seconds.
+# TYPE gpuops_last_change_timestamp_seconds gauge
+gpuops_last_change_timestamp_seconds 1.7e+09
+# HELP gpuops_operand_missing 1 while an operand that the node's deploy label asks for has no Running pod there.
+# TYPE gpuops_operand_missing gauge
+gpuops_operand_missing{node="b",operand="container-toolkit"} 1
+# HELP gpuops_operand_missing_reason 1 for each reason why an operand is missing on a node (the codes of gpuops audit --explain).
+# TYPE gpuops_operand_missing_reason gauge
+gpuops_operand_missing_reason{node="b",operand="container-toolkit",reason="node-cordoned"} 1
+gpuops_operand_missing_reason{node="b",operand="container-toolkit",reason="pod-pending"} 1
+# HELP gpuops_order_violation 1 while a node runs an operand without the one it needs (a rule of the start-up order is broken).
+# TYPE gpuops_order_violation gauge
+gpuops_order_violation{needs="container-toolkit",node="b",operand="device-plugin",rule="device-plugin-without-toolkit"} 1
+# HELP gpuops_nodes Nodes judged, by state: ok, or finding (an operand missing or a rule broken).
+# TYPE gpuops_nodes gauge
+gpuops_nodes{state="finding"} 1
+gpuops_nodes{state="ok"} 1
+# HELP gpuops_operand_desired_nodes Nodes whose deploy label asks for the operand (value exactly "true").
+# TYPE gpuops_operand_desired_nodes gauge
+gpuops_operand_desired_nodes{operand="container-toolkit"} 2
+gpuops_operand_desired_nodes{operand="device-plugin"} 2
+# HELP gpuops_operand_running_nodes Nodes with a Running pod of the operand.
+# TYPE gpuops_operand_running_nodes gauge
+gpuops_operand_running_nodes{operand="container-toolkit"} 1
+gpuops_operand_running_nodes{operand="device-plugin"} 2
+`)
+
+	// A change that is not a finding's leaves the last change where it was.
+	moved := node("a", all, []string{}, []string{}, []string{"toolkit", "device-plugin"})
+	moved.Audit.Asked = all[:1]
+	e.Judged(verdict.Batch{Time: t0.Add(time.Minute), Roster: roster, Rules: rules, Changes: []verdict.Change{{Before: healthy, After: moved}}})
+	if got := family(t, e, "gpuops_last_change_timestamp_seconds").GetMetric()[0].GetGauge().GetValue(); got != 1.7e9 {
+		t.Errorf("last change %v after a change without findings", got)
+	}
+
+	// The fix ends both findings, and their series; the other node goes.
+	e.Judged(verdict.Batch{Time: t0.Add(2 * time.Second), Roster: roster, Rules: rules, Changes: []verdict.Change{{Before: moved}, {Before: broken, After: repaired}}})
+	check(t, e, help+`gpuops_watch_errors_total{resource="nodes"} 0
+gpuops_watch_errors_total{resource="pods"} 0
+# HELP gpuops_last_change_timestamp_seconds When a finding last started or ended on any node (the first verdict counts), in Unix seconds.
+# TYPE gpuops_last_change_timestamp_seconds gauge
+gpuops_last_change_timestamp_seconds 1.700000002e+09
+# HELP gpuops_nodes Nodes judged, by state: ok, or finding (an operand missing or a rule broken).
+# TYPE gpuops_nodes gauge
+gpuops_nodes{state="finding"} 0
+gpuops_nodes{state="ok"} 1
+# HELP gpuops_operand_desired_nodes Nodes whose deploy label asks for the operand (value exactly "true").
+# TYPE gpuops_operand_desired_nodes gauge
+gpuops_operand_desired_nodes{operand="container-toolkit"} 1
+gpuops_operand_desired_nodes{operand="device-plugin"} 1
+# HELP gpuops_operand_running_nodes Nodes with a Running pod of the operand.
+# TYPE gpuops_operand_running_nodes gauge
+gpuops_operand_running_nodes{operand="container-toolkit"} 1
+gpuops_operand_running_nodes{operand="device-plugin"} 1
+`)
+}
+
+// family gathers one metric family of the exporter, through a registry
+// that checks names, help and label consistency.
+func family(t *testing.T, e *metrics.Exporter, name string) *dto.MetricFamily {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(e)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			return f
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return nil
+}
+
+func TestHistogramCountsBatches(t *testing.T) {
+	e := metrics.New(synced)
+	for i := range 3 {
+		e.Judged(verdict.Batch{Time: t0, Initial: i == 0, Roster: roster, Took: time.Millisecond})
+	}
+	h := family(t, e, "gpuops_judgement_duration_seconds").GetMetric()[0].GetHistogram()
+	if h.GetSampleCount() != 3 || h.GetSampleSum() != 0.003 {
+		t.Errorf("histogram count %d sum %v, want 3 and 0.003", h.GetSampleCount(), h.GetSampleSum())
+	}
+}
+
+// TestDocsListEveryMetric: the names are an API, written down in
+// docs/metrics.md.
+func TestDocsListEveryMetric(t *testing.T) {
+	docs, err := os.ReadFile("../../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan *prometheus.Desc, 100)
+	metrics.New(synced).Describe(ch)
+	close(ch)
+	name := regexp.MustCompile(`fqName: "([^"]+)"`)
+	n := 0
+	for d := range ch {
+		m := name.FindStringSubmatch(d.String())
+		if m == nil {
+			t.Fatalf("no name in %s", d)
+		}
+		n++
+		if !strings.Contains(string(docs), "| `"+m[1]+"` |") {
+			t.Errorf("docs/metrics.md has no row for %s", m[1])
+		}
+	}
+	if n != 10 {
+		t.Errorf("%d metrics described, want 10", n)
+	}
+}

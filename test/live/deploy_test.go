@@ -1,0 +1,170 @@
+package live_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuops/gpuops/internal/testcluster"
+	"github.com/gpuops/gpuops/pkg/kube"
+	"github.com/gpuops/gpuops/pkg/operand"
+)
+
+// prometheusOperator is the Prometheus Operator release whose CRDs
+// (ServiceMonitor, PrometheusRule) the manifests are checked against, read
+// from its source module.
+const prometheusOperator = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
+
+// moduleDir downloads a module (from the Go module proxy, like every other
+// pinned source here) and returns its folder.
+func moduleDir(t *testing.T, module string) string {
+	t.Helper()
+	cmd := exec.Command("go", "mod", "download", "-json", module)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go mod download %s: %v\n%s", module, err, out)
+	}
+	var m struct{ Dir string }
+	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
+		t.Fatalf("go mod download %s: %v %s", module, err, out)
+	}
+	return m.Dir
+}
+
+func kubectl(t *testing.T, env *testcluster.Env, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("kubectl", append([]string{"--kubeconfig", env.Kubeconfig}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// TestDeployManifests checks kustomize/deploy as a user applies it, in the
+// namespace it names: every overlay passes a server-side dry run on the real
+// control plane, the Prometheus Operator's objects against the Operator's
+// own CRDs (installed for the test); and the service account's rights are
+// enough for gpuops serve to judge and watch (it runs with that account's
+// token).
+func TestDeployManifests(t *testing.T) {
+	env := testcluster.New(t)
+	env.Timeout = patience
+	ns := kube.DefaultNamespace
+	ctx := context.Background()
+	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+
+	crds := filepath.Join(moduleDir(t, prometheusOperator), "example", "prometheus-operator-crd")
+	for _, kind := range []string{"servicemonitors", "prometheusrules"} {
+		kubectl(t, env, "apply", "--server-side", "-f", filepath.Join(crds, "monitoring.coreos.com_"+kind+".yaml"))
+		t.Cleanup(func() { kubectl(t, env, "delete", "crd", kind+".monitoring.coreos.com") })
+	}
+	kubectl(t, env, "wait", "--for", "condition=established", "--timeout", "60s",
+		"crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com")
+
+	// Every object of each kustomization, as the server's dry run returns it:
+	// kind, namespace (none for cluster-scoped ones), name.
+	base := []string{
+		"ServiceAccount gpu-operator gpuops-judge-serve",
+		"Role gpu-operator gpuops-judge-serve", "RoleBinding gpu-operator gpuops-judge-serve",
+		"ClusterRole  gpuops-judge-serve", "ClusterRoleBinding  gpuops-judge-serve",
+		"Service gpu-operator gpuops", "Deployment gpu-operator gpuops",
+	}
+	for dir, want := range map[string][]string{
+		"kustomize/deploy/base":                base,
+		"kustomize/deploy/prometheus-operator": append(slices.Clone(base), "PrometheusRule gpu-operator gpuops", "ServiceMonitor gpu-operator gpuops"),
+		"kustomize/deploy/events":              append(slices.Clone(base), "Role default gpuops-events", "RoleBinding default gpuops-events"),
+		"kustomize/deploy/alerts":              {"ConfigMap gpu-operator gpuops-alerts"},
+	} {
+		got := dryRun(t, env, filepath.Join("..", "..", dir))
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: the server's dry run has\n%s\nwant\n%s", dir, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+	events := kubectl(t, env, "kustomize", "../../kustomize/deploy/events")
+	if !strings.Contains(events, "- --events") {
+		t.Errorf("the events overlay does not pass --events:\n%s", events)
+	}
+
+	// The rights for real: serve with a service account's token.
+	for _, o := range operand.Lab {
+		ds := testcluster.DaemonSet(ns, o.DaemonSet, map[string]string{o.LabelKey(): "true"}, "64Mi")
+		if _, err := env.Client.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	(&fleet{env: env}).gpuNode(t, "a")
+	judged := func(m metrics) bool { return m.has("gpuops_nodes", map[string]string{"state": "ok"}) }
+
+	// The judges' rights alone (list, no watch): the first verdict comes
+	// from plain LISTs, and then every watch fails, is retried and counted,
+	// which is what GpuopsWatchFailing fires on.
+	srv := serveAs(t, env, "../../kustomize/rbac/judge", "gpuops-judge")
+	srv.waitFor(t, "the node judged and the failed watches counted", func(m metrics) bool {
+		failed, _ := m.value("gpuops_watch_errors_total", map[string]string{"resource": "pods"})
+		return judged(m) && failed > 0
+	})
+	srv.stderr.expect(t, `pods: .*forbidden.*; retrying`)
+
+	// The base's rights: judged and watched, not one error.
+	srv = serveAs(t, env, "../../kustomize/deploy/rbac", "gpuops-judge-serve")
+	srv.waitFor(t, "the node judged with the base's rights", judged)
+	if lines := srv.stderr.all(); len(lines) != 2 {
+		t.Errorf("serve with the base's rights: stderr %q, want only the serving and ready lines", lines)
+	}
+}
+
+// serveAs applies a kustomization of rights for real and runs gpuops serve
+// with a token of its service account, on the test's nodes.
+func serveAs(t *testing.T, env *testcluster.Env, rbac, account string) *server {
+	t.Helper()
+	kubectl(t, env, "apply", "--server-side", "-k", rbac)
+	t.Cleanup(func() { kubectl(t, env, "delete", "-k", rbac, "--ignore-not-found") })
+	token, err := env.Client.CoreV1().ServiceAccounts(kube.DefaultNamespace).CreateToken(context.Background(), account, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serve(t, "--kubeconfig", kubeconfig(t, env.RESTConfig.Host, token.Status.Token), "-n", kube.DefaultNamespace,
+		"-l", testcluster.LabelTestID+"="+env.ID, "--discover", "--all-rules")
+}
+
+// dryRun applies a kustomization with a server-side dry run and lists what
+// the server returns as "kind namespace name", sorted.
+func dryRun(t *testing.T, env *testcluster.Env, dir string) []string {
+	t.Helper()
+	type object struct {
+		Kind     string
+		Metadata struct{ Namespace, Name string }
+	}
+	var out struct {
+		object
+		Items []object // when there are several
+	}
+	if err := json.Unmarshal([]byte(kubectl(t, env, "apply", "--server-side", "--dry-run=server", "-k", dir, "-o", "json")), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Kind != "List" {
+		out.Items = []object{out.object}
+	}
+	var got []string
+	for _, o := range out.Items {
+		got = append(got, o.Kind+" "+o.Metadata.Namespace+" "+o.Metadata.Name)
+	}
+	slices.Sort(got)
+	return got
+}

@@ -1,0 +1,150 @@
+package live_test
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gpuops/gpuops/internal/gpuopstest"
+	"github.com/gpuops/gpuops/internal/testcluster"
+	"github.com/gpuops/gpuops/pkg/operand"
+)
+
+// blackhole is an API server address that accepts connections and never
+// answers, and a kubeconfig that points at it.
+func blackhole(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var conns []net.Conn // held open, never read
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	return kubeconfig(t, "https://"+ln.Addr().String(), "t")
+}
+
+// kubeconfig points at server, authenticating with a bearer token and
+// without checking the server's certificate.
+func kubeconfig(t *testing.T, server, token string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: %q, insecure-skip-tls-verify: true}
+users:
+- name: u
+  user: {token: %q}
+contexts:
+- name: c
+  context: {cluster: c, user: u}
+current-context: c
+`, server, token)
+	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestNotReadyBeforeTheFirstSync: serve answers at once, but /readyz says
+// 503 and the metrics hold no verdict until the first full sync, which
+// never comes from a server that does not answer.
+func TestNotReadyBeforeTheFirstSync(t *testing.T) {
+	srv := serve(t, "--kubeconfig", blackhole(t))
+	for path, want := range map[string]int{"/readyz": http.StatusServiceUnavailable, "/healthz": http.StatusOK} {
+		if code, body := srv.get(t, path); code != want {
+			t.Errorf("%s: %d %q, want %d", path, code, body, want)
+		}
+	}
+	m := srv.scrape(t)
+	for _, r := range []string{"nodes", "pods", "daemonsets"} {
+		if v, ok := m.value("gpuops_informer_synced", map[string]string{"resource": r}); !ok || v != 0 {
+			t.Errorf("gpuops_informer_synced{resource=%q} = %v (present %v), want 0", r, v, ok)
+		}
+	}
+	if _, ok := m.value("gpuops_nodes", nil); ok {
+		t.Error("gpuops_nodes exported before any verdict")
+	}
+	if code := srv.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("serve: exit %d after SIGTERM, want 0", code)
+	}
+}
+
+// TestWatchUnreachable: watch, like the one-shot judges, fails in one line
+// when the server refuses or does not answer within --request-timeout.
+func TestWatchUnreachable(t *testing.T) {
+	bin := gpuopstest.Binary(t) // built before the clock starts
+	for _, tc := range []struct{ name, kubeconfig, want string }{
+		{"refused", kubeconfig(t, "https://127.0.0.1:1", "t"), "connection refused"},
+		{"silent", blackhole(t), "(Client.Timeout|context deadline) exceeded"},
+	} {
+		began := time.Now()
+		r := gpuopstest.Run(t, nil, bin, "watch", "--kubeconfig", tc.kubeconfig, "--request-timeout", "2s")
+		lines := strings.Split(strings.TrimSuffix(r.Stderr, "\n"), "\n")
+		if r.Code != 2 || r.Stdout != "" || len(lines) != 1 || !strings.HasPrefix(lines[0], "error: ") || !regexp.MustCompile(tc.want).MatchString(lines[0]) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 2 and one line error: …%s…", tc.name, r.Code, r.Stdout, r.Stderr, tc.want)
+		}
+		if took := time.Since(began); took > 10*time.Second {
+			t.Errorf("%s: took %s", tc.name, took)
+		}
+	}
+}
+
+// TestAPIServerStoppedAndResumed: serve and watch go on across a paused
+// API server, without a restart, and see the next change.
+func TestAPIServerStoppedAndResumed(t *testing.T) {
+	f := newFleet(t)
+	a := f.gpuNode(t, "a")
+	srv := serve(t, f.args...)
+	w := start(t, append([]string{"watch", "-o", "wide"}, f.args...)...)
+	healthy := func(m metrics) bool {
+		v, _ := m.value("gpuops_nodes", map[string]string{"state": "ok"})
+		return v == 1
+	}
+	srv.waitFor(t, "a healthy node", healthy)
+	w.stdout.expect(t, `\S+ `+a+` OK`)
+
+	apiserver := testcluster.OwnAPIServer(t, f.env)
+	apiserver.Stop(t)
+	time.Sleep(5 * time.Second)
+	// Meanwhile the last verdict is still served.
+	if code, _ := srv.get(t, "/readyz"); code != http.StatusOK || !healthy(srv.scrape(t)) {
+		t.Errorf("while the API server is stopped: /readyz %d, metrics without the last verdict", code)
+	}
+	apiserver.Resume(t)
+
+	f.env.LabelNode(t, a, toolkit.LabelKey(), "false")
+	w.stdout.expect(t, `\S+ `+a+` `+operand.DeviceRule.Finding)
+	srv.waitFor(t, "the violation after the pause", func(m metrics) bool {
+		return m.has("gpuops_order_violation", map[string]string{"node": a, "rule": operand.DeviceRule.Finding})
+	})
+	for _, p := range []*process{w, srv.process} {
+		if code := p.stop(t, syscall.SIGTERM); code != 0 {
+			t.Errorf("exit %d after SIGTERM, want 0; stderr:\n%s", code, p.stderr.all())
+		}
+	}
+}

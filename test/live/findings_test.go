@@ -1,0 +1,172 @@
+package live_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/gpuops/gpuops/internal/testcluster"
+	"github.com/gpuops/gpuops/pkg/operand"
+)
+
+var (
+	toolkit = operand.Lab[1]
+	dcgm    = operand.Lab[4]
+)
+
+// TestFindingsComeAndGo changes the cluster under a running gpuops serve
+// (with --events) and gpuops watch: each finding must show in the watch
+// lines, the metrics and the node's Events, and leave them again.
+func TestFindingsComeAndGo(t *testing.T) {
+	f := newFleet(t)
+	a, b := f.gpuNode(t, "a"), f.gpuNode(t, "b")
+	srv := serve(t, append(f.args, "--events")...)
+	w := start(t, append([]string{"watch"}, f.args...)...)
+	ok := func(n float64) func(metrics) bool {
+		return func(m metrics) bool {
+			good, _ := m.value("gpuops_nodes", map[string]string{"state": "ok"})
+			bad, _ := m.value("gpuops_nodes", map[string]string{"state": "finding"})
+			return good == n && bad == 0
+		}
+	}
+	m := srv.waitFor(t, "two healthy nodes", ok(2))
+	w.stdout.expect(t, a+" OK", b+" OK")
+	for _, o := range operand.Lab {
+		for _, name := range []string{"gpuops_operand_desired_nodes", "gpuops_operand_running_nodes"} {
+			if v, _ := m.value(name, map[string]string{"operand": o.Name}); v != 2 {
+				t.Errorf("%s{operand=%q} = %v, want 2", name, o.Name, v)
+			}
+		}
+	}
+	srv.stderr.expect(t, `ready: \d+ nodes judged in \S+`)
+
+	t.Log("opt a out of the toolkit under its running device plugin")
+	violation := map[string]string{"node": a, "rule": operand.DeviceRule.Finding, "operand": operand.DevicePlugin, "needs": operand.ContainerToolkit}
+	f.env.LabelNode(t, a, toolkit.LabelKey(), "false")
+	w.stdout.expect(t, a+" "+operand.DeviceRule.Finding)
+	srv.waitFor(t, "the device plugin without toolkit on "+a, func(m metrics) bool {
+		running, _ := m.value("gpuops_operand_running_nodes", map[string]string{"operand": toolkit.Name})
+		return m.has("gpuops_order_violation", violation) && running == 1
+	})
+	f.env.LabelNode(t, a, toolkit.LabelKey(), "true")
+	w.stdout.expect(t, a+" ok")
+	srv.waitFor(t, "the violation gone", func(m metrics) bool { return !m.has("gpuops_order_violation", violation) && ok(2)(m) })
+	waitForEvents(t, f.env, a, "OrderViolation", "OrderRestored")
+
+	t.Log("taint b so that every operand pod is evicted")
+	broken := corev1.Taint{Key: "gpuops.test/broken", Value: "yes", Effect: corev1.TaintEffectNoExecute}
+	setTaints(t, f.env, b, broken)
+	var missing []string
+	for _, o := range operand.Lab {
+		missing = append(missing, b+" MISSING "+o.Name)
+	}
+	w.stdout.expect(t, missing...)
+	srv.waitFor(t, "every operand missing on "+b+" for the taint", func(m metrics) bool {
+		for _, o := range operand.Lab {
+			if !m.has("gpuops_operand_missing_reason", map[string]string{"node": b, "operand": o.Name, "reason": "untolerated-taint"}) {
+				return false
+			}
+		}
+		return true
+	})
+	setTaints(t, f.env, b)
+	w.stdout.expect(t, b+" OK")
+	srv.waitFor(t, "b healthy again", ok(2))
+
+	t.Log("delete a's DCGM exporter pod while the node has no memory left for another")
+	setMemory(t, f.env, a, "64Mi")
+	deletePod(t, f.env, a, dcgm)
+	w.stdout.expect(t, a+" MISSING "+dcgm.Name)
+	srv.waitFor(t, "the DCGM exporter missing on "+a, func(m metrics) bool {
+		return m.has("gpuops_operand_missing", map[string]string{"node": a, "operand": dcgm.Name}) &&
+			m.has("gpuops_operand_missing_reason", map[string]string{"node": a, "operand": dcgm.Name, "reason": "pod-pending"})
+	})
+	setMemory(t, f.env, a, "256Gi")
+	w.stdout.expect(t, a+" OK")
+	srv.waitFor(t, "the DCGM exporter back", ok(2))
+	waitForEvents(t, f.env, a, "OperandMissing", "OperandRunning")
+
+	t.Log("add a node, then delete it")
+	c := f.gpuNode(t, "c")
+	w.stdout.expect(t, c+" OK")
+	srv.waitFor(t, "three healthy nodes", ok(3))
+	if err := f.env.Client.CoreV1().Nodes().Delete(context.Background(), c, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w.stdout.expect(t, c+" DELETED")
+	srv.waitFor(t, "two nodes again", ok(2))
+
+	if code := w.stop(t, syscall.SIGINT); code != 0 {
+		t.Errorf("watch: exit %d after Ctrl-C, want 0", code)
+	}
+	if code := srv.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("serve: exit %d after SIGTERM, want 0; stderr:\n%s", code, srv.stderr.all())
+	}
+}
+
+func setTaints(t *testing.T, env *testcluster.Env, node string, taints ...corev1.Taint) {
+	t.Helper()
+	if taints == nil {
+		taints = []corev1.Taint{}
+	}
+	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"taints": taints}})
+	if _, err := env.Client.CoreV1().Nodes().Patch(context.Background(), node, "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setMemory sets the node's memory capacity: its running pods stay, a new
+// one that does not fit stays Pending.
+func setMemory(t *testing.T, env *testcluster.Env, node, quantity string) {
+	t.Helper()
+	patch, _ := json.Marshal(map[string]any{"status": map[string]any{
+		"capacity": map[string]string{"memory": quantity}, "allocatable": map[string]string{"memory": quantity}}})
+	if _, err := env.Client.CoreV1().Nodes().PatchStatus(context.Background(), node, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func deletePod(t *testing.T, env *testcluster.Env, node string, o operand.Operand) {
+	t.Helper()
+	pods := env.WaitForPods(t, env.Namespace, func(pods []corev1.Pod) bool {
+		return slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.Labels["app"] == o.DaemonSet && testcluster.PodRunningOn(&p, node) })
+	})
+	for _, p := range pods {
+		if p.Labels["app"] == o.DaemonSet && p.Spec.NodeName == node {
+			if err := env.Client.CoreV1().Pods(env.Namespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// waitForEvents waits until the node has Events of each reason from gpuops.
+func waitForEvents(t *testing.T, env *testcluster.Env, node string, reasons ...string) {
+	t.Helper()
+	sel := fields.Set{"involvedObject.kind": "Node", "involvedObject.name": node, "source": "gpuops"}.String()
+	deadline := time.Now().Add(patience)
+	for {
+		events, err := env.Client.CoreV1().Events(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var have []string
+		for _, e := range events.Items {
+			have = append(have, e.Reason)
+		}
+		if !slices.ContainsFunc(reasons, func(r string) bool { return !slices.Contains(have, r) }) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %s has events %q, want %q", node, have, reasons)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -1,0 +1,172 @@
+package live_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuops/gpuops/internal/testcluster"
+	"github.com/gpuops/gpuops/pkg/operand"
+)
+
+// prometheus is a real Prometheus (hack/build-tools.sh builds it from
+// pinned source into .lab/bin) scraping one target every second and
+// evaluating the shipped rule file every second.
+type prometheus struct{ url string }
+
+func startPrometheus(t *testing.T, target string) *prometheus {
+	t.Helper()
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Fatalf("prometheus is not on PATH: build it with hack/build-tools.sh and put .lab/bin on PATH (%v)", err)
+	}
+	rules, err := filepath.Abs("../../kustomize/deploy/alerts/gpuops.rules.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	config := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files: [%q]
+scrape_configs:
+- job_name: gpuops
+  static_configs:
+  - targets: [%q]
+`, rules, target)
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // a free port, for Prometheus to take
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var log bytes.Buffer
+	cmd := exec.Command(bin, "--config.file", filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path", filepath.Join(dir, "data"),
+		"--web.listen-address", addr)
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("prometheus log:\n%s", log.String())
+		}
+	})
+	p := &prometheus{url: "http://" + addr}
+	p.waitFor(t, "Prometheus scraping gpuops", func() bool {
+		var r struct{ Data struct{ Result []any } }
+		return p.get(t, "/api/v1/query?query="+url.QueryEscape(`up{job="gpuops"} == 1`), &r) && len(r.Data.Result) == 1
+	})
+	return p
+}
+
+// get reads a JSON answer of the HTTP API into v; false if Prometheus does
+// not answer (yet).
+func (p *prometheus) get(t *testing.T, path string, v any) bool {
+	t.Helper()
+	resp, err := http.Get(p.url + path)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+type alert struct {
+	Labels      map[string]string
+	Annotations map[string]string
+	State       string
+}
+
+func (p *prometheus) alerts(t *testing.T) []alert {
+	t.Helper()
+	var r struct{ Data struct{ Alerts []alert } }
+	if !p.get(t, "/api/v1/alerts", &r) {
+		t.Fatal("Prometheus does not answer /api/v1/alerts")
+	}
+	return r.Data.Alerts
+}
+
+func (p *prometheus) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %s", what, patience)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// find is the alert of that name whose labels include labels.
+func find(alerts []alert, name string, labels map[string]string) *alert {
+	for i, a := range alerts {
+		match := a.Labels["alertname"] == name
+		for k, v := range labels {
+			match = match && a.Labels[k] == v
+		}
+		if match {
+			return &alerts[i]
+		}
+	}
+	return nil
+}
+
+// TestShippedAlertsOnRealPrometheus: Prometheus scrapes gpuops serve and
+// evaluates the shipped rule file. A label change that leaves a device
+// plugin without its toolkit makes GpuopsOrderViolation fire at once, and
+// the fix resolves it; an operand kept off a node by a taint makes
+// GpuopsOperandMissing pending (it fires only after 15 minutes).
+func TestShippedAlertsOnRealPrometheus(t *testing.T) {
+	f := newFleet(t)
+	a := f.gpuNode(t, "a")
+	b := f.gpuNode(t, "b", testcluster.WithTaints(corev1.Taint{Key: "gpuops.test/broken", Effect: corev1.TaintEffectNoSchedule}))
+	srv := serve(t, f.args...)
+	srv.waitFor(t, "a healthy, b missing its operands", func(m metrics) bool {
+		good, _ := m.value("gpuops_nodes", map[string]string{"state": "ok"})
+		return good == 1 && m.has("gpuops_operand_missing", map[string]string{"node": b, "operand": operand.Driver})
+	})
+	prom := startPrometheus(t, strings.TrimPrefix(srv.url, "http://"))
+
+	violation := map[string]string{"node": a, "rule": operand.DeviceRule.Finding}
+	f.env.LabelNode(t, a, toolkit.LabelKey(), "false")
+	var firing *alert
+	prom.waitFor(t, "GpuopsOrderViolation firing for "+a, func() bool {
+		firing = find(prom.alerts(t), "GpuopsOrderViolation", violation)
+		return firing != nil && firing.State == "firing"
+	})
+	if want := "device-plugin runs without container-toolkit on node " + a; firing.Annotations["summary"] != want {
+		t.Errorf("summary %q, want %q", firing.Annotations["summary"], want)
+	}
+	missing := find(prom.alerts(t), "GpuopsOperandMissing", map[string]string{"node": b, "operand": operand.Driver})
+	if missing == nil || missing.State != "pending" || missing.Annotations["summary"] != "driver is not running on node "+b {
+		t.Errorf("GpuopsOperandMissing for %s: %+v, want pending, its summary naming node and operand", b, missing)
+	}
+
+	f.env.LabelNode(t, a, toolkit.LabelKey(), "true")
+	prom.waitFor(t, "GpuopsOrderViolation resolved", func() bool {
+		return find(prom.alerts(t), "GpuopsOrderViolation", violation) == nil
+	})
+}
