@@ -58,17 +58,23 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			orderCheckCommand(),
 			matrixCommand(),
 			labCommand(),
+			guardCommand(),
 		},
 		// urfave prints usage errors itself; make them ours (one line, exit 2).
 		OnUsageError:   func(_ *cli.Context, err error, _ bool) error { return usageError(err) },
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
-	for _, cmd := range app.Commands {
-		// A command's own flag errors would otherwise print its help on stdout.
-		cmd.OnUsageError = app.OnUsageError
-		// kubectl users write the connection flags after the command too.
-		cmd.Flags = append(cmd.Flags, globalFlags()...)
+	var adopt func(cmds []*cli.Command)
+	adopt = func(cmds []*cli.Command) {
+		for _, cmd := range cmds {
+			// A command's own flag errors would otherwise print its help on stdout.
+			cmd.OnUsageError = app.OnUsageError
+			// kubectl users write the connection flags after the command too.
+			cmd.Flags = append(cmd.Flags, globalFlags()...)
+			adopt(cmd.Subcommands)
+		}
 	}
+	adopt(app.Commands)
 	return app
 }
 

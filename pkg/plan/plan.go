@@ -109,7 +109,7 @@ func Make(req Request, nodes []*corev1.Node, daemonSets []*appsv1.DaemonSet, ros
 	p := &Plan{Operand: req.Operand, Value: value, Breaks: []Break{}, DaemonSets: []Desired{}}
 	steps := make([]Step, len(groups))
 	for i, g := range groups {
-		steps[i] = Step{Operands: g, Value: value}
+		steps[i] = Step{Operands: slices.Clone(g), Value: value}
 	}
 	after := make(map[string]map[string]string, len(req.Nodes))
 	for _, name := range req.Nodes {
@@ -147,6 +147,8 @@ func Make(req Request, nodes []*corev1.Node, daemonSets []*appsv1.DaemonSet, ros
 		after[name] = labels
 	}
 	for _, s := range steps {
+		// a step lists only the operands it writes somewhere
+		s.Operands = slices.DeleteFunc(s.Operands, func(o string) bool { return !written(s, o) })
 		if len(s.Nodes) > 0 {
 			p.Steps = append(p.Steps, s)
 		}
@@ -191,7 +193,7 @@ func predict(steps []Step, nodes []*corev1.Node, after map[string]map[string]str
 	for _, s := range steps {
 		for _, name := range s.Operands {
 			o, err := operand.Lookup(roster, name)
-			if err != nil || !written(s, name) {
+			if err != nil {
 				continue
 			}
 			for _, ds := range daemonSets {

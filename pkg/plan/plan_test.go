@@ -94,7 +94,7 @@ func TestMake(t *testing.T) {
 			req:   plan.Request{Operand: toolkit, Nodes: []string{"a"}, Mode: plan.WithDependents},
 			nodes: []*corev1.Node{node("a", on(driver, toolkit, plugin, dcgm, gfd+"=false")), node("b", fullStack)},
 			steps: []plan.Step{
-				{Operands: []string{plugin, gfd, operand.DCGM, dcgm, operand.MIGManager}, Value: "false",
+				{Operands: []string{plugin, dcgm}, Value: "false",
 					Nodes: []plan.NodeLabels{{Node: "a", Labels: on(plugin+"=false", dcgm+"=false")}}},
 				{Operands: []string{toolkit}, Value: "false", Nodes: []plan.NodeLabels{{Node: "a", Labels: on(toolkit + "=false")}}},
 			},
@@ -109,7 +109,7 @@ func TestMake(t *testing.T) {
 			req:   plan.Request{Operand: driver, Nodes: []string{"a"}, Mode: plan.WithDependents},
 			nodes: []*corev1.Node{node("a", on(driver, toolkit, plugin))},
 			steps: []plan.Step{
-				{Operands: []string{plugin, gfd, operand.DCGM, dcgm, operand.MIGManager}, Value: "false",
+				{Operands: []string{plugin}, Value: "false",
 					Nodes: []plan.NodeLabels{{Node: "a", Labels: on(plugin + "=false")}}},
 				{Operands: []string{toolkit}, Value: "false", Nodes: []plan.NodeLabels{{Node: "a", Labels: on(toolkit + "=false")}}},
 				{Operands: []string{driver}, Value: "false", Nodes: []plan.NodeLabels{{Node: "a", Labels: on(driver + "=false")}}},
