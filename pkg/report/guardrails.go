@@ -13,8 +13,8 @@ import (
 // Plan prints what an opt-out or opt-in will do: each step's labels node by
 // node, the predicted desired counts, and the rules it would break.
 func (p Printer) Plan(w io.Writer, pl *plan.Plan) error {
-	if p.Format == JSON {
-		return writeJSON(w, pl)
+	if p.Format.Data() {
+		return p.data(w, pl)
 	}
 	var b strings.Builder
 	for i, s := range pl.Steps {
@@ -41,8 +41,8 @@ func (p Printer) Plan(w io.Writer, pl *plan.Plan) error {
 
 // Guard prints the state of the guard.
 func (p Printer) Guard(w io.Writer, st guard.State) error {
-	if p.Format == JSON {
-		return writeJSON(w, st)
+	if p.Format.Data() {
+		return p.data(w, st)
 	}
 	var b strings.Builder
 	if st.Installed {
