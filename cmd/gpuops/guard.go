@@ -9,7 +9,6 @@ import (
 	"github.com/urfave/cli/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	gpuops "github.com/gpuops/gpuops"
 	"github.com/gpuops/gpuops/pkg/access"
 	"github.com/gpuops/gpuops/pkg/guard"
 	"github.com/gpuops/gpuops/pkg/kube"
@@ -64,7 +63,7 @@ func guardInstallCommand() *cli.Command {
 			if c.IsSet("exempt") {
 				exempt = slices.DeleteFunc(c.StringSlice("exempt"), func(s string) bool { return s == "" })
 			}
-			objs, err := guard.Render(gpuops.Kustomize, operand.AllRules, guard.Options{Mode: mode, Exempt: exempt})
+			objs, err := guard.Render(assets.Kustomize, operand.AllRules, guard.Options{Mode: mode, Exempt: exempt})
 			if err != nil {
 				return err
 			}
@@ -83,12 +82,12 @@ func guardStatusCommand() *cli.Command {
 		Description: "Reads the policy and its binding, and judges every node's deploy labels by the same\n" +
 			"rules. A node that breaks a rule now is let be by the guard, but any change that breaks\n" +
 			"one more rule there is refused. Exit 0 whatever it finds.",
-		Flags: []cli.Flag{&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: string(report.Text), Usage: "output format: text or json"}},
+		Flags: []cli.Flag{noTableOutputFlag("the state")},
 		Action: func(c *cli.Context) error {
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			p, err := textOrJSON(c)
+			p, err := printerNoTable(c)
 			if err != nil {
 				return err
 			}
@@ -133,16 +132,22 @@ func connectWith(c *cli.Context, needs []access.Need) (*kube.Clients, error) {
 	return cl, access.Check(c.Context, cl.Kube.AuthorizationV1(), needs)
 }
 
-// textOrJSON validates --output for the commands that print text or JSON only.
-func textOrJSON(c *cli.Context) (report.Printer, error) {
+// printerNoTable validates --output for the commands that print text, JSON
+// or YAML, but no table.
+func printerNoTable(c *cli.Context) (report.Printer, error) {
 	f, err := report.ParseFormat(c.String("output"))
 	if err == nil && f == report.Table {
-		err = fmt.Errorf("unknown output format %q (want text, json)", f)
+		err = fmt.Errorf("unknown output format %q (want text, json, yaml)", f)
 	}
 	if err != nil {
 		return report.Printer{}, usageError(err)
 	}
 	return report.Printer{Format: f}, nil
+}
+
+// noTableOutputFlag is --output of the commands without a table.
+func noTableOutputFlag(what string) cli.Flag {
+	return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: string(report.Text), Usage: "output format of " + what + ": text, or json or yaml (the same fields)"}
 }
 
 func guardState(ctx context.Context, cl *kube.Clients) (guard.State, error) {

@@ -47,7 +47,7 @@ func relabelFlags() []cli.Flag {
 		&cli.StringFlag{Name: "selector", Aliases: []string{"l"}, Usage: "change every node this label selector picks (kubectl -l), all or nothing, instead of NODE"},
 		&cli.IntFlag{Name: "max-unavailable", Usage: "with -l: take this many nodes at a time through every step (0: all at once)"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the plan and send the labels with server-side dry run; change nothing"},
-		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: string(report.Text), Usage: "output format of --dry-run's plan: text or json"},
+		noTableOutputFlag("--dry-run's plan"),
 	}
 }
 
@@ -73,7 +73,7 @@ func setDeploy(c *cli.Context, on bool, mode plan.Mode) error {
 			return err
 		}
 	}
-	p, err := textOrJSON(c)
+	p, err := printerNoTable(c)
 	if err != nil {
 		return err
 	}
