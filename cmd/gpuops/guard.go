@@ -70,7 +70,7 @@ func guardInstallCommand() *cli.Command {
 			if c.Bool("dry-run") {
 				return provision.DryRunGuard(c.Context, cl.Kube, objs, c.App.Writer)
 			}
-			return provision.InstallGuard(c.Context, cl.Config, objs, provisionOptions(c))
+			return provision.InstallGuard(c.Context, cl.Kube, objs, provisionOptions(c))
 		},
 	}
 }

@@ -198,6 +198,7 @@ type nodeWrite struct {
 	// labels[i] is the whole label set gpuops applies at step i: what it owns
 	// already, with the plan's labels of steps 0..i on top.
 	labels  []map[string]string
+	inStep  []bool            // whether step i writes any of the plan's labels here
 	planned map[string]string // the plan's labels, every step's
 }
 
@@ -219,7 +220,7 @@ func nodeWrites(byName map[string]*corev1.Node, p *plan.Plan, force bool) (map[s
 					base = map[string]string{}
 				}
 				w = &nodeWrite{name: node.Name, resourceVersion: node.ResourceVersion,
-					labels: make([]map[string]string, len(p.Steps)), planned: map[string]string{}}
+					labels: make([]map[string]string, len(p.Steps)), inStep: make([]bool, len(p.Steps)), planned: map[string]string{}}
 				for j := range w.labels {
 					w.labels[j] = maps.Clone(base)
 				}
@@ -229,6 +230,7 @@ func nodeWrites(byName map[string]*corev1.Node, p *plan.Plan, force bool) (map[s
 				maps.Copy(w.labels[j], nl.Labels)
 			}
 			maps.Copy(w.planned, nl.Labels)
+			w.inStep[i] = true
 		}
 	}
 	if force {
@@ -259,7 +261,7 @@ func writeStep(ctx context.Context, c kubernetes.Interface, batch []string, writ
 	done := make([]string, len(batch))
 	err := forEach(ctx, len(batch), func(ctx context.Context, i int) error {
 		w := writes[batch[i]]
-		if w == nil {
+		if w == nil || !w.inStep[step] {
 			return nil
 		}
 		rv := w.resourceVersion

@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -17,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
+	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/gpuops/gpuops/pkg/guard"
 	"github.com/gpuops/gpuops/pkg/operand"
@@ -29,86 +28,70 @@ const (
 	bindingObject = "validatingadmissionpolicybinding.admissionregistration.k8s.io/" + guard.Name
 )
 
+// guardObject is the policy or its binding, as InstallGuard writes it.
+type guardObject struct {
+	name  string // as kubectl names it
+	get   func(context.Context) (metav1.Object, error)
+	apply func(context.Context, metav1.ApplyOptions) (metav1.Object, error)
+}
+
+// guardObjects are the policy, then its binding: the binding refers to the policy.
+func guardObjects(c kubernetes.Interface, objs *guard.Objects) []guardObject {
+	policies, bindings := c.AdmissionregistrationV1().ValidatingAdmissionPolicies(), c.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
+	return []guardObject{
+		{policyObject,
+			func(ctx context.Context) (metav1.Object, error) {
+				return policies.Get(ctx, guard.Name, metav1.GetOptions{})
+			},
+			func(ctx context.Context, o metav1.ApplyOptions) (metav1.Object, error) {
+				return policies.Patch(ctx, guard.Name, types.ApplyYAMLPatchType, objs.PolicyYAML, o.ToPatchOptions())
+			}},
+		{bindingObject,
+			func(ctx context.Context) (metav1.Object, error) {
+				return bindings.Get(ctx, guard.Name, metav1.GetOptions{})
+			},
+			func(ctx context.Context, o metav1.ApplyOptions) (metav1.Object, error) {
+				return bindings.Patch(ctx, guard.Name, types.ApplyYAMLPatchType, objs.BindingYAML, o.ToPatchOptions())
+			}},
+	}
+}
+
 // InstallGuard applies the rendered guard with server-side apply as gpuops,
 // policy first, then waits until the API server enforces it: a server-side
-// dry run of a Node that breaks the first rule comes back refused (deny) or
-// with the policy's warning (warn). Another manager's policy of the same
-// name is refused unless opts.Force.
-func InstallGuard(ctx context.Context, cfg *rest.Config, objs *guard.Objects, opts Options) error {
-	probe := &warnings{}
-	pcfg := rest.CopyConfig(cfg)
-	pcfg.WarningHandler = probe
-	c, err := kubernetes.NewForConfig(pcfg)
-	if err != nil {
-		return err
-	}
-	vap := c.AdmissionregistrationV1()
-	applyPolicy := func(o metav1.ApplyOptions) (string, error) {
-		p, err := vap.ValidatingAdmissionPolicies().Patch(ctx, guard.Name, types.ApplyYAMLPatchType, objs.PolicyYAML, o.ToPatchOptions())
-		if err != nil {
-			return "", err
-		}
-		return p.ResourceVersion, nil
-	}
-	applyBinding := func(o metav1.ApplyOptions) (string, error) {
-		b, err := vap.ValidatingAdmissionPolicyBindings().Patch(ctx, guard.Name, types.ApplyYAMLPatchType, objs.BindingYAML, o.ToPatchOptions())
-		if err != nil {
-			return "", err
-		}
-		return b.ResourceVersion, nil
-	}
-	// Both are checked before either is written.
-	before := map[string]string{}
-	for _, a := range []struct {
-		object string
-		get    func() (metav1.Object, error)
-		apply  func(metav1.ApplyOptions) (string, error)
-	}{
-		{policyObject, func() (metav1.Object, error) {
-			return vap.ValidatingAdmissionPolicies().Get(ctx, guard.Name, metav1.GetOptions{})
-		}, applyPolicy},
-		{bindingObject, func() (metav1.Object, error) {
-			return vap.ValidatingAdmissionPolicyBindings().Get(ctx, guard.Name, metav1.GetOptions{})
-		}, applyBinding},
-	} {
-		obj, err := a.get()
+// dry run of a Node that breaks a rule comes back refused (deny) or with the
+// policy's warning (warn). Another manager's policy or binding of that name
+// is refused unless opts.Force; both are checked before either is written.
+func InstallGuard(ctx context.Context, c kubernetes.Interface, objs *guard.Objects, opts Options) error {
+	gos := guardObjects(c, objs)
+	before := make([]string, len(gos)) // resourceVersions, "" for none
+	for i, g := range gos {
+		obj, err := g.get(ctx)
 		switch {
 		case notFound(err):
 		case err != nil:
-			return fmt.Errorf("read %s: %w", a.object, err)
+			return fmt.Errorf("read %s: %w", g.name, err)
 		default:
-			before[a.object] = obj.GetResourceVersion()
+			before[i] = obj.GetResourceVersion()
 			if others := otherManagers(obj.GetManagedFields()); len(others) > 0 && !opts.Force {
-				return &ForeignOwnerError{Object: a.object, Detail: fmt.Sprintf("also managed by %q", others)}
+				return &ForeignOwnerError{Object: g.name, Detail: fmt.Sprintf("also managed by %q", others)}
 			}
 		}
-		if _, err := a.apply(dryRun(applyOptions(opts.Force))); err != nil {
-			return fmt.Errorf("%s: %w", a.object, err)
+		if _, err := g.apply(ctx, dryRun(applyOptions(opts.Force))); err != nil {
+			return fmt.Errorf("%s: %w", g.name, err)
 		}
 	}
-	for _, a := range []struct {
-		object string
-		apply  func(metav1.ApplyOptions) (string, error)
-	}{{policyObject, applyPolicy}, {bindingObject, applyBinding}} {
-		rv, err := a.apply(applyOptions(opts.Force))
+	for i, g := range gos {
+		obj, err := g.apply(ctx, applyOptions(opts.Force))
 		if err != nil {
-			return fmt.Errorf("apply %s: %w", a.object, err)
+			return fmt.Errorf("apply %s: %w", g.name, err)
 		}
-		old, existed := before[a.object]
 		verb := "created"
-		if existed {
-			verb = change(old, rv, "configured")
+		if before[i] != "" {
+			verb = change(before[i], obj.GetResourceVersion(), "configured")
 		}
-		opts.logf("%s %s", a.object, verb)
+		opts.logf("%s %s", g.name, verb)
 	}
-	return waitEnforced(ctx, c, probe, objs, opts)
-}
 
-// waitEnforced probes until the API server applies the new policy: its
-// admission plugin learns of policies from a watch, a moment after they are
-// written. There is nothing to watch for that moment, so it asks again
-// every 200ms.
-func waitEnforced(ctx context.Context, c kubernetes.Interface, probe *warnings, objs *guard.Objects, opts Options) error {
 	mode := guard.ModeOf(objs.Binding.Spec.ValidationActions)
 	if me, err := c.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{}); err == nil {
 		if exempt, _ := guard.Exempt(objs.Policy.Spec.MatchConditions); slices.Contains(exempt, me.Status.UserInfo.Username) {
@@ -116,58 +99,82 @@ func waitEnforced(ctx context.Context, c kubernetes.Interface, probe *warnings, 
 			return nil
 		}
 	}
-	r := operand.AllRules[0]
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-		Name:   "gpuops-guard-probe",
-		Labels: map[string]string{operand.LabelPrefix + r.Operand: "true"},
-	}}
+	err := waitGuard(ctx, c, "enforce", func(refused, warned bool) bool {
+		if mode == guard.Deny {
+			return refused
+		}
+		return !refused && warned // a deny binding of before may still speak
+	}, opts)
+	if err != nil {
+		return err
+	}
+	opts.logf("guard: enforced, mode %s", mode)
+	return nil
+}
+
+// DryRunGuard sends the rendered guard with server-side dry run, so the API
+// server validates it, and prints what it would apply.
+func DryRunGuard(ctx context.Context, c kubernetes.Interface, objs *guard.Objects, w io.Writer) error {
+	for _, g := range guardObjects(c, objs) {
+		if _, err := g.apply(ctx, dryRun(applyOptions(false))); err != nil {
+			return fmt.Errorf("%s: %w", g.name, err)
+		}
+	}
+	_, err := fmt.Fprintf(w, "%s---\n%s", objs.PolicyYAML, objs.BindingYAML)
+	return err
+}
+
+// waitGuard probes until done says the API server's answer is the one
+// wanted. Its admission plugin learns of policies from a watch, a moment
+// after they are written or deleted; there is nothing to watch for that
+// moment, so it asks again every 200ms.
+func waitGuard(ctx context.Context, c kubernetes.Interface, what string, done func(refused, warned bool) bool, opts Options) error {
 	timeout := opts.settle().Timeout
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		probe.reset()
-		_, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		refused, warned, err := probeGuard(ctx, c)
 		switch {
-		case mode == guard.Deny && err != nil && strings.Contains(err.Error(), guard.Name):
-			return true, nil
-		case mode == guard.Warn && err == nil && probe.contains(guard.Name):
-			return true, nil
 		case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
 			return false, fmt.Errorf("probe the guard with a dry-run Node: %w", err)
+		case err != nil:
+			return false, nil // the server is busy: ask again
 		}
-		return false, nil // not enforced yet, or the server is busy: ask again
+		return done(refused, warned), nil
 	})
 	switch {
 	case err == nil:
-		opts.logf("guard: enforced, mode %s", mode)
 		return nil
 	case ctx.Err() != nil:
-		return fmt.Errorf("%w while waiting for the API server to enforce the guard", settle.ErrInterrupted)
+		return fmt.Errorf("%w while waiting for the API server to %s the guard", settle.ErrInterrupted, what)
 	case !wait.Interrupted(err):
 		return err
 	}
-	return fmt.Errorf("the API server does not enforce %s after %s", guard.Name, timeout)
+	return fmt.Errorf("the API server does not %s %s after %s", what, guard.Name, timeout)
 }
 
-// warnings collects the API server's warnings of the requests of one client.
-type warnings struct {
-	mu   sync.Mutex
-	seen []string
+// probeGuard asks the API server to create, in a dry run, a Node whose
+// labels break the first rule, and says whether the guard refused it or
+// warned about it.
+func probeGuard(ctx context.Context, c kubernetes.Interface) (refused, warned bool, err error) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name:   "gpuops-guard-probe",
+		Labels: map[string]string{operand.LabelPrefix + operand.AllRules[0].Operand: "true"},
+	}}
+	w := &warnings{}
+	err = c.CoreV1().RESTClient().Post().Resource("nodes").
+		VersionedParams(&metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}, scheme.ParameterCodec).
+		Body(node).WarningHandler(w).Do(ctx).Error()
+	if err != nil && strings.Contains(err.Error(), guard.Name) {
+		return true, false, nil
+	}
+	return false, w.said(guard.Name), err
 }
 
-func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.seen = append(w.seen, text)
-}
+// warnings collects the API server's warnings about one request.
+type warnings struct{ seen []string }
 
-func (w *warnings) reset() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.seen = nil
-}
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) { w.seen = append(w.seen, text) }
 
-func (w *warnings) contains(s string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+func (w *warnings) said(s string) bool {
 	return slices.ContainsFunc(w.seen, func(t string) bool { return strings.Contains(t, s) })
 }
 
@@ -214,8 +221,12 @@ func UninstallGuard(ctx context.Context, c kubernetes.Interface, opts Options) e
 }
 
 // deleteGuard deletes what exists of the two, binding first, each the very
-// object read (UID precondition).
+// object read (UID precondition), and waits until the API server no longer
+// judges by it.
 func deleteGuard(ctx context.Context, c kubernetes.Interface, p *admissionv1.ValidatingAdmissionPolicy, b *admissionv1.ValidatingAdmissionPolicyBinding, opts Options) error {
+	if p == nil && b == nil {
+		return nil
+	}
 	vap := c.AdmissionregistrationV1()
 	if b != nil {
 		err := vap.ValidatingAdmissionPolicyBindings().Delete(ctx, guard.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &b.UID}})
@@ -231,7 +242,13 @@ func deleteGuard(ctx context.Context, c kubernetes.Interface, p *admissionv1.Val
 		}
 		opts.logf("%s deleted", policyObject)
 	}
-	return nil
+	err := waitGuard(ctx, c, "stop enforcing", func(refused, warned bool) bool { return !refused && !warned }, opts)
+	if apierrors.IsForbidden(err) {
+		// who may not create nodes, not even in a dry run, cannot see when
+		// the guard is gone; a refusal that comes after will say so itself
+		return nil
+	}
+	return err
 }
 
 // appliedByGPUOps reports whether gpuops's field manager shaped the object.
@@ -239,19 +256,4 @@ func appliedByGPUOps(o metav1.Object) bool {
 	return slices.ContainsFunc(o.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool {
 		return e.Manager == FieldManager && e.Subresource == ""
 	})
-}
-
-// DryRunGuard sends the rendered guard with server-side dry run, so the API
-// server validates and type-checks it, and prints what it would apply.
-func DryRunGuard(ctx context.Context, c kubernetes.Interface, objs *guard.Objects, w io.Writer) error {
-	vap := c.AdmissionregistrationV1()
-	o := dryRun(applyOptions(false)).ToPatchOptions()
-	if _, err := vap.ValidatingAdmissionPolicies().Patch(ctx, guard.Name, types.ApplyYAMLPatchType, objs.PolicyYAML, o); err != nil {
-		return fmt.Errorf("%s: %w", policyObject, err)
-	}
-	if _, err := vap.ValidatingAdmissionPolicyBindings().Patch(ctx, guard.Name, types.ApplyYAMLPatchType, objs.BindingYAML, o); err != nil {
-		return fmt.Errorf("%s: %w", bindingObject, err)
-	}
-	_, err := fmt.Fprintf(w, "%s---\n%s", objs.PolicyYAML, objs.BindingYAML)
-	return err
 }

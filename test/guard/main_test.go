@@ -11,11 +11,12 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/yaml"
 
 	gpuops "github.com/gpuops/gpuops"
@@ -23,6 +24,7 @@ import (
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/render"
+	"github.com/gpuops/gpuops/pkg/settle"
 )
 
 func TestMain(m *testing.M) { testcluster.Main(m) }
@@ -63,21 +65,27 @@ func deploy(names ...string) map[string]string {
 var fullStack = []string{operand.Driver, operand.ContainerToolkit, operand.DevicePlugin, operand.GPUFeatureDiscovery, operand.DCGMExporter}
 
 // lab applies the lab's five DaemonSets into env's namespace and adds the
-// nodes (name suffix to deploy labels), waiting until each runs a pod of
-// every operand it asks for.
+// nodes (name suffix to deploy labels), then waits until all has settled.
 func lab(t *testing.T, env *testcluster.Env, nodes map[string][]string) map[string]string {
 	t.Helper()
+	env.Timeout = 3 * time.Minute // a loaded machine schedules slowly
+	ctx := context.Background()
 	names := map[string]string{}
 	for suffix, ops := range nodes {
 		name := env.NodeName(suffix)
 		names[suffix] = name
-		env.AddNode(t, name, deploy(ops...))
+		env.AddNode(t, name, nil)
+		// gpuops's labels, as gpuops up sets them: optout and optin refuse
+		// labels another field manager owns
+		_, err := env.Client.CoreV1().Nodes().Apply(ctx, corev1ac.Node(name).WithLabels(deploy(ops...)), metav1.ApplyOptions{FieldManager: "gpuops"})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	ms, err := render.Operands(gpuops.Kustomize, operand.Lab, env.Namespace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	for _, m := range ms {
 		var ds appsv1.DaemonSet
 		if err := yaml.Unmarshal(m.YAML, &ds); err != nil {
@@ -87,20 +95,21 @@ func lab(t *testing.T, env *testcluster.Env, nodes map[string][]string) map[stri
 			t.Fatal(err)
 		}
 	}
-	want := 0
-	for _, ops := range nodes {
-		want += len(ops)
-	}
-	env.WaitForPods(t, env.Namespace, func(pods []corev1.Pod) bool {
-		running := 0
-		for _, p := range pods {
-			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-				running++
-			}
-		}
-		return running == want
-	})
+	settled(t, env)
 	return names
+}
+
+// settled waits until the lab's DaemonSets in env's namespace have settled,
+// their status included, so that what a test reads next stays still.
+func settled(t *testing.T, env *testcluster.Env) {
+	t.Helper()
+	var names []string
+	for _, o := range operand.Lab {
+		names = append(names, o.DaemonSet)
+	}
+	if _, err := settle.Wait(context.Background(), env.Client, env.Namespace, names, settle.Options{Timeout: env.Timeout}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // state is what a refused command must leave alone: every test node's
