@@ -98,6 +98,7 @@ func newApp(name string, stdout, stderr io.Writer) *cli.App {
 			watchCommand(),
 			serveCommand(),
 			labCommand(),
+			guardCommand(),
 			versionCommand(),
 			completionCommand(strings.ReplaceAll(name, " ", "-")),
 		},
@@ -105,14 +106,21 @@ func newApp(name string, stdout, stderr io.Writer) *cli.App {
 		OnUsageError:   func(_ *cli.Context, err error, _ bool) error { return usageError(err) },
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
-	for _, cmd := range app.Commands {
-		// A command's own flag errors would otherwise print its help on stdout.
-		cmd.OnUsageError = app.OnUsageError
-		// kubectl users write the connection flags after the command too.
-		cmd.Flags = append(cmd.Flags, connectionFlags(fs, false)...)
-		cmd.CustomHelpTemplate = cli.CommandHelpTemplate + connectionHelp
-		cmd.Description = strings.ReplaceAll(cmd.Description, "`gpuops ", "`"+name+" ")
+	var adopt func(cmds []*cli.Command)
+	adopt = func(cmds []*cli.Command) {
+		for _, cmd := range cmds {
+			// A command's own flag errors would otherwise print its help on stdout.
+			cmd.OnUsageError = app.OnUsageError
+			// kubectl users write the connection flags after the command too.
+			cmd.Flags = append(cmd.Flags, connectionFlags(fs, false)...)
+			if len(cmd.Subcommands) == 0 { // a parent's help lists its subcommands instead
+				cmd.CustomHelpTemplate = cli.CommandHelpTemplate + connectionHelp
+			}
+			cmd.Description = strings.ReplaceAll(cmd.Description, "`gpuops ", "`"+name+" ")
+			adopt(cmd.Subcommands)
+		}
 	}
+	adopt(app.Commands)
 	return app
 }
 

@@ -108,6 +108,9 @@ func intersperse(app *cli.App, args []string) []string {
 		return args
 	}
 	cmd := app.Command(args[i])
+	for sub := subcommand(cmd, args, i+1); sub != nil; sub = subcommand(cmd, args, i+1) {
+		cmd, i = sub, i+1 // "guard install": the flags are the subcommand's
+	}
 	var flags, positional []string
 	rest := args[i+1:]
 	for j := 0; j < len(rest); j++ {
@@ -143,4 +146,17 @@ func takesValue(set []cli.Flag, arg string) bool {
 		}
 	}
 	return false
+}
+
+// subcommand is cmd's subcommand named by args[i], nil if there is none.
+func subcommand(cmd *cli.Command, args []string, i int) *cli.Command {
+	if i >= len(args) {
+		return nil
+	}
+	for _, sub := range cmd.Subcommands {
+		if sub.HasName(args[i]) {
+			return sub
+		}
+	}
+	return nil
 }

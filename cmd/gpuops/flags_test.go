@@ -30,6 +30,9 @@ func TestIntersperse(t *testing.T) {
 		{[]string{"gpuops", "order-check", "--", "-n1"}, []string{"gpuops", "order-check", "--", "-n1"}},
 		{[]string{"gpuops", "no-such-command", "x", "-o", "json"}, []string{"gpuops", "no-such-command", "x", "-o", "json"}},
 		{[]string{"gpuops", "--help"}, []string{"gpuops", "--help"}},
+		// a subcommand's flags are its own, behind its name
+		{[]string{"gpuops", "guard", "install", "--mode", "warn", "-n", "x"}, []string{"gpuops", "guard", "install", "--mode", "warn", "-n", "x"}},
+		{[]string{"gpuops", "optout", "-l", "a=b", "dcgm-exporter", "--max-unavailable", "2"}, []string{"gpuops", "optout", "-l", "a=b", "--max-unavailable", "2", "dcgm-exporter"}},
 	}
 	for _, c := range cases {
 		if got := intersperse(app, c.in); !slices.Equal(got, c.want) {

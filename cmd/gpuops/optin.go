@@ -1,17 +1,30 @@
 package main
 
-import "github.com/urfave/cli/v2"
+import (
+	"github.com/urfave/cli/v2"
+
+	"github.com/gpuops/gpuops/pkg/plan"
+)
 
 func optInCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "optin",
-		Usage:     "put NODE into OPERAND: set its deploy label to \"true\", wait until settled",
-		ArgsUsage: "NODE OPERAND",
-		Description: "Sets nvidia.com/gpu.deploy.<OPERAND>=true on NODE and waits until the operand's\n" +
-			"DaemonSet has settled. The other labels gpuops set on NODE stay as they are.",
-		Flags: []cli.Flag{labFlag(), timeoutFlag(), forceFlag()},
+		Usage:     "put NODE (or every node -l selects) into OPERAND: set its deploy label to \"true\", wait until settled",
+		ArgsUsage: "NODE OPERAND | -l SELECTOR OPERAND",
+		Description: "Plans the change first, as optout does, and refuses one that breaks an order rule: opting\n" +
+			"in the device plugin where the container toolkit is not on, say. --with-dependencies first\n" +
+			"opts in, in start-up order, what OPERAND needs and the node lacks (the driver only where\n" +
+			"the node has no host driver: driver label false or pre-installed), waiting until each is\n" +
+			"Running. Then sets nvidia.com/gpu.deploy.<OPERAND>=true on the nodes and waits until the\n" +
+			"operand's DaemonSet has settled. The other labels gpuops set on the nodes stay as they are.",
+		Flags: append(relabelFlags(),
+			&cli.BoolFlag{Name: "with-dependencies", Usage: "first opt in, in start-up order, what OPERAND needs and the node lacks"}),
 		Action: func(c *cli.Context) error {
-			return setDeploy(c, true)
+			mode := plan.Only
+			if c.Bool("with-dependencies") {
+				mode = plan.WithDependencies
+			}
+			return setDeploy(c, true, mode)
 		},
 	}
 }

@@ -47,7 +47,7 @@ func Run(ctx context.Context, c kubernetes.Interface, lab *labspec.Lab, assets p
 	}
 	if t := lab.OptOut; t != nil {
 		step("step 5: %s opts out of %s", t.Node, t.Operand)
-		if _, err := provision.OptOut(ctx, c, lab.Namespace, ws, t.Node, t.Operand, opts); err != nil {
+		if _, err := provision.OptOut(ctx, c, lab.Namespace, ws, provision.Relabel{Operand: t.Operand, Nodes: []string{t.Node}}, opts); err != nil {
 			return judge.Matrix{}, err
 		}
 	}
@@ -62,8 +62,13 @@ func Run(ctx context.Context, c kubernetes.Interface, lab *labspec.Lab, assets p
 	}
 
 	if t := lab.OptIn; t != nil {
-		step("step 7: %s opts in to %s", t.Node, t.Operand)
-		if _, err := provision.OptIn(ctx, c, lab.Namespace, t.Node, t.Operand, opts); err != nil {
+		// The lab's step 7 may break the start-up order on purpose (the
+		// device plugin on a node without the toolkit), for the order check
+		// to find: it takes the force path past the plan's refusal.
+		step("step 7: %s opts in to %s (forced: the order check is to judge what it leaves)", t.Node, t.Operand)
+		forced := opts
+		forced.BreakOrder = true
+		if _, err := provision.OptIn(ctx, c, lab.Namespace, provision.Relabel{Operand: t.Operand, Nodes: []string{t.Node}}, forced); err != nil {
 			return judge.Matrix{}, err
 		}
 	}

@@ -43,10 +43,13 @@ type Assets struct {
 
 // Options are shared by the operations.
 type Options struct {
-	Force    bool          // take over fields that another field manager owns
-	Timeout  time.Duration // bound of each wait; DefaultTimeout if zero
-	Progress io.Writer     // progress of waits (stderr); nil for none
-	Log      io.Writer     // one line per object changed, kubectl style (stdout); nil for none
+	Force bool // take over fields that another field manager owns
+	// BreakOrder lets an opt-out or opt-in through that breaks an order
+	// rule, with a warning on Progress.
+	BreakOrder bool
+	Timeout    time.Duration // bound of each wait; DefaultTimeout if zero
+	Progress   io.Writer     // progress of waits (stderr); nil for none
+	Log        io.Writer     // one line per object changed, kubectl style (stdout); nil for none
 }
 
 func (o Options) settle() settle.Options {
@@ -55,6 +58,12 @@ func (o Options) settle() settle.Options {
 		t = DefaultTimeout
 	}
 	return settle.Options{Timeout: t, Progress: o.Progress}
+}
+
+func (o Options) progressf(format string, args ...any) {
+	if o.Progress != nil {
+		fmt.Fprintf(o.Progress, format+"\n", args...)
+	}
 }
 
 func (o Options) logf(format string, args ...any) {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"slices"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,6 +31,11 @@ import (
 func Reset(ctx context.Context, c kubernetes.Interface, ns string, opts Options) error {
 	p, err := planReset(ctx, c, ns)
 	if err != nil {
+		return err
+	}
+	// The guard goes first: taking gpuops's labels off may leave a label that
+	// another manager set without what it needs, which the guard would refuse.
+	if err := deleteGuard(ctx, c, p.guardPolicy, p.guardBinding, opts); err != nil {
 		return err
 	}
 	for _, d := range p.daemonSets {
@@ -77,6 +84,9 @@ type resetPlan struct {
 	daemonSets      []ownedDaemonSet
 	deleteNamespace bool
 	kept            []string // what gpuops applied to but leaves, and why
+	// the guard's policy and binding, where gpuops installed them
+	guardPolicy  *admissionv1.ValidatingAdmissionPolicy
+	guardBinding *admissionv1.ValidatingAdmissionPolicyBinding
 }
 
 type ownedDaemonSet struct {
@@ -87,6 +97,20 @@ type ownedDaemonSet struct {
 // planReset finds what gpuops owns. It changes nothing.
 func planReset(ctx context.Context, c kubernetes.Interface, ns string) (*resetPlan, error) {
 	p := &resetPlan{namespace: ns}
+	policy, binding, err := Guard(ctx, c)
+	switch {
+	case apierrors.IsForbidden(err):
+		// who may not read admission policies cannot have installed the guard
+	case err != nil:
+		return nil, err
+	default:
+		if policy != nil && appliedByGPUOps(policy) {
+			p.guardPolicy = policy
+		}
+		if binding != nil && appliedByGPUOps(binding) {
+			p.guardBinding = binding
+		}
+	}
 	nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)

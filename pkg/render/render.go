@@ -31,16 +31,11 @@ func Operands(tree fs.FS, roster []operand.Operand, ns string) ([]Manifest, erro
 	if err != nil {
 		return nil, err
 	}
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 	out := make([]Manifest, 0, len(roster))
 	for _, o := range roster {
 		// A throw-away overlay puts the base into the chosen namespace.
-		overlay := path.Join("/overlays", o.Name)
-		kust := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: %s\nresources:\n- ../../%s\n", ns, BaseDir(o))
-		if err := mem.WriteFile(path.Join(overlay, "kustomization.yaml"), []byte(kust)); err != nil {
-			return nil, err
-		}
-		res, err := k.Run(mem, overlay)
+		kust := fmt.Sprintf("namespace: %s\nresources:\n- ../../%s\n", ns, BaseDir(o))
+		res, err := overlay(mem, o.Name, kust)
 		if err != nil {
 			return nil, fmt.Errorf("render %s: %w", o.Name, err)
 		}
@@ -66,6 +61,26 @@ func checkOne(res resmap.ResMap, o operand.Operand) error {
 		return fmt.Errorf("render %s: base yields %s %s, want DaemonSet %s", o.Name, r.GetKind(), r.GetName(), o.DaemonSet)
 	}
 	return nil
+}
+
+// Overlay renders a throw-away overlay of a base of the tree: kustomization
+// is its kustomization.yaml without the apiVersion and kind lines, naming
+// the base as ../../<path in tree>.
+func Overlay(tree fs.FS, name, kustomization string) (resmap.ResMap, error) {
+	mem, err := loadInMemory(tree)
+	if err != nil {
+		return nil, err
+	}
+	return overlay(mem, name, kustomization)
+}
+
+func overlay(mem filesys.FileSystem, name, kustomization string) (resmap.ResMap, error) {
+	dir := path.Join("/overlays", name)
+	kust := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n" + kustomization
+	if err := mem.WriteFile(path.Join(dir, "kustomization.yaml"), []byte(kust)); err != nil {
+		return nil, err
+	}
+	return krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, dir)
 }
 
 func loadInMemory(tree fs.FS) (filesys.FileSystem, error) {
