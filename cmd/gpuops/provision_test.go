@@ -382,7 +382,17 @@ func TestOptOutOptIn(t *testing.T) {
 		t.Errorf("dcgm-exporter runs on %v after optout, want only %s", got, l.gpuNoDriver)
 	}
 
-	r = l.mustGpuops("optin", l.noGPU, "device-plugin")
+	// the device plugin without the toolkit breaks the start-up order: refused,
+	// nothing changed; --force carries it out with a warning (the lab's step 7)
+	labels := l.state().Labels[l.noGPU]
+	wantError(t, l.gpuops("optin", l.noGPU, "device-plugin"), l.noGPU, "container-toolkit", "--with-dependencies")
+	if got := l.state().Labels[l.noGPU]; !maps.Equal(got, labels) {
+		t.Errorf("a refused optin changed the labels: %v, was %v", got, labels)
+	}
+	r = l.mustGpuops("optin", l.noGPU, "device-plugin", "--force")
+	if !strings.Contains(r.stderr, "warning:") {
+		t.Errorf("a forced optin that breaks the order says no warning: %q", r.stderr)
+	}
 	if !strings.Contains(r.stdout, "nvidia-device-plugin-daemonset desiredNumberScheduled 2 -> 3") {
 		t.Errorf("optin stdout: %q", r.stdout)
 	}

@@ -263,8 +263,12 @@ func TestLayers(t *testing.T) {
 		got  [][]string
 		want [][]string
 	}{
-		{"dependents of the driver", plan.Dependents(operand.AllRules, driver), [][]string{users, {toolkit}}},
-		{"dependents of the toolkit", plan.Dependents(operand.AllRules, toolkit), [][]string{users}},
+		// the validator and the DRA stack need the driver too; the
+		// validator and the toolkit's users go before the toolkit
+		{"dependents of the driver", plan.Dependents(operand.AllRules, driver), [][]string{
+			append([]string{operand.OperatorValidator, "dra-validator", "dcgm-dra", "dcgm-exporter-dra"}, users...),
+			{toolkit, operand.DRADriver}}},
+		{"dependents of the toolkit", plan.Dependents(operand.AllRules, toolkit), [][]string{append(slices.Clone(users), operand.OperatorValidator)}},
 		{"dependents of a leaf", plan.Dependents(operand.AllRules, dcgm), nil},
 		{"dependencies of the device plugin", plan.Dependencies(operand.AllRules, plugin), [][]string{{driver}, {toolkit}}},
 		{"dependencies of the driver", plan.Dependencies(operand.AllRules, driver), nil},

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -48,7 +49,12 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 	page := opts.PageSize
 	core := c.CoreV1().RESTClient()
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
+	// Each list's error has its slot, so that a failure every list meets (a
+	// bad token) is said as the node list met it, whichever list failed
+	// first: see firstError.
+	var errs [4]error
+	run := func(slot int, f func() error) { g.Go(func() error { errs[slot] = f(); return errs[slot] }) }
+	run(0, func() error {
 		err := readList(ctx, core, "nodes", "", metav1.ListOptions{LabelSelector: opts.NodeSelector, Limit: page},
 			nodeFields, &corev1.NodeList{}, func(n *corev1.Node, whole []byte) error {
 				node := snapshot.NodeFrom(n)
@@ -65,7 +71,7 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 		}
 		return nil
 	})
-	g.Go(func() error {
+	run(1, func() error {
 		err := readList(ctx, core, "pods", namespace, metav1.ListOptions{Limit: page},
 			podFields, &corev1.PodList{}, func(p *corev1.Pod, _ []byte) error { s.Pods = append(s.Pods, snapshot.PodFrom(p)); return nil })
 		if err != nil {
@@ -74,7 +80,7 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 		return nil
 	})
 	if opts.DaemonSets {
-		g.Go(func() error {
+		run(2, func() error {
 			dss, err := c.AppsV1().DaemonSets(namespace).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return fmt.Errorf("list daemonsets in namespace %s: %w", namespace, err)
@@ -86,12 +92,23 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 		})
 	}
 	if opts.Operator {
-		g.Go(func() error { return readOperator(ctx, c.Discovery().RESTClient(), s) })
+		run(3, func() error { return readOperator(ctx, c.Discovery().RESTClient(), s) })
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, firstError(errs[:], err)
 	}
 	return s, nil
+}
+
+// firstError is the first list's own error in list order, passing over the
+// lists cancelled because another failed; else the group's.
+func firstError(errs []error, group error) error {
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	return group
 }
 
 // message is an API type with its generated protobuf decoder.
