@@ -19,11 +19,19 @@
 # KUBE_VERSION's (kubectl's version skew policy) is linked into .lab/bin
 # instead of built.
 #
+# Usage: build-tools.sh [lab]. With `lab`, only what the lab cluster needs
+# (Prometheus and promtool are for the tests; they are a few minutes of a
+# cold build).
+#
 # Environment: LAB_BIN overrides the output folder.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${LAB_BIN:-$ROOT/.lab/bin}"
+case "${1:-all}" in
+lab | all) WHAT="${1:-all}" ;;
+*) echo "build-tools: usage: build-tools.sh [lab]" >&2; exit 2 ;;
+esac
 
 # Kubernetes release the kube module pins (must match hack/tools/kube/go.mod).
 KUBE_VERSION=v1.37.2
@@ -144,6 +152,7 @@ if [[ ! -s "$stages" || "$BIN/.stamp-kwok" -nt "$stages" ]]; then
 	done >"$stages.tmp"
 	mv "$stages.tmp" "$stages"
 fi
+[[ "$WHAT" == lab ]] && exit 0
 # Without service discovery (tag remove_all_sd: no cloud SDKs) and without
 # the web UI's assets: the tests need only static targets and the HTTP API.
 build prometheus "prometheus promtool" -- \

@@ -248,7 +248,7 @@ create() {
 up() {
 	local name=$1 kc start=$SECONDS
 	kc="$(kubeconfig_path "$name")"
-	"$ROOT/hack/build-tools.sh"
+	"$ROOT/hack/build-tools.sh" lab
 	if exists "$name"; then
 		if [[ ! -s "$kc" ]]; then
 			"${KWOKCTL[@]}" get kubeconfig --name "$name" >"$kc" 2>/dev/null || true
