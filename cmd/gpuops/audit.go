@@ -22,13 +22,14 @@ func auditCommand() *cli.Command {
 			"off is never missing. \"<node> STUCK <operand>\" is a helper's pause older than --stuck-after.\n" +
 			"Exit 1 if anything is missing or stuck (UNEXPECTED pods and WARNINGs of --explain inform, they\n" +
 			"do not change the exit code).",
-		Flags: []cli.Flag{outputFlag(report.JUnit), judgeLabFlag(), selectorFlag(), explainFlag(), discoverFlag(), stuckAfterFlag()},
+		Flags: []cli.Flag{outputFlag(report.Wide, report.Name, report.JUnit), noHeadersFlag(), judgeLabFlag(), selectorFlag(), explainFlag(), discoverFlag(), stuckAfterFlag()},
 		Action: func(c *cli.Context) error {
 			p, opts, err := judgeInput(c)
 			if err != nil {
 				return err
 			}
-			explained := c.Bool("explain") || p.Format.Explained()
+			// -o wide is the table of --explain.
+			explained := c.Bool("explain") || p.Format.Explained() || p.Format == report.Wide
 			opts.DaemonSets = explained
 			opts.Trace = operand.Paused
 			rosterOptions(c, &opts)

@@ -23,7 +23,12 @@ func TestFleetViewsRefuseBadInput(t *testing.T) {
 	}{
 		{[]string{"summary", "-o", "junit"}, `unknown output format "junit" (want text, json, yaml, table)`},
 		{[]string{"matrix", "-o", "junit"}, `unknown output format "junit"`},
-		{[]string{"audit", "-o", "html"}, `(want text, json, yaml, table, junit)`},
+		{[]string{"audit", "-o", "html"}, `(want text, json, yaml, table, wide, name, junit)`},
+		{[]string{"order-check", "n", "-o", "html"}, `(want text, json, yaml, table, wide, name, junit)`},
+		{[]string{"matrix", "-o", "name"}, `unknown output format "name" (want text, json, yaml, table)`},
+		{[]string{"matrix", "-o", "wide"}, `unknown output format "wide"`},
+		{[]string{"summary", "-o", "wide"}, `unknown output format "wide" (want text, json, yaml, table, name)`},
+		{[]string{"summary", "--no-headers"}, "flag provided but not defined: -no-headers"},
 		{[]string{"summary", "--group-by", "not a label"}, "--group-by: invalid label key"},
 		{[]string{"summary", "extra"}, "extra"},
 		{[]string{"summary", "-l", "a in ("}, "selector"},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/labels"
@@ -14,12 +13,19 @@ import (
 
 // Flags and plumbing shared by the judging commands (audit, order-check, matrix).
 
+// extraUsage says what each of the formats some judges print is.
+var extraUsage = map[report.Format]string{
+	report.JUnit: "junit: JUnit XML for CI, one test case per check, a failure with its reason per finding",
+	report.Wide:  "wide: the table with a WHY column, the reason of each finding (audit: as --explain gives it)",
+	report.Name:  "name: node/NAME of each node with a finding, one a line, for kubectl (| xargs kubectl describe)",
+}
+
 // outputFlag is -o with the formats every judge prints and the command's
 // extra ones.
 func outputFlag(extra ...report.Format) cli.Flag {
 	usage := "output format: text (the lab's exact lines), json or yaml (the same fields), or table (aligned, coloured on a terminal unless NO_COLOR is set)"
-	if slices.Contains(extra, report.JUnit) {
-		usage += "; junit: JUnit XML for CI, one test case per check, a failure with its reason per finding"
+	for _, f := range extra {
+		usage += ";\n" + extraUsage[f]
 	}
 	return &formatFlag{
 		StringFlag: &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: string(report.Text), Usage: usage},
@@ -44,6 +50,12 @@ func extraFormats(cmd *cli.Command) []report.Format {
 	return nil
 }
 
+// noHeadersFlag is kubectl's --no-headers. As kubectl, the formats without
+// a header ignore it.
+func noHeadersFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "no-headers", Usage: "with -o table or wide, print the rows only: no header, no total line (other formats ignore it, as kubectl)"}
+}
+
 func selectorFlag() cli.Flag {
 	return &cli.StringFlag{
 		Name: "selector", Aliases: []string{"l"},
@@ -57,7 +69,8 @@ func printerFor(c *cli.Context) (report.Printer, error) {
 	if err != nil {
 		return report.Printer{}, usageError(err)
 	}
-	return report.Printer{Format: f, Color: f == report.Table && report.ColorFor(c.App.Writer)}, nil
+	tabular := f == report.Table || f == report.Wide
+	return report.Printer{Format: f, Color: tabular && report.ColorFor(c.App.Writer), NoHeaders: c.Bool("no-headers")}, nil
 }
 
 // snapshotOptions validates the --selector flag before anything is read.

@@ -91,7 +91,24 @@ func TestLabOfAnotherSpec(t *testing.T) {
 		!strings.Contains(table.stdout, tainted) {
 		t.Errorf("audit -o table (not a terminal: no colour): exit %d\n%s", table.code, table.stdout)
 	}
+	// kubectl's outputs: the nodes with a finding by name, to pipe into
+	// kubectl; the table with the reasons; --no-headers, which formats
+	// without a header ignore.
+	wantOutput(t, "audit -o name", l.judgeCmd("audit", "-o", "name", ours), 1, "node/"+tainted+"\n")
+	wantOutput(t, "order-check -o name", l.judgeCmd("order-check", "-o", "name", n2), 1, "node/"+n2+"\n")
+	wantOutput(t, "order-check -o name of a node in order", l.judgeCmd("order-check", "-o", "name", n1), 0, "")
+	wide := l.judgeCmd("audit", "-o", "wide", "--no-headers", ours)
+	reasoned := 0
+	for _, line := range strings.Split(wide.stdout, "\n") {
+		if strings.HasPrefix(line, tainted+" ") && strings.Contains(line, "MISSING") && strings.Contains(line, "example.com/broken") {
+			reasoned++
+		}
+	}
+	if wide.code != 1 || strings.HasPrefix(wide.stdout, "NODE") || reasoned != len(operand.Lab) {
+		t.Errorf("audit -o wide --no-headers (rows, with the reasons): exit %d\n%s", wide.code, wide.stdout)
+	}
 	js := l.judgeCmd("audit", "-o", "json", ours)
+	wantOutput(t, "audit -o json --no-headers", l.judgeCmd("audit", "-o", "json", "--no-headers", ours), 1, js.stdout)
 	var doc struct {
 		OK    bool `json:"ok"`
 		Nodes []struct {

@@ -13,7 +13,7 @@ func matrixCommand() *cli.Command {
 		Description: "One line per node in natural name order, \"<node> driver=yes|no toolkit=... device-plugin=...\n" +
 			"gfd=... dcgm=...\", then TOTAL_PODS=<n>: Running pods of any DaemonSet in the namespace\n" +
 			"(the lab's out/matrix.txt).",
-		Flags: []cli.Flag{outputFlag(), judgeLabFlag(), selectorFlag(), discoverFlag()},
+		Flags: []cli.Flag{outputFlag(), noHeadersFlag(), judgeLabFlag(), selectorFlag(), discoverFlag()},
 		Action: func(c *cli.Context) error {
 			p, opts, err := judgeInput(c)
 			if err != nil {

@@ -21,7 +21,7 @@ func orderCheckCommand() *cli.Command {
 			"same output). A node that does not exist is an error (exit 2). With --all-rules, every\n" +
 			"broken rule of the start-up order is a finding; the first is printed. -o junit has one test case\n" +
 			"per rule judged, failed when broken.",
-		Flags: []cli.Flag{outputFlag(report.JUnit), judgeLabFlag(), allRulesFlag(), discoverFlag()},
+		Flags: []cli.Flag{outputFlag(report.Wide, report.Name, report.JUnit), noHeadersFlag(), judgeLabFlag(), allRulesFlag(), discoverFlag()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageError(fmt.Errorf("want exactly one NODE, got %d arguments", c.NArg()))

@@ -28,7 +28,7 @@ func summaryCommand() *cli.Command {
 			"start-up rule of order-check --all-rules, the nodes that break it. Then every node with a finding\n" +
 			"(missing, stuck past --stuck-after, or a broken rule), each with its reason as audit --explain gives\n" +
 			"it. Exit 1 if any node has a finding.",
-		Flags: append([]cli.Flag{outputFlag()}, fleetFlags()...),
+		Flags: append([]cli.Flag{outputFlag(report.Name)}, fleetFlags()...),
 		Action: func(c *cli.Context) error {
 			p, opts, err := judgeInput(c)
 			if err != nil {

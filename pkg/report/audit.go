@@ -14,7 +14,9 @@ import (
 // reasons of each MISSING, the unexpected pods and the label-value warnings
 // come with it: in text appended to the lab's lines, so the third field is
 // still the operand; in JSON and YAML beside the plain audit's fields, so a
-// program reading those keeps working; in JUnit as each failure's text.
+// program reading those keeps working; in JUnit as each failure's text; in
+// a table (and wide, which is that table) as a row each. Name is the nodes
+// with something missing or stuck.
 func (p Printer) Audit(w io.Writer, audits []judge.NodeAudit, why *explain.Report) error {
 	if p.Format.Data() {
 		v := struct {
@@ -28,8 +30,17 @@ func (p Printer) Audit(w io.Writer, audits []judge.NodeAudit, why *explain.Repor
 	if p.Format == JUnit {
 		return auditJUnit(w, audits, x)
 	}
-	if p.Format == Table {
-		return auditTable(audits, x).write(w, p.Color)
+	switch p.Format {
+	case Table, Wide:
+		return p.table(w, auditTable(audits, x))
+	case Name:
+		var failed []string
+		for _, a := range audits {
+			if !a.OK() {
+				failed = append(failed, a.Node)
+			}
+		}
+		return names(w, failed)
 	}
 	var b strings.Builder
 	for _, a := range audits {

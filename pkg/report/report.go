@@ -27,9 +27,19 @@ const (
 	JSON  Format = "json"
 	YAML  Format = "yaml"
 	Table Format = "table"
+	// The formats below are offered only where a command asks for them.
+
 	// JUnit is for the judges whose checks CI lists one by one (audit,
-	// order-check), so it is offered only where a command asks for it.
+	// order-check).
 	JUnit Format = "junit"
+	// Wide is kubectl's -o wide: a person's output with more in it. For
+	// audit and order-check it is the table with the reasons of --explain
+	// in a WHY column; for watch, its text lines, each after the time of
+	// its batch.
+	Wide Format = "wide"
+	// Name is kubectl's -o name: node/NAME of each node with a finding, one
+	// a line, to pipe into kubectl (audit, order-check, summary).
+	Name Format = "name"
 )
 
 // Formats lists the formats every judge prints, the default first.
@@ -65,8 +75,22 @@ func ColorFor(w io.Writer) bool {
 
 // Printer writes verdicts in one format.
 type Printer struct {
-	Format Format
-	Color  bool // colour table cells; only the table format has colour
+	Format    Format
+	Color     bool // colour table cells; only tables have colour
+	NoHeaders bool // a one-table format's rows only, without header or total line (kubectl --no-headers)
+}
+
+// table writes t as the printer's table.
+func (p Printer) table(w io.Writer, t table) error { return t.write(w, p.Color, !p.NoHeaders) }
+
+// names writes node/NAME of each node, as kubectl -o name does.
+func names(w io.Writer, nodes []string) error {
+	var b strings.Builder
+	for _, n := range nodes {
+		b.WriteString("node/" + n + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // data writes v as JSON (indented) or, from the same JSON, as YAML.

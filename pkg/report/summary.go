@@ -17,7 +17,7 @@ var findingStatus = map[string]string{summary.MissingFinding: "MISSING", summary
 // Summary prints the fleet grouped by its label: per group the node count
 // and, per operand, the count of each state and the broken start-up rules;
 // then only the nodes with findings, each finding with its reasons, as
-// audit --explain prints them.
+// audit --explain prints them. Name is only those nodes.
 func (p Printer) Summary(w io.Writer, f summary.Fleet) error {
 	var failing []summary.Node
 	for _, n := range f.Nodes {
@@ -35,6 +35,12 @@ func (p Printer) Summary(w io.Writer, f summary.Fleet) error {
 		}{len(failing) == 0, f.GroupBy, nonNil(f.Groups), nonNil(failing)})
 	case p.Format == Table:
 		return summaryTables(w, f, failing, p.Color)
+	case p.Format == Name:
+		nodes := make([]string, len(failing))
+		for i, n := range failing {
+			nodes[i] = n.Name
+		}
+		return names(w, nodes)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "by %s\n", f.GroupBy)
@@ -113,7 +119,7 @@ func summaryTables(w io.Writer, f summary.Fleet, failing []summary.Node, color b
 			findings.rows = append(findings.rows, []cell{{text: n.Name}, {text: n.Group}, {findingStatus[fd.Kind], red}, {text: fd.Subject}, {text: messages(fd.Reasons)}})
 		}
 	}
-	if err := counts.write(w, color); err != nil {
+	if err := counts.write(w, color, true); err != nil {
 		return err
 	}
 	for _, t := range []table{rules, findings} {
@@ -123,7 +129,7 @@ func summaryTables(w io.Writer, f summary.Fleet, failing []summary.Node, color b
 		if _, err := io.WriteString(w, "\n"); err != nil {
 			return err
 		}
-		if err := t.write(w, color); err != nil {
+		if err := t.write(w, color, true); err != nil {
 			return err
 		}
 	}

@@ -30,8 +30,14 @@ type table struct {
 
 const gap = 3
 
-func (t table) write(w io.Writer, color bool) error {
-	return t.writeAligned(w, color, t.widths(nil), true)
+// write writes the table, with its header or, as kubectl --no-headers,
+// without it: then the columns are only as wide as their cells.
+func (t table) write(w io.Writer, color, header bool) error {
+	cols := t
+	if !header {
+		cols.header = make([]string, len(t.header))
+	}
+	return t.writeAligned(w, color, cols.widths(nil), header)
 }
 
 // widths are the columns' widths: the widest cell of each, at least atLeast.

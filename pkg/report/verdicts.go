@@ -3,12 +3,16 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
+	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/judge"
 )
 
-// Order prints the order verdict of one node: in text the lab's one word.
+// Order prints the order verdict of one node: in text the lab's one word;
+// wide is the table with what each broken rule means there; name is the
+// node if it breaks a rule.
 func (p Printer) Order(w io.Writer, v judge.OrderVerdict) error {
 	switch {
 	case p.Format.Data():
@@ -19,13 +23,28 @@ func (p Printer) Order(w io.Writer, v judge.OrderVerdict) error {
 		}{v, v.OK(), v.String()})
 	case p.Format == JUnit:
 		return orderJUnit(w, v)
-	case p.Format == Table:
+	case p.Format == Name:
+		if v.OK() {
+			return nil
+		}
+		return names(w, []string{v.Node})
+	case p.Format == Table || p.Format == Wide:
 		verdict := cell{"ok", green}
 		if !v.OK() {
 			verdict = cell{strings.Join(v.Findings, ","), red}
 		}
 		t := table{header: []string{"NODE", "VERDICT"}, rows: [][]cell{{{text: v.Node}, verdict}}}
-		return t.write(w, p.Color)
+		if p.Format == Wide {
+			var why []string
+			for _, r := range v.Rules {
+				if slices.Contains(v.Findings, r.Finding) {
+					why = append(why, explain.Order(r).Message)
+				}
+			}
+			t.header = append(t.header, "WHY")
+			t.rows[0] = append(t.rows[0], cell{text: strings.Join(why, "; ")})
+		}
+		return p.table(w, t)
 	}
 	_, err := fmt.Fprintln(w, v.String())
 	return err
@@ -65,7 +84,7 @@ func (p Printer) Matrix(w io.Writer, m judge.Matrix) error {
 			}
 			t.rows = append(t.rows, row)
 		}
-		if err := t.write(w, p.Color); err != nil {
+		if err := p.table(w, t); err != nil || p.NoHeaders {
 			return err
 		}
 		_, err := fmt.Fprintf(w, "\nRunning DaemonSet pods in the namespace: %d\n", m.TotalPods)

@@ -15,9 +15,6 @@ import (
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
-// Wide is watch's text with a timestamp in front of every line.
-const Wide Format = "wide"
-
 // Deleted is the status of a node that is gone (deleted, or no longer
 // selected), as kubectl names that watch event.
 const Deleted = "DELETED"
