@@ -21,7 +21,7 @@ func TestFleetViewsRefuseBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"summary", "-o", "junit"}, `unknown output format "junit" (want text, json, yaml, table)`},
+		{[]string{"summary", "-o", "junit"}, `unknown output format "junit" (want text, json, yaml, table, name)`},
 		{[]string{"matrix", "-o", "junit"}, `unknown output format "junit"`},
 		{[]string{"audit", "-o", "html"}, `(want text, json, yaml, table, wide, name, junit)`},
 		{[]string{"order-check", "n", "-o", "html"}, `(want text, json, yaml, table, wide, name, junit)`},

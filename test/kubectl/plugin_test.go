@@ -2,11 +2,14 @@ package kubectl_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
+	"github.com/gpuops/gpuops/pkg/operand"
 )
 
 func TestKubectlPlugin(t *testing.T) {
@@ -58,5 +61,25 @@ func TestVersionOfTheServer(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil || v.ServerVersion.GitVersion != sv.GitVersion || v.ServerVersion.Platform != sv.Platform {
 		t.Errorf("version -o json: %v\n%s", err, r.Stdout)
+	}
+}
+
+// audit -o name names the nodes with a finding as kubectl -o name does, so
+// they pipe into kubectl describe; a node without one is not named.
+func TestAuditNamesPipeIntoKubectl(t *testing.T) {
+	t.Parallel()
+	env := testcluster.New(t)
+	asks := env.AddNode(t, env.NodeName("asks"), map[string]string{operand.Lab[0].LabelKey(): "true"}).Name
+	fine := env.AddNode(t, env.NodeName("fine"), nil).Name
+	audit := []string{"--kubeconfig", env.Kubeconfig, "audit", "-n", env.Namespace, "-l", testcluster.LabelTestID + "=" + env.ID, "-o", "name"}
+	if r := run(t, nil, audit...); r.Code != 1 || r.Stdout != "node/"+asks+"\n" {
+		t.Errorf("audit -o name: exit %d, stdout %q, stderr %q; want exit 1, node/%s", r.Code, r.Stdout, r.Stderr, asks)
+	}
+	pipe := `"$0" "$@" | xargs kubectl --kubeconfig "$KUBECONFIG_OF_TEST" describe`
+	environ := []string{"KUBECONFIG_OF_TEST=" + env.Kubeconfig, "PATH=" + filepath.Dir(kubectlPath(t)) + string(os.PathListSeparator) + os.Getenv("PATH")}
+	r := gpuopstest.Run(t, environ, "bash", append([]string{"-c", pipe, gpuopstest.Binary(t)}, audit...)...)
+	first, _, _ := strings.Cut(r.Stdout, "\n")
+	if r.Code != 0 || strings.Join(strings.Fields(first), " ") != "Name: "+asks || strings.Contains(r.Stdout, fine) {
+		t.Errorf("gpuops audit -o name | xargs kubectl describe: exit %d, stderr %q, stdout:\n%s", r.Code, r.Stderr, r.Stdout)
 	}
 }
