@@ -1,8 +1,8 @@
 // Package report prints what the judges return, in the format a user asks
 // for: the lab's exact text (what out/*.txt hold and the scripts print),
 // JSON or YAML for programs (the same value in both), an aligned table for
-// people, coloured on a terminal, JUnit XML for CI, or one HTML page of the
-// whole fleet. It is the one place gpuops formats a verdict; the judges
+// people, coloured on a terminal (wide: with the reasons), kubectl's
+// node/NAME lines, JUnit XML for CI, or one HTML page of the whole fleet. It is the one place gpuops formats a verdict; the judges
 // return data only.
 package report
 
