@@ -2,8 +2,9 @@
 // for: the lab's exact text (what out/*.txt hold and the scripts print),
 // JSON or YAML for programs (the same value in both), an aligned table for
 // people, coloured on a terminal (wide: with the reasons), kubectl's
-// node/NAME lines, JUnit XML for CI, or one HTML page of the whole fleet. It is the one place gpuops formats a verdict; the judges
-// return data only.
+// node/NAME lines, JUnit XML for CI, or one HTML page of the whole fleet.
+// It is the one place gpuops formats a verdict; the judges return data
+// only.
 package report
 
 import (
@@ -33,9 +34,9 @@ const (
 	// order-check).
 	JUnit Format = "junit"
 	// Wide is kubectl's -o wide: a person's output with more in it. For
-	// audit and order-check it is the table with the reasons of --explain
-	// in a WHY column; for watch, its text lines, each after the time of
-	// its batch.
+	// audit and order-check it is the table with a WHY column, the reason
+	// of each finding (audit's as --explain gives them); for watch, its
+	// text lines, each after the time of its batch.
 	Wide Format = "wide"
 	// Name is kubectl's -o name: node/NAME of each node with a finding, one
 	// a line, to pipe into kubectl (audit, order-check, summary).
