@@ -226,13 +226,15 @@ func manifest(t *testing.T) (dir string, p krewPlugin) {
 
 // pluginPath is a PATH on which kubectl finds the plugin as krew installs
 // it from the release (kubectl-gpuops, and kubectl_complete-gpuops for its
-// completion), the lab's kubectl first.
+// completion), then the lab's kubectl. The plugin comes first: kubectl runs
+// the first kubectl-gpuops on PATH, and `go tool task plugin` puts one
+// beside the lab's kubectl.
 func pluginPath(t *testing.T) string {
 	t.Helper()
 	dir, p := manifest(t)
 	pl := p.Spec.Platforms[0]
 	bin := install(t, filepath.Join(dir, path.Base(pl.URI)), pl.Bin)
-	return strings.Join([]string{filepath.Dir(kubectlPath(t)), bin, os.Getenv("PATH")}, string(os.PathListSeparator))
+	return strings.Join([]string{bin, filepath.Dir(kubectlPath(t)), os.Getenv("PATH")}, string(os.PathListSeparator))
 }
 
 // The manifest is what krew accepts, for archives that are what it names,
