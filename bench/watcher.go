@@ -97,7 +97,9 @@ func (b *watcherBench) serve(ctx context.Context) (watcherFigures, error) {
 	if err := cmd.Start(); err != nil {
 		return f, err
 	}
-	defer cmd.Wait() //nolint:errcheck // ended by cancel
+	// Stop serve before waiting for it: deferred in the other order, Wait
+	// would wait for a process nothing ends.
+	defer func() { cancel(); cmd.Wait() }() //nolint:errcheck // ended by cancel
 	lines := bufio.NewScanner(stderr)
 	var url string
 	for lines.Scan() {
