@@ -187,12 +187,13 @@ dead_component() {
 
 # watched NAME KWOKCTL_ARGS...: run kwokctl, which starts NAME's components,
 # and end it at once, with status 3, if one of them exits meanwhile or is gone
-# when it returns; else kwokctl's own status.
+# when it returns (saying which and why); else kwokctl's own status.
 watched() {
-	local name=$1 since="$ROOT/.lab/.start-$1" pid status=0 dead="" logf
+	local name=$1 since="$ROOT/.lab/.start-$1" out="$ROOT/.lab/.kwokctl-$1.log" pid status=0 dead="" logf
 	shift
 	touch "$since"
-	"${KWOKCTL[@]}" "$@" >&2 &
+	# kwokctl's own log is shown only when it fails on its own.
+	"${KWOKCTL[@]}" "$@" >"$out" 2>&1 &
 	pid=$!
 	while kill -0 "$pid" 2>/dev/null && ! dead=$(dead_component "$name" "$since"); do
 		sleep 0.5
@@ -208,8 +209,11 @@ watched() {
 	rm -f "$since"
 	if ((status == 3)); then
 		logf="$KWOK_WORKDIR/clusters/$name/logs/$dead.log"
-		log "$name: $dead exited: $(grep -m1 -i 'address already in use' "$logf" 2>/dev/null || tail -n 2 "$logf" 2>/dev/null)"
+		log "$name: $dead exited: $(grep -o -m1 'listen tcp [^"]*address already in use' "$logf" 2>/dev/null || tail -n 2 "$logf" 2>/dev/null)"
+	elif ((status != 0)); then
+		cat "$out" >&2
 	fi
+	rm -f "$out"
 	return "$status"
 }
 

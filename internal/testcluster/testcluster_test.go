@@ -87,3 +87,44 @@ func TestNodeOptions(t *testing.T) {
 		t.Errorf("%s: want Ready and unschedulable", c.Name)
 	}
 }
+
+// TestPodReadyAgain: a running pod marked not Ready, as the node lifecycle
+// controller marks the pods of a node whose heartbeats came late, is Ready
+// again soon after, as a kubelet would make it (hack/kwokctl.yaml's stage).
+func TestPodReadyAgain(t *testing.T) {
+	t.Parallel()
+	env := testcluster.New(t)
+	node := env.AddNode(t, env.NodeName("a"), nil).Name
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: env.Namespace},
+		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "example.com/c"}}},
+	}
+	ctx := context.Background()
+	if _, err := env.Client.CoreV1().Pods(env.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ready := func(pods []corev1.Pod) bool {
+		if len(pods) != 1 || pods[0].Status.Phase != corev1.PodRunning {
+			return false
+		}
+		for _, c := range pods[0].Status.Conditions {
+			if c.Type == corev1.PodReady {
+				return c.Status == corev1.ConditionTrue
+			}
+		}
+		return false
+	}
+	p := env.WaitForPods(t, env.Namespace, ready)[0]
+	for i, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			p.Status.Conditions[i].Status = corev1.ConditionFalse
+		}
+	}
+	notReady, err := env.Client.CoreV1().Pods(env.Namespace).UpdateStatus(ctx, &p, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.WaitForPods(t, env.Namespace, func(pods []corev1.Pod) bool {
+		return ready(pods) && pods[0].ResourceVersion != notReady.ResourceVersion
+	})
+}
