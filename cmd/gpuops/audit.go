@@ -31,6 +31,7 @@ func auditCommand() *cli.Command {
 			// -o wide is the table of --explain.
 			explained := c.Bool("explain") || p.Format.Explained() || p.Format == report.Wide
 			opts.DaemonSets = explained
+			opts.NodeMetadata = !explained // the audit reads labels; only the reasons read taints and conditions
 			opts.Trace = operand.Paused
 			rosterOptions(c, &opts)
 			s, err := readSnapshot(c, opts)

@@ -19,6 +19,7 @@ func matrixCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			opts.NodeMetadata = true // a row is its node's name
 			rosterOptions(c, &opts)
 			s, err := readSnapshot(c, opts)
 			if err != nil {

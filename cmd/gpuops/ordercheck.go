@@ -33,7 +33,8 @@ func orderCheckCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			var opts read.Options
+			// The node's labels and its pods, not the fleet's: the judge reads nothing else.
+			opts := read.Options{Node: c.Args().First(), NodeMetadata: true}
 			rosterOptions(c, &opts)
 			s, err := readSnapshot(c, opts)
 			if err != nil {

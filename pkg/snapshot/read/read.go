@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fieldsel "k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -23,7 +24,21 @@ import (
 // Options says what to read besides nodes and pods.
 type Options struct {
 	NodeSelector string // label selector narrowing the nodes judged; empty means all
-	DaemonSets   bool   // also list the namespace's DaemonSets
+	// Node, when set, reads that one node and only the pods bound to it,
+	// not every node and pod: judging one node then costs one node however
+	// large the fleet. Both are LISTs narrowed by a field selector: the API
+	// server reads a list narrowed to metadata.name as that one object (a
+	// GET would need a right the judges' role does not grant) and pods by
+	// spec.nodeName from an index. A node that does not exist leaves the
+	// snapshot without nodes.
+	Node string
+	// NodeMetadata lists only the nodes' metadata (PartialObjectMetadata:
+	// name, labels, and managedFields for Trace), for judges that read
+	// nothing else of a node: the server sends neither spec nor status
+	// (status.images alone can outweigh the labels). Node.Taints,
+	// Unschedulable and Ready are then left zero.
+	NodeMetadata bool
+	DaemonSets   bool // also list the namespace's DaemonSets
 	// PageSize, when set, splits each list into pages of that many objects
 	// (limit/continue), to spare an API server that cannot stream lists.
 	// Unpaged is the fastest: one request each, streamed and decoded item by
@@ -46,7 +61,6 @@ type Options struct {
 // (see trim.go); a JSON client gets the same snapshot, more slowly.
 func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opts Options) (*snapshot.Snapshot, error) {
 	s := &snapshot.Snapshot{Namespace: namespace}
-	page := opts.PageSize
 	core := c.CoreV1().RESTClient()
 	g, ctx := errgroup.WithContext(ctx)
 	// Each list's error has its slot, so that a failure every list meets (a
@@ -55,24 +69,27 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 	var errs [4]error
 	run := func(slot int, f func() error) { g.Go(func() error { errs[slot] = f(); return errs[slot] }) }
 	run(0, func() error {
-		err := readList(ctx, core, "nodes", "", metav1.ListOptions{LabelSelector: opts.NodeSelector, Limit: page},
-			nodeFields, &corev1.NodeList{}, func(n *corev1.Node, whole []byte) error {
-				node := snapshot.NodeFrom(n)
-				if opts.Trace != nil {
-					if err := trace(&node, n, whole, opts.Trace); err != nil {
-						return fmt.Errorf("node %s: %w", node.Name, err)
-					}
+		err := readNodes(ctx, core, opts, func(n *corev1.Node, whole []byte) error {
+			node := snapshot.NodeFrom(n)
+			if opts.Trace != nil {
+				if err := trace(&node, n, whole, opts.Trace); err != nil {
+					return fmt.Errorf("node %s: %w", node.Name, err)
 				}
-				s.Nodes = append(s.Nodes, node)
-				return nil
-			})
+			}
+			s.Nodes = append(s.Nodes, node)
+			return nil
+		})
 		if err != nil {
 			return fmt.Errorf("list nodes: %w", err)
 		}
 		return nil
 	})
 	run(1, func() error {
-		err := readList(ctx, core, "pods", namespace, metav1.ListOptions{Limit: page},
+		pods := metav1.ListOptions{Limit: opts.PageSize}
+		if opts.Node != "" {
+			pods.FieldSelector = fieldsel.OneTermEqualSelector("spec.nodeName", opts.Node).String()
+		}
+		err := readList(ctx, func() *rest.Request { return core.Get().Namespace(namespace).Resource("pods") }, pods,
 			podFields, &corev1.PodList{}, func(p *corev1.Pod, _ []byte) error { s.Pods = append(s.Pods, snapshot.PodFrom(p)); return nil })
 		if err != nil {
 			return fmt.Errorf("list pods in namespace %s: %w", namespace, err)
@@ -111,23 +128,45 @@ func firstError(errs []error, group error) error {
 	return group
 }
 
+// metadataList asks for a list as PartialObjectMetadataList, protobuf if the
+// server can, as the metadata client (k8s.io/client-go/metadata) does; that
+// client decodes the whole list at once, readList streams it.
+const metadataList = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1," +
+	"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+
+// readNodes calls add on each node opts asks for, with its protobuf bytes
+// when it came as protobuf (see readList).
+func readNodes(ctx context.Context, core rest.Interface, opts Options, add func(n *corev1.Node, whole []byte) error) error {
+	list := metav1.ListOptions{LabelSelector: opts.NodeSelector, Limit: opts.PageSize}
+	if opts.Node != "" {
+		list.FieldSelector = fieldsel.OneTermEqualSelector("metadata.name", opts.Node).String()
+	}
+	if opts.NodeMetadata {
+		return readList(ctx, func() *rest.Request { return core.Get().Resource("nodes").SetHeader("Accept", metadataList) }, list,
+			metadataFields, &metav1.PartialObjectMetadataList{}, func(m *metav1.PartialObjectMetadata, whole []byte) error {
+				return add(&corev1.Node{ObjectMeta: m.ObjectMeta}, whole)
+			})
+	}
+	return readList(ctx, func() *rest.Request { return core.Get().Resource("nodes") }, list, nodeFields, &corev1.NodeList{}, add)
+}
+
 // message is an API type with its generated protobuf decoder.
 type message[T any] interface {
 	*T
 	Unmarshal([]byte) error
 }
 
-// readList GETs a list, page by page when opts.Limit is set, and calls add on
-// every item, in the server's order. A protobuf body is decoded item by item
-// as it streams in, trimmed to keep, and add gets the item's whole bytes
-// too; any other (JSON) is decoded whole into a fresh copy of the empty
-// list, as a plain client would, and add gets nil bytes: the item is whole.
-func readList[T any, PT message[T]](ctx context.Context, rc rest.Interface, resource, namespace string,
+// readList GETs a list (a fresh request from req for each page), page by
+// page when opts.Limit is set, and calls add on every item, in the server's
+// order. A protobuf body is decoded item by item as it streams in, trimmed
+// to keep, and add gets the item's whole bytes too; any other (JSON) is
+// decoded whole into a fresh copy of the empty list, as a plain client
+// would, and add gets nil bytes: the item is whole.
+func readList[T any, PT message[T]](ctx context.Context, req func() *rest.Request,
 	opts metav1.ListOptions, keep fields, list runtime.Object, add func(item *T, whole []byte) error) error {
 	var item T
 	for {
-		body, err := rc.Get().Namespace(namespace).Resource(resource).
-			VersionedParams(&opts, scheme.ParameterCodec).Stream(ctx)
+		body, err := req().VersionedParams(&opts, scheme.ParameterCodec).Stream(ctx)
 		if err != nil {
 			return err
 		}

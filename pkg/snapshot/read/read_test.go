@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +17,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/gpuops/gpuops/internal/testcluster"
+	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/kube"
+	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/snapshot/read"
 )
@@ -156,4 +160,132 @@ func TestReadFailsOnOneLine(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "list ") {
 		t.Fatalf("Read against no server: err = %v, want a wrapped list error", err)
 	}
+}
+
+// TestNarrowReadsJudgeAlike proves, on nodes in every state the order check
+// and the audit tell apart, that the narrow reads give the verdicts of the
+// whole read: one node and its pods (Options.Node) the order check's, the
+// nodes' metadata alone (Options.NodeMetadata) the audit's, stuck pauses
+// included, and the matrix's.
+func TestNarrowReadsJudgeAlike(t *testing.T) {
+	env := testcluster.New(t)
+	ctx := context.Background()
+	for _, o := range operand.Lab {
+		memory := "64Mi"
+		if o.Name == operand.Driver {
+			memory = "512Mi"
+		}
+		ds := testcluster.DaemonSet(env.Namespace, o.DaemonSet, map[string]string{o.LabelKey(): "true", testcluster.LabelTestID: env.ID}, memory)
+		if _, err := env.Client.AppsV1().DaemonSets(env.Namespace).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	labels := func(set ...string) map[string]string {
+		l := map[string]string{}
+		for _, o := range operand.Lab {
+			l[o.LabelKey()] = "true"
+		}
+		for i := 0; i < len(set); i += 2 {
+			l[operand.LabelPrefix+set[i]] = set[i+1]
+		}
+		return l
+	}
+	env.AddNode(t, env.NodeName("full"), labels())
+	env.AddNode(t, env.NodeName("nokit"), labels(operand.ContainerToolkit, "false"))            // device plugin without toolkit
+	env.AddNode(t, env.NodeName("hostdriver"), labels(operand.Driver, "false"))                 // the host's driver: excused
+	env.AddNode(t, env.NodeName("small"), labels(), testcluster.WithMemory("256Mi"))            // driver Pending: toolkit without driver
+	env.AddNode(t, env.NodeName("paused"), labels(operand.Driver, "paused-for-driver-upgrade")) // a helper's pause
+	env.AddNode(t, env.NodeName("tainted"), labels(), testcluster.WithTaints(corev1.Taint{Key: "example.com/broken", Value: "yes", Effect: corev1.TaintEffectNoSchedule}))
+	env.AddNode(t, env.NodeName("cordoned"), labels(), testcluster.Unschedulable())
+	env.AddNode(t, env.NodeName("down"), labels(), testcluster.NotReady())
+	// Running: full 5, nokit 4, hostdriver 4, small 4, paused 4, cordoned 5;
+	// and small's driver pod unscheduled.
+	env.WaitForPods(t, env.Namespace, func(pods []corev1.Pod) bool {
+		running, starved := 0, false
+		for _, p := range pods {
+			pod := snapshot.PodFrom(&p)
+			running += btoi(pod.Present())
+			starved = starved || (pod.Target == env.NodeName("small") && pod.Node == "" && pod.Reason != "")
+		}
+		return running == 26 && starved
+	})
+
+	cf := kube.NewFlags()
+	cf.KubeConfig = &env.Kubeconfig
+	clients, err := kube.Connect(cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	take := func(opts read.Options) *snapshot.Snapshot {
+		t.Helper()
+		opts.DaemonSets, opts.Trace = true, operand.Paused
+		s, err := read.Snapshot(ctx, clients.Kube, env.Namespace, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	whole := take(read.Options{NodeSelector: testcluster.LabelTestID + "=" + env.ID})
+	if len(whole.Nodes) != 8 {
+		t.Fatalf("whole read: %d nodes, want 8", len(whole.Nodes))
+	}
+	rules := operand.RulesFor(operand.Lab, operand.AllRules)
+	findings := 0
+	for _, node := range append(judge.SortedNodes(whole), snapshot.Node{Name: env.NodeName("absent")}) {
+		want, wantErr := judge.Order(whole, node.Name, operand.Lab, rules)
+		one := take(read.Options{Node: node.Name, NodeMetadata: true}) // as order-check reads
+		got, err := judge.Order(one, node.Name, operand.Lab, rules)
+		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(err, wantErr) {
+			t.Errorf("order-check %s: one-node read %v, %v; whole read %v, %v", node.Name, got, err, want, wantErr)
+		}
+		findings += len(want.Findings)
+		// The one-node read holds that node and the pods bound to it, as the whole read has them.
+		var pods []snapshot.Pod
+		for _, p := range whole.Pods {
+			if p.Node == node.Name {
+				pods = append(pods, p)
+			}
+		}
+		if wantErr == nil && (len(one.Nodes) != 1 || !reflect.DeepEqual(one.Nodes[0], metadataOf(node)) || !reflect.DeepEqual(one.Pods, pods)) {
+			t.Errorf("one-node read of %s:\n got %+v %+v\nwant %+v %+v", node.Name, one.Nodes, one.Pods, metadataOf(node), pods)
+		}
+	}
+	if findings < 2 {
+		t.Errorf("the whole read found %d broken rules, want those of nokit and small at least", findings)
+	}
+
+	meta := take(read.Options{NodeSelector: testcluster.LabelTestID + "=" + env.ID, NodeMetadata: true})
+	audit := func(s *snapshot.Snapshot) []judge.NodeAudit {
+		a := judge.Audit(s, operand.Lab)
+		judge.Stuck(a, s, operand.Lab, time.Now().Add(time.Hour), time.Minute)
+		return a
+	}
+	want := audit(whole)
+	if got := audit(meta); !reflect.DeepEqual(got, want) {
+		t.Errorf("audit of the metadata read:\n got %+v\nwant %+v", got, want)
+	}
+	if !slices.ContainsFunc(want, func(a judge.NodeAudit) bool { return len(a.Stuck) > 0 }) {
+		t.Errorf("no stuck pause in %+v: the paused node's label change was not traced", want)
+	}
+	if got, want := judge.BuildMatrix(meta, operand.Lab), judge.BuildMatrix(whole, operand.Lab); !reflect.DeepEqual(got, want) {
+		t.Errorf("matrix of the metadata read:\n got %+v\nwant %+v", got, want)
+	}
+	for i, n := range whole.Nodes {
+		if !reflect.DeepEqual(meta.Nodes[i], metadataOf(n)) {
+			t.Errorf("metadata read of %s: %+v, want %+v", n.Name, meta.Nodes[i], metadataOf(n))
+		}
+	}
+}
+
+// metadataOf is what a read of the node's metadata alone gives.
+func metadataOf(n snapshot.Node) snapshot.Node {
+	n.Taints, n.Unschedulable, n.Ready = nil, false, false
+	return n
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

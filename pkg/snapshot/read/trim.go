@@ -60,6 +60,10 @@ var nodeFields = fields{
 	},
 }
 
+// metadataFields are what NodeFrom reads of a PartialObjectMetadata: its
+// field 1 is metadata, as a node's is.
+var metadataFields = fields{1: nodeFields[1]}
+
 // trim appends to dst the fields of the message msg that keep names.
 func trim(dst, msg []byte, keep fields) ([]byte, error) {
 	for len(msg) > 0 {

@@ -69,6 +69,15 @@ func TestTrimKeepsWhatConversionReads(t *testing.T) {
 		if want, have := snapshot.NodeFrom(&node), snapshot.NodeFrom(&gotNode); !equality.Semantic.DeepEqual(want, have) {
 			t.Fatalf("seed %d: node from trimmed bytes\n got %+v\nwant %+v", seed, have, want)
 		}
+
+		// A node's metadata alone, as the server sends it to NodeMetadata.
+		meta := metav1.PartialObjectMetadata{ObjectMeta: node.ObjectMeta}
+		var gotMeta metav1.PartialObjectMetadata
+		decodeTrimmed(t, &meta, &gotMeta, metadataFields)
+		want := snapshot.NodeFrom(&corev1.Node{ObjectMeta: node.ObjectMeta})
+		if have := snapshot.NodeFrom(&corev1.Node{ObjectMeta: gotMeta.ObjectMeta}); !equality.Semantic.DeepEqual(want, have) {
+			t.Fatalf("seed %d: node from trimmed metadata\n got %+v\nwant %+v", seed, have, want)
+		}
 	}
 }
 
@@ -202,4 +211,30 @@ func BenchmarkDecodePodPage(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A server that answers the metadata list in JSON is read as well.
+func TestMetadataListAsJSON(t *testing.T) {
+	list := metav1.PartialObjectMetadataList{
+		TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadataList"},
+		ListMeta: metav1.ListMeta{Continue: "next"},
+	}
+	for _, name := range []string{"a", "b"} {
+		list.Items = append(list.Items, metav1.PartialObjectMetadata{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"k": name}},
+		})
+	}
+	body, err := json.Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	cont, err := eachTypedItem(bytes.NewReader(body), &metav1.PartialObjectMetadataList{}, func(m *metav1.PartialObjectMetadata, _ []byte) error {
+		got = append(got, m.Name+"="+m.Labels["k"])
+		return nil
+	})
+	if err != nil || cont != "next" || fmt.Sprint(got) != "[a=a b=b]" {
+		t.Errorf("got %v, continue %q, %v; want [a=a b=b], next", got, cont, err)
+	}
 }
