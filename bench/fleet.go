@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuops/gpuops"
+	"github.com/gpuops/gpuops/internal/fleettest"
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/labspec"
 	"github.com/gpuops/gpuops/pkg/operand"
@@ -44,6 +46,7 @@ const lowMemoryCapacity = "448Mi"
 
 type fleetNode struct {
 	name     string
+	index    int // its place in the fleet, which dresses it (fleettest.DressNode)
 	role     role
 	operands map[string]bool // deploy label values; an operand left out has no label
 }
@@ -57,7 +60,7 @@ func plan(n int) []fleetNode {
 	broken := max(2, n/500)
 	out := make([]fleetNode, n)
 	for i := range out {
-		f := fleetNode{name: fmt.Sprintf("gpu-node-%0*d", width, i), role: gpu, operands: map[string]bool{}}
+		f := fleetNode{name: fmt.Sprintf("gpu-node-%0*d", width, i), index: i, role: gpu, operands: map[string]bool{}}
 		switch {
 		case i >= n-broken:
 			f.role = lowMemory
@@ -147,6 +150,7 @@ func (f fleetNode) object(withDeployLabels bool) *corev1.Node {
 		}
 	}
 	n := testcluster.FakeNode(f.name, labels)
+	fleettest.DressNode(n, f.index)
 	switch f.role {
 	case tainted:
 		n.Spec.Taints = []corev1.Taint{brokenTaint}
@@ -253,7 +257,8 @@ func expectedMatrix(fleet []fleetNode) string {
 }
 
 // applyDaemonSets creates the namespace and server-side applies the five
-// DaemonSets rendered from the embedded bases, as `gpuops up` would.
+// DaemonSets rendered from the embedded bases, as `gpuops up` would, their
+// pods dressed as the GPU Operator renders them (fleettest.DressPodSpec).
 func applyDaemonSets(ctx context.Context, c kubernetes.Interface, namespace string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 	if _, err := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -265,11 +270,56 @@ func applyDaemonSets(ctx context.Context, c kubernetes.Interface, namespace stri
 	}
 	force := true
 	for _, m := range manifests {
-		_, err := c.AppsV1().DaemonSets(namespace).Patch(ctx, m.Operand.DaemonSet, types.ApplyYAMLPatchType, m.YAML,
+		var ds appsv1.DaemonSet
+		if err := yaml.UnmarshalStrict(m.YAML, &ds); err != nil {
+			return fmt.Errorf("DaemonSet %s: %w", m.Operand.DaemonSet, err)
+		}
+		fleettest.DressPodSpec(&ds.Spec.Template.Spec, m.Operand.Name)
+		dressed, err := yaml.Marshal(&ds)
+		if err != nil {
+			return err
+		}
+		_, err = c.AppsV1().DaemonSets(namespace).Patch(ctx, m.Operand.DaemonSet, types.ApplyYAMLPatchType, dressed,
 			metav1.PatchOptions{FieldManager: "gpuops-bench", Force: &force})
 		if err != nil {
 			return fmt.Errorf("apply DaemonSet %s: %w", m.Operand.DaemonSet, err)
 		}
 	}
 	return nil
+}
+
+// fleetShape says how big the fleet's objects are as the API server sends
+// them: one node and one operand pod, and the two lists the floor reads
+// (protobuf).
+func fleetShape(ctx context.Context, c kubernetes.Interface, namespace string, node string) (string, error) {
+	size := func(path string) (int, error) {
+		b, err := c.CoreV1().RESTClient().Get().AbsPath(path).SetHeader("Accept", "application/vnd.kubernetes.protobuf").DoRaw(ctx)
+		return len(b), err
+	}
+	n, err := c.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	pods, err := c.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil || len(pods.Items) == 0 {
+		return "", fmt.Errorf("the pods of node %s: %d, %v", node, len(pods.Items), err)
+	}
+	p := pods.Items[0]
+	env, mounts := 0, 0
+	for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
+		env, mounts = env+len(c.Env), mounts+len(c.VolumeMounts)
+	}
+	var sizes [4]int
+	for i, path := range []string{"/api/v1/nodes/" + node, "/api/v1/namespaces/" + namespace + "/pods/" + p.Name,
+		"/api/v1/nodes", "/api/v1/namespaces/" + namespace + "/pods"} {
+		if sizes[i], err = size(path); err != nil {
+			return "", err
+		}
+	}
+	return fmt.Sprintf("object sizes: a node has %d labels, %d annotations, %d images, %d conditions, %d addresses, %.1f KB in protobuf; "+
+		"an operand pod (%s) has %d init containers, %d containers, %d env vars, %d volumes, %d mounts, %.1f KB; "+
+		"the floor's LISTs are %.1f MB of nodes and %.1f MB of pods",
+		len(n.Labels), len(n.Annotations), len(n.Status.Images), len(n.Status.Conditions), len(n.Status.Addresses), float64(sizes[0])/1e3,
+		p.Name, len(p.Spec.InitContainers), len(p.Spec.Containers), env, len(p.Spec.Volumes), mounts, float64(sizes[1])/1e3,
+		float64(sizes[2])/1e6, float64(sizes[3])/1e6), nil
 }

@@ -136,6 +136,11 @@ func run(ctx context.Context, cfg config) (err error) {
 		return err
 	}
 
+	shape, err := fleetShape(ctx, client, kube.DefaultNamespace, fleet[0].name)
+	if err != nil {
+		return err
+	}
+	setup = append(setup, shape)
 	contenders, notes := lineUp(root, bin, fleet)
 	logf("measuring %d contenders, %d rounds each", len(contenders), cfg.rounds)
 	load := loadAverage()

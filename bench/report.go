@@ -35,6 +35,12 @@ func lineUp(root string, bin func(string) string, fleet []fleetNode) ([]contende
 		}
 		cs = append(cs, contender{name: "gpuops " + c.cmd, argv: []string{bin("gpuops"), "-n", ns, c.cmd}, codes: []int{0, 1}, want: c.want})
 	}
+	// order-check reads one node and its pods, however large the fleet;
+	// audit --explain reads whole nodes (taints, conditions).
+	cs = append(cs,
+		contender{name: "gpuops order-check NODE (one node)", argv: []string{bin("gpuops"), "-n", ns, "order-check", fleet[0].name}, codes: []int{0}, want: "ok\n"},
+		contender{name: "gpuops audit --explain (whole nodes)", argv: []string{bin("gpuops"), "-n", ns, "audit", "--explain"}, codes: []int{0, 1}},
+	)
 	script := filepath.Join(root, "operand-audit.sh")
 	if data, err := os.ReadFile(script); err != nil || !bytes.Contains(data, []byte("kubectl")) {
 		notes = append(notes, "operand-audit.sh not measured: still a placeholder")

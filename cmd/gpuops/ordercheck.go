@@ -20,7 +20,8 @@ func orderCheckCommand() *cli.Command {
 			"NODE and no container-toolkit pod is, \"ok\" (exit 0) otherwise (the lab's order-check.sh,\n" +
 			"same output). A node that does not exist is an error (exit 2). With --all-rules, every\n" +
 			"broken rule of the start-up order is a finding; the first is printed. -o junit has one test case\n" +
-			"per rule judged, failed when broken.",
+			"per rule judged, failed when broken. It reads NODE's labels and the pods bound to it, not the\n" +
+			"fleet: as quick on 5,000 nodes as on 3.",
 		Flags: []cli.Flag{outputFlag(report.Wide, report.Name, report.JUnit), noHeadersFlag(), judgeLabFlag(), allRulesFlag(), discoverFlag()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
