@@ -94,8 +94,10 @@ func DressNode(n *corev1.Node, i int) {
 			SizeBytes: int64(40_000_000 + k*13_000_000),
 		})
 	}
+	// KWOK's node stage writes these unquoted into YAML: a letter first
+	// keeps an all-digit hex string from reading as a number.
 	n.Status.NodeInfo = corev1.NodeSystemInfo{
-		MachineID: fmt.Sprintf("%032x", i), SystemUUID: fmt.Sprintf("ec2%029x", i), BootID: fmt.Sprintf("%032x", i*31),
+		MachineID: fmt.Sprintf("f%031x", i), SystemUUID: fmt.Sprintf("ec2%029x", i), BootID: fmt.Sprintf("b%031x", i*31),
 		KernelVersion: "6.8.0-1021-aws", OSImage: "Ubuntu 22.04.5 LTS", ContainerRuntimeVersion: "containerd://1.7.27",
 		KubeletVersion: "v1.37.2", OperatingSystem: "linux", Architecture: "amd64",
 	}

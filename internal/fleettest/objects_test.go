@@ -23,6 +23,12 @@ func TestDressedSizes(t *testing.T) {
 	if n.Labels["nvidia.com/gpu.deploy.driver"] != "false" || n.Labels["kubernetes.io/hostname"] != "gpu-node-7" {
 		t.Errorf("the node's own labels were overwritten: %v", n.Labels)
 	}
+	// KWOK's node stage writes node info unquoted: an all-digit ID would read as a number.
+	for _, id := range []string{n.Status.NodeInfo.MachineID, n.Status.NodeInfo.BootID, n.Status.NodeInfo.SystemUUID} {
+		if id == "" || id[0] < 'a' || id[0] > 'z' {
+			t.Errorf("node info ID %q does not start with a letter", id)
+		}
+	}
 	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "driver", Image: "example.com/driver"}}}
 	fleettest.DressPodSpec(&spec, "driver")
 	if spec.Containers[0].Name != "driver" || len(spec.InitContainers) < 2 || len(spec.Volumes) < 10 || len(spec.Containers[0].Env) < 10 {
