@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -62,10 +61,11 @@ type Options struct {
 func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opts Options) (*snapshot.Snapshot, error) {
 	s := &snapshot.Snapshot{Namespace: namespace}
 	core := c.CoreV1().RESTClient()
-	g, ctx := errgroup.WithContext(ctx)
-	// Each list's error has its slot, so that a failure every list meets (a
-	// bad token) is said as the node list met it, whichever list failed
-	// first: see firstError.
+	// The lists are not cancelled when one fails: each ends with its own
+	// error, in its slot, so that a failure every list meets (a bad token)
+	// is said as the node list met it, whichever list failed first. Failing
+	// is the rare path; waiting there for the slowest list costs little.
+	var g errgroup.Group
 	var errs [4]error
 	run := func(slot int, f func() error) { g.Go(func() error { errs[slot] = f(); return errs[slot] }) }
 	run(0, func() error {
@@ -111,21 +111,14 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 	if opts.Operator {
 		run(3, func() error { return readOperator(ctx, c.Discovery().RESTClient(), s) })
 	}
-	if err := g.Wait(); err != nil {
-		return nil, firstError(errs[:], err)
-	}
-	return s, nil
-}
-
-// firstError is the first list's own error in list order, passing over the
-// lists cancelled because another failed; else the group's.
-func firstError(errs []error, group error) error {
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return err
+	if g.Wait() != nil {
+		for _, err := range errs {
+			if err != nil {
+				return nil, err
+			}
 		}
 	}
-	return group
+	return s, nil
 }
 
 // metadataList asks for a list as PartialObjectMetadataList, protobuf if the
