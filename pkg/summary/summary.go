@@ -225,16 +225,13 @@ func Build(s *snapshot.Snapshot, roster []operand.Operand, rules []operand.Rule,
 		}
 	}
 	pres := judge.NewPresence(s.Pods)
-	labels := make(map[string]map[string]string, len(s.Nodes))
-	for _, n := range s.Nodes {
-		labels[n.Name] = n.Labels
-	}
+	nodes := judge.SortedNodes(s) // the judges' order: audits[i] is nodes[i]
 
 	f := Fleet{GroupBy: groupBy, Operands: roster, Rules: rules}
 	groups := map[string]*Group{}
 	byGroup := map[string][]Node{}
 	for i, a := range audits {
-		l := labels[a.Node]
+		l := nodes[i].Labels
 		name := cmp.Or(l[groupBy], NoGroup)
 		g := groups[name]
 		if g == nil {
