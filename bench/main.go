@@ -33,6 +33,7 @@ import (
 type config struct {
 	nodes   int
 	rounds  int
+	scripts int // timed rounds of the scripts (slow at 5,000 nodes); -1: rounds
 	cluster string
 	keep    bool // leave the cluster running at the end
 	reuse   bool // measure a fleet an earlier -keep run left, without setup
@@ -46,6 +47,7 @@ func main() {
 	var cfg config
 	flag.IntVar(&cfg.nodes, "n", 1000, "number of nodes in the fleet")
 	flag.IntVar(&cfg.rounds, "rounds", 5, "timed rounds per contender (after one warm-up)")
+	flag.IntVar(&cfg.scripts, "script-rounds", -1, "timed rounds of operand-audit.sh and the kubectl+jq recipe, without their warm-up when fewer than -rounds (-1: as -rounds); they take minutes a run at 5,000 real-sized nodes")
 	flag.StringVar(&cfg.cluster, "cluster", "gpuops-scale", "name of the bench's own KWOK cluster (hack/cluster.sh)")
 	flag.BoolVar(&cfg.keep, "keep", false, "leave the cluster running at the end")
 	flag.BoolVar(&cfg.reuse, "reuse", false, "measure the fleet a -keep run left (no setup, no `gpuops up` figure)")
@@ -144,7 +146,14 @@ func run(ctx context.Context, cfg config) (err error) {
 	contenders, notes := lineUp(root, bin, fleet)
 	logf("measuring %d contenders, %d rounds each", len(contenders), cfg.rounds)
 	load := loadAverage()
-	results, err := measure(ctx, contenders, append(env, "ROSTER="+rosterJSON()), tmp, cfg.rounds, func(s string) { logf("%s", s) })
+	scripts := cfg.scripts
+	if scripts < 0 {
+		scripts = cfg.rounds
+	}
+	if scripts == 0 || cfg.rounds < 1 {
+		return fmt.Errorf("-rounds and -script-rounds: at least one timed round each")
+	}
+	results, err := measure(ctx, contenders, append(env, "ROSTER="+rosterJSON()), tmp, cfg.rounds, scripts, func(s string) { logf("%s", s) })
 	if err != nil {
 		return err
 	}

@@ -111,22 +111,18 @@ func planUp(ctx context.Context, c kubernetes.Interface, lab *labspec.Lab, roste
 	}
 
 	p.nodes = make([]plannedNode, len(lab.Nodes))
-	err = forEach(ctx, len(lab.Nodes), func(ctx context.Context, i int) error {
-		n := lab.Nodes[i]
-		node, err := c.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-		if notFound(err) {
-			return &NodeNotFoundError{Node: n.Name}
-		}
-		if err != nil {
-			return fmt.Errorf("read node %s: %w", n.Name, err)
-		}
-		labels := n.NodeLabels(roster)
+	names := make([]string, len(lab.Nodes))
+	for i, n := range lab.Nodes {
+		names[i] = n.Name
+	}
+	err = eachNamedNode(ctx, c, names, func(i int, node *corev1.Node) error {
+		labels := lab.Nodes[i].NodeLabels(roster)
 		if !force {
 			if err := checkLabelOwners(node, labels); err != nil {
 				return err
 			}
 		}
-		p.nodes[i] = plannedNode{name: n.Name, labels: labels, resourceVersion: node.ResourceVersion}
+		p.nodes[i] = plannedNode{name: node.Name, labels: labels, resourceVersion: node.ResourceVersion}
 		return nil
 	})
 	if err != nil {
