@@ -31,7 +31,7 @@ func auditCommand() *cli.Command {
 			// -o wide is the table of --explain.
 			explained := c.Bool("explain") || p.Format.Explained() || p.Format == report.Wide
 			opts.DaemonSets = explained
-			opts.NodeMetadata = !explained // the audit reads labels; only the reasons read taints and conditions
+			opts.DeployLabelsOnly = !explained // the audit reads deploy labels; only the reasons read taints, conditions and other labels
 			opts.Trace = operand.Paused
 			rosterOptions(c, &opts)
 			s, err := readSnapshot(c, opts)

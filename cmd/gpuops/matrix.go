@@ -19,7 +19,7 @@ func matrixCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			opts.NodeMetadata = true // a row is its node's name
+			opts.DeployLabelsOnly = true // a row is its node's name; the columns come from pods
 			rosterOptions(c, &opts)
 			s, err := readSnapshot(c, opts)
 			if err != nil {

@@ -35,7 +35,7 @@ func orderCheckCommand() *cli.Command {
 				return err
 			}
 			// The node's labels and its pods, not the fleet's: the judge reads nothing else.
-			opts := read.Options{Node: c.Args().First(), NodeMetadata: true}
+			opts := read.Options{Node: c.Args().First(), DeployLabelsOnly: true}
 			rosterOptions(c, &opts)
 			s, err := readSnapshot(c, opts)
 			if err != nil {

@@ -96,8 +96,8 @@ func BenchmarkReadOneNode(b *testing.B) {
 		nodes int
 	}{
 		{"read=whole-fleet", read.Options{}, nodes},
-		{"read=one-node", read.Options{Node: one, NodeMetadata: true}, 1},
-		{"read=whole-fleet-metadata", read.Options{NodeMetadata: true}, nodes},
+		{"read=one-node", read.Options{Node: one, DeployLabelsOnly: true}, 1},
+		{"read=whole-fleet-metadata", read.Options{DeployLabelsOnly: true}, nodes},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {

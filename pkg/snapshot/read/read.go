@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
+	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
@@ -31,13 +33,15 @@ type Options struct {
 	// spec.nodeName from an index. A node that does not exist leaves the
 	// snapshot without nodes.
 	Node string
-	// NodeMetadata lists only the nodes' metadata (PartialObjectMetadata:
-	// name, labels, and managedFields for Trace), for judges that read
-	// nothing else of a node: the server sends neither spec nor status
-	// (status.images alone can outweigh the labels). Node.Taints,
-	// Unschedulable and Ready are then left zero.
-	NodeMetadata bool
-	DaemonSets   bool // also list the namespace's DaemonSets
+	// DeployLabelsOnly reads of each node only what a judge reads of it
+	// (pkg/judge): its name and its deploy labels (operand.LabelPrefix).
+	// The nodes are listed as PartialObjectMetadata, so the server sends
+	// neither spec nor status (status.images alone can outweigh the labels),
+	// and the other labels (NFD and GFD write a hundred) are dropped as each
+	// node is decoded: at 5,000 nodes they were most of a judge's memory.
+	// Node.Taints, Unschedulable and Ready are left zero.
+	DeployLabelsOnly bool
+	DaemonSets       bool // also list the namespace's DaemonSets
 	// PageSize, when set, splits each list into pages of that many objects
 	// (limit/continue), to spare an API server that cannot stream lists.
 	// Unpaged is the fastest: one request each, streamed and decoded item by
@@ -75,6 +79,9 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 				if err := trace(&node, n, whole, opts.Trace); err != nil {
 					return fmt.Errorf("node %s: %w", node.Name, err)
 				}
+			}
+			if opts.DeployLabelsOnly {
+				node.Labels = deployLabels(node.Labels)
 			}
 			s.Nodes = append(s.Nodes, node)
 			return nil
@@ -134,13 +141,29 @@ func readNodes(ctx context.Context, core rest.Interface, opts Options, add func(
 	if opts.Node != "" {
 		list.FieldSelector = fieldsel.OneTermEqualSelector("metadata.name", opts.Node).String()
 	}
-	if opts.NodeMetadata {
+	if opts.DeployLabelsOnly {
 		return readList(ctx, func() *rest.Request { return core.Get().Resource("nodes").SetHeader("Accept", metadataList) }, list,
 			metadataFields, &metav1.PartialObjectMetadataList{}, func(m *metav1.PartialObjectMetadata, whole []byte) error {
 				return add(&corev1.Node{ObjectMeta: m.ObjectMeta}, whole)
 			})
 	}
 	return readList(ctx, func() *rest.Request { return core.Get().Resource("nodes") }, list, nodeFields, &corev1.NodeList{}, add)
+}
+
+// deployLabels copies the deploy labels out of a node's labels, into a map
+// of their size: the decoded map, a hundred entries, is left to the garbage
+// collector.
+func deployLabels(all map[string]string) map[string]string {
+	var kept map[string]string
+	for k, v := range all {
+		if strings.HasPrefix(k, operand.LabelPrefix) {
+			if kept == nil {
+				kept = make(map[string]string, 8)
+			}
+			kept[k] = v
+		}
+	}
+	return kept
 }
 
 // message is an API type with its generated protobuf decoder.

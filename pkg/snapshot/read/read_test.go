@@ -165,7 +165,7 @@ func TestReadFailsOnOneLine(t *testing.T) {
 // TestNarrowReadsJudgeAlike proves, on nodes in every state the order check
 // and the audit tell apart, that the narrow reads give the verdicts of the
 // whole read: one node and its pods (Options.Node) the order check's, the
-// nodes' metadata alone (Options.NodeMetadata) the audit's, stuck pauses
+// nodes' names and deploy labels alone (Options.DeployLabelsOnly) the audit's, stuck pauses
 // included, and the matrix's.
 func TestNarrowReadsJudgeAlike(t *testing.T) {
 	env := testcluster.New(t)
@@ -229,11 +229,14 @@ func TestNarrowReadsJudgeAlike(t *testing.T) {
 	if len(whole.Nodes) != 8 {
 		t.Fatalf("whole read: %d nodes, want 8", len(whole.Nodes))
 	}
+	if _, ok := whole.Nodes[0].Labels[testcluster.LabelTestID]; !ok {
+		t.Fatalf("whole read: node %s lacks its %s label, which the narrow reads must drop", whole.Nodes[0].Name, testcluster.LabelTestID)
+	}
 	rules := operand.RulesFor(operand.Lab, operand.AllRules)
 	findings := 0
 	for _, node := range append(judge.SortedNodes(whole), snapshot.Node{Name: env.NodeName("absent")}) {
 		want, wantErr := judge.Order(whole, node.Name, operand.Lab, rules)
-		one := take(read.Options{Node: node.Name, NodeMetadata: true}) // as order-check reads
+		one := take(read.Options{Node: node.Name, DeployLabelsOnly: true}) // as order-check reads
 		got, err := judge.Order(one, node.Name, operand.Lab, rules)
 		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(err, wantErr) {
 			t.Errorf("order-check %s: one-node read %v, %v; whole read %v, %v", node.Name, got, err, want, wantErr)
@@ -254,7 +257,7 @@ func TestNarrowReadsJudgeAlike(t *testing.T) {
 		t.Errorf("the whole read found %d broken rules, want those of nokit and small at least", findings)
 	}
 
-	meta := take(read.Options{NodeSelector: testcluster.LabelTestID + "=" + env.ID, NodeMetadata: true})
+	meta := take(read.Options{NodeSelector: testcluster.LabelTestID + "=" + env.ID, DeployLabelsOnly: true})
 	audit := func(s *snapshot.Snapshot) []judge.NodeAudit {
 		a := judge.Audit(s, operand.Lab)
 		judge.Stuck(a, s, operand.Lab, time.Now().Add(time.Hour), time.Minute)
@@ -277,9 +280,16 @@ func TestNarrowReadsJudgeAlike(t *testing.T) {
 	}
 }
 
-// metadataOf is what a read of the node's metadata alone gives.
+// metadataOf is what a read of the node's name and deploy labels alone gives.
 func metadataOf(n snapshot.Node) snapshot.Node {
 	n.Taints, n.Unschedulable, n.Ready = nil, false, false
+	kept := map[string]string{}
+	for k, v := range n.Labels {
+		if strings.HasPrefix(k, operand.LabelPrefix) {
+			kept[k] = v
+		}
+	}
+	n.Labels = kept
 	return n
 }
 

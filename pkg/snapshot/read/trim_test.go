@@ -70,7 +70,7 @@ func TestTrimKeepsWhatConversionReads(t *testing.T) {
 			t.Fatalf("seed %d: node from trimmed bytes\n got %+v\nwant %+v", seed, have, want)
 		}
 
-		// A node's metadata alone, as the server sends it to NodeMetadata.
+		// A node's metadata alone, as the server sends it for DeployLabelsOnly.
 		meta := metav1.PartialObjectMetadata{ObjectMeta: node.ObjectMeta}
 		var gotMeta metav1.PartialObjectMetadata
 		decodeTrimmed(t, &meta, &gotMeta, metadataFields)
