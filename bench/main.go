@@ -33,7 +33,8 @@ import (
 type config struct {
 	nodes   int
 	rounds  int
-	scripts int // timed rounds of the scripts (slow at 5,000 nodes); -1: rounds
+	scripts int  // timed rounds of the scripts (slow at 5,000 nodes); -1: rounds
+	recipe  bool // also time the kubectl+jq recipe
 	cluster string
 	keep    bool // leave the cluster running at the end
 	reuse   bool // measure a fleet an earlier -keep run left, without setup
@@ -48,6 +49,7 @@ func main() {
 	flag.IntVar(&cfg.nodes, "n", 1000, "number of nodes in the fleet")
 	flag.IntVar(&cfg.rounds, "rounds", 5, "timed rounds per contender (after one warm-up)")
 	flag.IntVar(&cfg.scripts, "script-rounds", -1, "timed rounds of operand-audit.sh and the kubectl+jq recipe, without their warm-up when fewer than -rounds (-1: as -rounds); they take minutes a run at 5,000 real-sized nodes")
+	flag.BoolVar(&cfg.recipe, "recipe", true, "also time the kubectl+jq recipe (bench/recipe.sh): about 10 minutes a run at 5,000 real-sized nodes")
 	flag.StringVar(&cfg.cluster, "cluster", "gpuops-scale", "name of the bench's own KWOK cluster (hack/cluster.sh)")
 	flag.BoolVar(&cfg.keep, "keep", false, "leave the cluster running at the end")
 	flag.BoolVar(&cfg.reuse, "reuse", false, "measure the fleet a -keep run left (no setup, no `gpuops up` figure)")
@@ -143,7 +145,7 @@ func run(ctx context.Context, cfg config) (err error) {
 		return err
 	}
 	setup = append(setup, shape)
-	contenders, notes := lineUp(root, bin, fleet)
+	contenders, notes := lineUp(root, bin, fleet, cfg.recipe)
 	logf("measuring %d contenders, %d rounds each", len(contenders), cfg.rounds)
 	load := loadAverage()
 	scripts := cfg.scripts

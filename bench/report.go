@@ -20,7 +20,7 @@ import (
 // lineUp lists the contenders, each with the output it must print. A
 // contender that is not there yet (a gpuops command not written, an empty
 // script) is left out with a note, so the bench runs at every stage.
-func lineUp(root string, bin func(string) string, fleet []fleetNode) ([]contender, []string) {
+func lineUp(root string, bin func(string) string, fleet []fleetNode, recipe bool) ([]contender, []string) {
 	ns := kube.DefaultNamespace
 	audit, matrix := expectedAudit(fleet), expectedMatrix(fleet)
 	cs := []contender{
@@ -47,7 +47,11 @@ func lineUp(root string, bin func(string) string, fleet []fleetNode) ([]contende
 	} else {
 		cs = append(cs, contender{name: "operand-audit.sh", argv: []string{"bash", script}, codes: []int{0, 1}, want: audit, slow: true})
 	}
-	cs = append(cs, contender{name: "kubectl+jq recipe (bench/recipe.sh)", argv: []string{"bash", filepath.Join(root, "bench", "recipe.sh")}, codes: []int{0, 1}, want: audit, slow: true})
+	if recipe {
+		cs = append(cs, contender{name: "kubectl+jq recipe (bench/recipe.sh)", argv: []string{"bash", filepath.Join(root, "bench", "recipe.sh")}, codes: []int{0, 1}, want: audit, slow: true})
+	} else {
+		notes = append(notes, "the kubectl+jq recipe not measured (-recipe=false)")
+	}
 	return cs, notes
 }
 
