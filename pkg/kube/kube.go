@@ -79,8 +79,8 @@ func Connect(f *Flags) (*Clients, error) {
 	// 100 a second (client-go's default of 5 would take 17 minutes to label
 	// 5,000 nodes). API Priority and Fairness still queues or rejects what
 	// the server cannot take, and client-go waits and retries on 429. No
-	// flag raises this: at 1,000 nodes the labels are 10 s of `gpuops up`'s
-	// 90 (docs/scale.md).
+	// flag raises this: at 1,000 nodes `gpuops up` is within 2% of the
+	// DaemonSet controller's own time (docs/scale.md).
 	cfg.QPS, cfg.Burst = 100, 200
 	cs, err := kubernetes.NewForConfig(protobuf(cfg))
 	if err != nil {
