@@ -23,15 +23,16 @@ func eachNamedNode(ctx context.Context, c kubernetes.Interface, names []string, 
 	for i, n := range names {
 		at[n] = i
 	}
-	errs := make([]error, len(names))
-	seen := make([]bool, len(names))
+	errs := make([]error, len(names)) // each not found until the list has it
+	for i, n := range names {
+		errs[i] = &NodeNotFoundError{Node: n}
+	}
 	list := pager.New(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		return c.CoreV1().Nodes().List(ctx, o)
 	})
 	err := list.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
 		node := o.(*corev1.Node)
 		if i, ok := at[node.Name]; ok {
-			seen[i] = true
 			errs[i] = visit(i, node)
 		}
 		return nil
@@ -39,10 +40,7 @@ func eachNamedNode(ctx context.Context, c kubernetes.Interface, names []string, 
 	if err != nil {
 		return fmt.Errorf("list nodes: %w", err)
 	}
-	for i, err := range errs {
-		if !seen[i] {
-			return &NodeNotFoundError{Node: names[i]}
-		}
+	for _, err := range errs {
 		if err != nil {
 			return err
 		}
