@@ -104,7 +104,7 @@ func (x *Explainer) gpuNotPresent(n *snapshot.Node) (Warning, bool) {
 	}
 	var keys []string
 	for k := range n.Labels {
-		if strings.HasPrefix(k, operand.LabelPrefix) && k != operand.OperandsLabel {
+		if operand.IsDeployLabel(k) && k != operand.OperandsLabel {
 			keys = append(keys, k)
 		}
 	}

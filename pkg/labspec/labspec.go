@@ -73,7 +73,7 @@ func (l *Lab) validate(roster []operand.Operand) error {
 			if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
 				return fmt.Errorf("node %s: label %s value %q: %s", n.Name, k, v, strings.Join(errs, "; "))
 			}
-			if strings.HasPrefix(k, operand.LabelPrefix) {
+			if operand.IsDeployLabel(k) {
 				return fmt.Errorf("node %s: label %s: set deploy labels under operands, not labels", n.Name, k)
 			}
 		}

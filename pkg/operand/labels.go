@@ -107,5 +107,5 @@ func PauseOf(value string) (p Pause, restores string, ok bool) {
 // the labels whose last writer and time tell how long a pause has lasted.
 func Paused(key, value string) bool {
 	_, _, ok := PauseOf(value)
-	return ok && strings.HasPrefix(key, LabelPrefix)
+	return ok && IsDeployLabel(key)
 }

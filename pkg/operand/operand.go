@@ -8,6 +8,7 @@ package operand
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // LabelPrefix starts every per-operand deploy label of the GPU Operator.
@@ -38,6 +39,10 @@ type Operand struct {
 
 // LabelKey is the node label whose value "true" asks for the operand on that node.
 func (o Operand) LabelKey() string { return LabelPrefix + o.Name }
+
+// IsDeployLabel reports whether a node label key is a deploy label: the
+// only labels a judge reads (pkg/judge).
+func IsDeployLabel(key string) bool { return strings.HasPrefix(key, LabelPrefix) }
 
 // DaemonSets lists every DaemonSet whose pods count as the operand.
 func (o Operand) DaemonSets() []string { return append([]string{o.DaemonSet}, o.Variants...) }

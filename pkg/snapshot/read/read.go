@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -52,7 +51,8 @@ type Options struct {
 	Operator bool
 	// Trace, when set, picks node labels whose last writer and time the
 	// snapshot keeps (Node.LabelChanges), read from managedFields: only the
-	// nodes with such a label pay for decoding them.
+	// nodes with such a label pay for decoding them. It sees the labels the
+	// read keeps (with DeployLabelsOnly, the deploy labels alone).
 	Trace func(key, value string) bool
 }
 
@@ -75,13 +75,13 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 	run(0, func() error {
 		err := readNodes(ctx, core, opts, func(n *corev1.Node, whole []byte) error {
 			node := snapshot.NodeFrom(n)
+			if opts.DeployLabelsOnly {
+				node.Labels = deployLabels(node.Labels)
+			}
 			if opts.Trace != nil {
 				if err := trace(&node, n, whole, opts.Trace); err != nil {
 					return fmt.Errorf("node %s: %w", node.Name, err)
 				}
-			}
-			if opts.DeployLabelsOnly {
-				node.Labels = deployLabels(node.Labels)
 			}
 			s.Nodes = append(s.Nodes, node)
 			return nil
@@ -156,7 +156,7 @@ func readNodes(ctx context.Context, core rest.Interface, opts Options, add func(
 func deployLabels(all map[string]string) map[string]string {
 	var kept map[string]string
 	for k, v := range all {
-		if strings.HasPrefix(k, operand.LabelPrefix) {
+		if operand.IsDeployLabel(k) {
 			if kept == nil {
 				kept = make(map[string]string, 8)
 			}
