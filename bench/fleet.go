@@ -151,6 +151,7 @@ func (f fleetNode) object(withDeployLabels bool) *corev1.Node {
 	}
 	n := testcluster.FakeNode(f.name, labels)
 	fleettest.DressNode(n, f.index)
+	registered(n)
 	switch f.role {
 	case tainted:
 		n.Spec.Taints = []corev1.Taint{brokenTaint}
@@ -158,6 +159,29 @@ func (f fleetNode) object(withDeployLabels bool) *corev1.Node {
 		testcluster.WithMemory(lowMemoryCapacity)(n)
 	}
 	return n
+}
+
+// registered gives a node the conditions its kubelet posts once it has
+// registered, so that KWOK need not write them first. A node created without
+// a Ready condition has the controller manager's startup grace period (one
+// minute) to get one, and at 5,000 nodes KWOK could not keep up: thousands
+// were marked unreachable and tainted, then untainted, while the pods came.
+func registered(n *corev1.Node) {
+	now := metav1.Now()
+	for _, c := range []struct {
+		t               corev1.NodeConditionType
+		status          corev1.ConditionStatus
+		reason, message string
+	}{
+		{corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"},
+		{corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"},
+		{corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
+		{corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"},
+		{corev1.NodeNetworkUnavailable, corev1.ConditionFalse, "RouteCreated", "RouteController created a route"},
+	} {
+		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: c.t, Status: c.status,
+			Reason: c.reason, Message: c.message, LastHeartbeatTime: now, LastTransitionTime: now})
+	}
 }
 
 // createNodes creates the nodes concurrently; nodes that exist are left alone.

@@ -29,6 +29,12 @@
 # from the lab spec file named by LAB_NODES (default lab/lab.yaml) and creates
 # each missing one as a plain KWOK fake node (Ready, capacity, no taint, no GPU
 # labels). Existing nodes are left as they are. LAB_NODES= (empty) creates none.
+#
+# Heartbeats: kwokctl's --heartbeat-factor (default 5) stretches the node
+# lease, the node status updates and the controller manager's grace period
+# alike. LAB_HEARTBEAT_FACTOR sets it for a new cluster: thousands of nodes
+# simulated on two cores cannot all renew a lease every 50 s, and a node whose
+# lease is late is marked Unknown and its pods not Ready (task bench sets 30).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -238,6 +244,7 @@ create() {
 			--kwok-controller-binary "$BIN/kwok" \
 			--etcd-binary "$BIN/etcd" \
 			--disable-qps-limits \
+			${LAB_HEARTBEAT_FACTOR:+--heartbeat-factor "$LAB_HEARTBEAT_FACTOR"} \
 			--kubeconfig "$kc" \
 			--wait 2m || status=$?
 		rm -f "$conf"
