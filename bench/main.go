@@ -97,12 +97,11 @@ func run(ctx context.Context, cfg config) (err error) {
 
 	logf("starting cluster %s", cfg.cluster)
 	script := filepath.Join(root, "hack", "cluster.sh")
-	// Heartbeats 30 times slower than a kubelet's (a lease renewed every 5
-	// minutes): the two cores simulate every node's kubelet, and at 5,000
-	// nodes kwokctl's default (every 50 s) left KWOK so far behind that the
-	// controller manager marked a third of the nodes Unknown and their pods
-	// not Ready, over and over. The judges and `up` read and write the same
-	// objects either way.
+	// Heartbeats 30 times slower than kwokctl's default (a lease renewed
+	// every 5 minutes, not 50 s): the two cores simulate every node's
+	// kubelet, and 5,000 nodes' leases alone would be 100 writes a second.
+	// The controller manager's grace period stretches alike. The judges and
+	// `up` read and write the same objects either way.
 	if err := sh(ctx, append(env, "LAB_NODES=", "LAB_HEARTBEAT_FACTOR=30"), "bash", script, "up", cfg.cluster); err != nil {
 		return err
 	}
