@@ -233,6 +233,18 @@ func PodRunningOn(p *corev1.Pod, node string) bool {
 	return p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil
 }
 
+// RunningOn counts the pods bound to node that are Running and not being
+// deleted: what the judges count as present. A pod only bound is not yet.
+func RunningOn(pods []corev1.Pod, node string) int {
+	n := 0
+	for i := range pods {
+		if PodRunningOn(&pods[i], node) {
+			n++
+		}
+	}
+	return n
+}
+
 // PodsOn returns the pods bound to node.
 func PodsOn(pods []corev1.Pod, node string) []corev1.Pod {
 	var out []corev1.Pod

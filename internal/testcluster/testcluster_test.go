@@ -13,16 +13,6 @@ import (
 
 func TestMain(m *testing.M) { testcluster.Main(m) }
 
-func runningOn(pods []corev1.Pod, node string) int {
-	n := 0
-	for i := range pods {
-		if testcluster.PodRunningOn(&pods[i], node) {
-			n++
-		}
-	}
-	return n
-}
-
 // TestDaemonSetFollowsNodeLabel proves the stack end to end: a DaemonSet
 // lands on the labelled KWOK node only, and leaves when the label goes.
 //
@@ -47,7 +37,7 @@ func TestDaemonSetFollowsNodeLabel(t *testing.T) {
 
 	env.LabelNode(t, labelled, key, "true-"+env.ID)
 	pods := env.WaitForPods(t, env.Namespace, func(pods []corev1.Pod) bool {
-		return runningOn(pods, labelled) == 1
+		return testcluster.RunningOn(pods, labelled) == 1
 	})
 	if len(pods) != 1 || len(testcluster.PodsOn(pods, other)) != 0 {
 		t.Fatalf("want exactly one pod, on %s; got %d pods, %d on %s", labelled, len(pods), len(testcluster.PodsOn(pods, other)), other)

@@ -33,8 +33,9 @@ func TestLeastPrivilege(t *testing.T) {
 	env.AddNode(t, full, map[string]string{toolkit.LabelKey(): "true", plugin.LabelKey(): "true"})
 	env.AddNode(t, bare, map[string]string{plugin.LabelKey(): "true"})
 	create(t, env, operands(t, env))
+	// Running, not only bound: the judges below must find every pod present.
 	env.WaitForPods(t, env.Namespace, func(pods []corev1.Pod) bool {
-		return len(testcluster.PodsOn(pods, full)) == 2 && len(testcluster.PodsOn(pods, bare)) == 1
+		return testcluster.RunningOn(pods, full) == 2 && testcluster.RunningOn(pods, bare) == 1
 	})
 
 	ns, sel := env.Namespace, selector(env)
