@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -57,9 +59,9 @@ type Options struct {
 }
 
 // Snapshot takes a snapshot with one LIST call per page of objects, never one per
-// node: nodes, the namespace's pods (and its DaemonSets when asked), listed
-// concurrently. Each list is one consistent view (the pages of a list share
-// its resourceVersion). Nodes and pods come as protobuf when the client asks
+// node: nodes, the namespace's pods (in a few parts by label, podparts.go)
+// and its DaemonSets when asked, listed concurrently. Each list is one
+// consistent view (the pages of a list share its resourceVersion). Nodes and pods come as protobuf when the client asks
 // for it (kube.Connect does) and are decoded trimmed to what the judges read
 // (see trim.go); a JSON client gets the same snapshot, more slowly.
 func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opts Options) (*snapshot.Snapshot, error) {
@@ -92,15 +94,11 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 		return nil
 	})
 	run(1, func() error {
-		pods := metav1.ListOptions{Limit: opts.PageSize}
-		if opts.Node != "" {
-			pods.FieldSelector = fieldsel.OneTermEqualSelector("spec.nodeName", opts.Node).String()
-		}
-		err := readList(ctx, func() *rest.Request { return core.Get().Namespace(namespace).Resource("pods") }, pods,
-			podFields, &corev1.PodList{}, func(p *corev1.Pod, _ []byte) error { s.Pods = append(s.Pods, snapshot.PodFrom(p)); return nil })
+		pods, err := readPods(ctx, core, namespace, opts)
 		if err != nil {
 			return fmt.Errorf("list pods in namespace %s: %w", namespace, err)
 		}
+		s.Pods = pods
 		return nil
 	})
 	if opts.DaemonSets {
@@ -126,6 +124,33 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 		}
 	}
 	return s, nil
+}
+
+// readPods lists the namespace's pods: those bound to opts.Node, or all of
+// them in parts side by side (podparts.go), merged back into the order of
+// one LIST (by name).
+func readPods(ctx context.Context, core rest.Interface, namespace string, opts Options) ([]snapshot.Pod, error) {
+	list := func(o metav1.ListOptions, pods *[]snapshot.Pod) error {
+		return readList(ctx, func() *rest.Request { return core.Get().Namespace(namespace).Resource("pods") }, o,
+			podFields, &corev1.PodList{}, func(p *corev1.Pod, _ []byte) error { *pods = append(*pods, snapshot.PodFrom(p)); return nil })
+	}
+	if opts.Node != "" {
+		var pods []snapshot.Pod
+		return pods, list(metav1.ListOptions{Limit: opts.PageSize,
+			FieldSelector: fieldsel.OneTermEqualSelector("spec.nodeName", opts.Node).String()}, &pods)
+	}
+	parts := podParts()
+	got := make([][]snapshot.Pod, len(parts))
+	var g errgroup.Group
+	for i, sel := range parts {
+		g.Go(func() error { return list(metav1.ListOptions{Limit: opts.PageSize, LabelSelector: sel}, &got[i]) })
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	pods := slices.Concat(got...)
+	slices.SortFunc(pods, func(a, b snapshot.Pod) int { return strings.Compare(a.Name, b.Name) })
+	return pods, nil
 }
 
 // metadataList asks for a list as PartialObjectMetadataList, protobuf if the

@@ -76,8 +76,13 @@ func TestReadMatchesPlainList(t *testing.T) {
 	env.AddNode(t, env.NodeName("down"), nil, testcluster.NotReady())
 
 	selector := map[string]string{"example.com/deploy": env.ID}
-	if _, err := env.Client.AppsV1().DaemonSets(env.Namespace).Create(ctx, testcluster.DaemonSet(env.Namespace, "operand", selector, "512Mi"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	// The read lists pods in parts by their app label (podparts.go): two
+	// DaemonSets named as operands of different parts, small enough to fit
+	// everywhere, and the "operand" one and the bare pod in the last part.
+	for name, memory := range map[string]string{"operand": "512Mi", operand.Lab[0].DaemonSet: "16Mi", operand.Lab[3].DaemonSet: "16Mi"} {
+		if _, err := env.Client.AppsV1().DaemonSets(env.Namespace).Create(ctx, testcluster.DaemonSet(env.Namespace, name, selector, memory), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	bare := &corev1.Pod{
 		// Not labelled app=operand: the DaemonSet controller would adopt it.
@@ -97,9 +102,9 @@ func TestReadMatchesPlainList(t *testing.T) {
 	if err := env.Client.CoreV1().Pods(env.Namespace).Delete(ctx, "bare", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// Settled: a Running operand pod on each of the six plain nodes, none on
-	// the tainted one, one Pending for lack of memory, the bare pod held in
-	// deletion.
+	// Settled: a Running "operand" pod on each of the six plain nodes, none
+	// on the tainted one, one Pending for lack of memory, the bare pod held
+	// in deletion; and a Running pod of each small DaemonSet on those seven.
 	env.WaitForPods(t, env.Namespace, func(pods []corev1.Pod) bool {
 		running, pending, deleting := 0, 0, 0
 		for _, p := range pods {
@@ -112,19 +117,21 @@ func TestReadMatchesPlainList(t *testing.T) {
 				pending++
 			}
 		}
-		return running == 6 && pending == 1 && deleting == 1 && len(pods) == 8
+		return running == 20 && pending == 1 && deleting == 1 && len(pods) == 22
 	})
-	env.WaitForDaemonSet(t, env.Namespace, "operand", func(d *appsv1.DaemonSet) bool {
-		return d.Status.ObservedGeneration == d.Generation && d.Status.DesiredNumberScheduled == 7
-	})
+	for _, name := range []string{"operand", operand.Lab[0].DaemonSet, operand.Lab[3].DaemonSet} {
+		env.WaitForDaemonSet(t, env.Namespace, name, func(d *appsv1.DaemonSet) bool {
+			return d.Status.ObservedGeneration == d.Generation && d.Status.DesiredNumberScheduled == 7
+		})
+	}
 
 	opts := read.Options{NodeSelector: testcluster.LabelTestID + "=" + env.ID, DaemonSets: true}
 	jsonCfg := rest.CopyConfig(env.RESTConfig)
 	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
 	jsonClient := kubernetes.NewForConfigOrDie(jsonCfg)
 	want := plainRead(t, jsonClient, env.Namespace, opts)
-	if len(want.Nodes) != 10 || len(want.Pods) != 8 || len(want.DaemonSets) != 1 {
-		t.Fatalf("reference read: %d nodes, %d pods, %d DaemonSets; want 10, 8, 1", len(want.Nodes), len(want.Pods), len(want.DaemonSets))
+	if len(want.Nodes) != 10 || len(want.Pods) != 22 || len(want.DaemonSets) != 3 {
+		t.Fatalf("reference read: %d nodes, %d pods, %d DaemonSets; want 10, 22, 3", len(want.Nodes), len(want.Pods), len(want.DaemonSets))
 	}
 
 	cf := kube.NewFlags()
