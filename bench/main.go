@@ -58,6 +58,12 @@ func main() {
 	flag.BoolVar(&cfg.watcher, "watcher", true, "also measure `gpuops serve` against `gpuops audit` run back to back (CPU, memory, label change to verdict)")
 	flag.StringVar(&cfg.results, "results", "bench/RESULTS.md", "file the results are appended to (empty: none)")
 	flag.Parse()
+	// Checked before any setup: a bad flag found after minutes of fleet
+	// building would waste them.
+	if cfg.rounds < 1 || cfg.scripts == 0 {
+		fmt.Fprintln(os.Stderr, "bench: error: -rounds and -script-rounds: at least one timed round each")
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, cfg)
 	stop()
@@ -156,9 +162,6 @@ func run(ctx context.Context, cfg config) (err error) {
 	scripts := cfg.scripts
 	if scripts < 0 {
 		scripts = cfg.rounds
-	}
-	if scripts == 0 || cfg.rounds < 1 {
-		return fmt.Errorf("-rounds and -script-rounds: at least one timed round each")
 	}
 	results, err := measure(ctx, contenders, append(env, "ROSTER="+rosterJSON()), tmp, cfg.rounds, scripts, func(s string) { logf("%s", s) })
 	if err != nil {
