@@ -85,7 +85,7 @@ func New(client kubernetes.Interface, opts Options) (*Judge, error) {
 	nodes := coreinformers.NewFilteredNodeInformer(client, 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = opts.NodeSelector })
 	pods := coreinformers.NewFilteredPodInformer(client, opts.Namespace, 0, cache.Indexers{nodeIndex: podNode}, nil)
-	if err := j.add("nodes", nodes, trimNode, nodeEvents(j.dirty.add)); err != nil {
+	if err := j.add("nodes", nodes, trimNode(!opts.Explain), nodeEvents(j.dirty.add)); err != nil {
 		return nil, err
 	}
 	if err := j.add("pods", pods, trimPod, podEvents(j.dirty.add)); err != nil {

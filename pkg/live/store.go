@@ -4,7 +4,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
+	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
@@ -24,11 +26,22 @@ func keep(m metav1.ObjectMeta) metav1.ObjectMeta {
 // handed to a handler. Anything else (a tombstone, an object trimmed
 // already) passes unchanged, which keeps them idempotent as client-go asks.
 
-func trimNode(obj any) (any, error) {
-	if n, ok := obj.(*corev1.Node); ok {
-		return &stored[snapshot.Node]{keep(n.ObjectMeta), snapshot.NodeFrom(n)}, nil
+// trimNode keeps, with deployOnly, only a node's deploy labels, as the
+// one-shot judges' narrow read does (read.Options.DeployLabelsOnly): a real
+// node's hundred other labels were most of the store at 5,000 nodes, and a
+// change to one of them no longer marks the node. Reasons (Explain) read
+// the other labels too.
+func trimNode(deployOnly bool) cache.TransformFunc {
+	return func(obj any) (any, error) {
+		if n, ok := obj.(*corev1.Node); ok {
+			node := snapshot.NodeFrom(n)
+			if deployOnly {
+				node.Labels = operand.DeployLabels(node.Labels)
+			}
+			return &stored[snapshot.Node]{keep(n.ObjectMeta), node}, nil
+		}
+		return obj, nil
 	}
-	return obj, nil
 }
 
 func trimPod(obj any) (any, error) {

@@ -78,7 +78,7 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 		err := readNodes(ctx, core, opts, func(n *corev1.Node, whole []byte) error {
 			node := snapshot.NodeFrom(n)
 			if opts.DeployLabelsOnly {
-				node.Labels = deployLabels(node.Labels)
+				node.Labels = operand.DeployLabels(node.Labels)
 			}
 			if opts.Trace != nil {
 				if err := trace(&node, n, whole, opts.Trace); err != nil {
@@ -173,22 +173,6 @@ func readNodes(ctx context.Context, core rest.Interface, opts Options, add func(
 			})
 	}
 	return readList(ctx, func() *rest.Request { return core.Get().Resource("nodes") }, list, nodeFields, &corev1.NodeList{}, add)
-}
-
-// deployLabels copies the deploy labels out of a node's labels, into a map
-// of their size: the decoded map, a hundred entries, is left to the garbage
-// collector.
-func deployLabels(all map[string]string) map[string]string {
-	var kept map[string]string
-	for k, v := range all {
-		if operand.IsDeployLabel(k) {
-			if kept == nil {
-				kept = make(map[string]string, 8)
-			}
-			kept[k] = v
-		}
-	}
-	return kept
 }
 
 // message is an API type with its generated protobuf decoder.

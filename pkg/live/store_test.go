@@ -1,0 +1,40 @@
+package live
+
+import (
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/snapshot"
+)
+
+// Without reasons the store keeps a node's deploy labels alone, as the
+// one-shot judges' narrow read does; with them, every label (the reasons
+// name a driver DaemonSet's selector labels).
+func TestTrimNodeKeepsWhatTheJudgesRead(t *testing.T) {
+	deploy := map[string]string{operand.Lab[0].LabelKey(): "true", operand.OperandsLabel: "true"}
+	all := map[string]string{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "feature.node.kubernetes.io/kernel-version.full": "6.8.0-40-generic"}
+	for k, v := range deploy {
+		all[k] = v
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1", ResourceVersion: "7", Labels: all}}
+	for _, tc := range []struct {
+		deployOnly bool
+		want       map[string]string
+	}{{true, deploy}, {false, all}} {
+		got, err := trimNode(tc.deployOnly)(node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := got.(*stored[snapshot.Node])
+		if !reflect.DeepEqual(s.Of.Labels, tc.want) || s.Name != "gpu-1" || s.ResourceVersion != "7" {
+			t.Errorf("deployOnly=%v: kept %s@%s with labels %v, want %v", tc.deployOnly, s.Name, s.ResourceVersion, s.Of.Labels, tc.want)
+		}
+		if again, _ := trimNode(tc.deployOnly)(got); again != got {
+			t.Errorf("deployOnly=%v: a trimmed node is trimmed again (the transform must be idempotent)", tc.deployOnly)
+		}
+	}
+}
