@@ -2,7 +2,9 @@ package live
 
 import (
 	"reflect"
+	"strings"
 	"testing"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +37,30 @@ func TestTrimNodeKeepsWhatTheJudgesRead(t *testing.T) {
 		}
 		if again, _ := trimNode(tc.deployOnly)(got); again != got {
 			t.Errorf("deployOnly=%v: a trimmed node is trimmed again (the transform must be idempotent)", tc.deployOnly)
+		}
+	}
+}
+
+// With every label kept, two nodes' equal labels share one string: the
+// store holds each key and value once however many nodes carry it.
+func TestTrimNodeInternsLabels(t *testing.T) {
+	labels := func() map[string]string {
+		// Built at run time, so that no two nodes share the strings to begin with.
+		return map[string]string{strings.Clone("feature.node.kubernetes.io/cpu-cpuid.AVX"): strings.Clone("true")}
+	}
+	var kept []*stored[snapshot.Node]
+	for _, name := range []string{"gpu-1", "gpu-2"} {
+		got, err := trimNode(false)(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, got.(*stored[snapshot.Node]))
+	}
+	for k, v := range kept[0].Of.Labels {
+		for k2, v2 := range kept[1].Of.Labels {
+			if unsafe.StringData(k) != unsafe.StringData(k2) || unsafe.StringData(v) != unsafe.StringData(v2) {
+				t.Errorf("label %s=%s is stored twice", k, v)
+			}
 		}
 	}
 }
