@@ -60,6 +60,19 @@ func New(t testing.TB) *Env {
 			t.Errorf("testcluster: delete namespace %s: %v", e.Namespace, err)
 		}
 	})
+	// Runs before the namespace goes (cleanups run last first): a test that
+	// failed on the cluster's state shows its pods as they were.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		pods, err := e.Client.CoreV1().Pods(e.Namespace).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Logf("testcluster: pods of %s at the failure: %v", e.Namespace, err)
+			return
+		}
+		t.Logf("testcluster: pods of %s at the failure:%s", e.Namespace, describePods(pods.Items))
+	})
 	return e
 }
 
@@ -266,7 +279,13 @@ func describePods(pods []corev1.Pod) string {
 		if p.DeletionTimestamp != nil {
 			del = " (deleting)"
 		}
-		s += fmt.Sprintf("\n  %s node=%q phase=%s%s", p.Name, p.Spec.NodeName, p.Status.Phase, del)
+		why := ""
+		for _, c := range p.Status.Conditions {
+			if c.Status != corev1.ConditionTrue && c.Message != "" {
+				why += fmt.Sprintf(" %s=%s: %s", c.Type, c.Status, c.Message)
+			}
+		}
+		s += fmt.Sprintf("\n  %s node=%q phase=%s%s%s", p.Name, p.Spec.NodeName, p.Status.Phase, del, why)
 	}
 	return s
 }
