@@ -58,12 +58,13 @@ type Options struct {
 	Trace func(key, value string) bool
 }
 
-// Snapshot takes a snapshot with one LIST call per page of objects, never one per
-// node: nodes, the namespace's pods (in a few parts by label, podparts.go)
-// and its DaemonSets when asked, listed concurrently. Each list is one
-// consistent view (the pages of a list share its resourceVersion). Nodes and pods come as protobuf when the client asks
-// for it (kube.Connect does) and are decoded trimmed to what the judges read
-// (see trim.go); a JSON client gets the same snapshot, more slowly.
+// Snapshot takes a snapshot with one LIST call per page of objects, never one
+// per node: nodes, the namespace's pods (in three parts by label,
+// podparts.go) and its DaemonSets when asked, listed concurrently. Each list,
+// and each part, is one consistent view (the pages of a list share its
+// resourceVersion). Nodes and pods come as protobuf when the client asks for
+// it (kube.Connect does) and are decoded trimmed to what the judges read (see
+// trim.go); a JSON client gets the same snapshot, more slowly.
 func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opts Options) (*snapshot.Snapshot, error) {
 	s := &snapshot.Snapshot{Namespace: namespace}
 	core := c.CoreV1().RESTClient()
