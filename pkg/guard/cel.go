@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuops/gpuops/pkg/operand"
-	"github.com/gpuops/gpuops/pkg/plan"
 )
 
 // The CEL below says what plan.Broken says, rule for rule, so the policy
@@ -52,19 +51,32 @@ func Variables(rules []operand.Rule) []admissionv1.Variable {
 	}
 	for _, m := range labelMaps {
 		for _, r := range rules {
-			satisfied := []string{quote("true")}
-			for _, v := range r.HostValues {
-				satisfied = append(satisfied, quote(v))
-			}
 			dep, need := "variables."+ident(m.prefix, r.Operand), "variables."+ident(m.prefix, r.Needs)
 			out = append(out, admissionv1.Variable{
-				Name: ident(m.prefix, r.Finding),
-				Expression: fmt.Sprintf("%s == 'true' && !(%s in [%s] || %s.startsWith(%s))",
-					dep, need, strings.Join(satisfied, ", "), need, quote(plan.PausedPrefix)),
+				Name:       ident(m.prefix, r.Finding),
+				Expression: fmt.Sprintf("%s == 'true' && !(%s)", dep, satisfied(need, r)),
 			})
 		}
 	}
 	return out
+}
+
+// satisfied is plan.Satisfied in CEL for the value v of the rule's needed
+// operand: "true", a host value, or a pause as operand.IsPaused defines it
+// (a pause's value, or a suffixable one's "_"+value at the end).
+func satisfied(v string, r operand.Rule) string {
+	values := []string{quote("true")}
+	for _, h := range r.HostValues {
+		values = append(values, quote(h))
+	}
+	var suffixes []string
+	for _, p := range operand.Pauses {
+		values = append(values, quote(p.Value))
+		if p.Suffixed {
+			suffixes = append(suffixes, fmt.Sprintf(" || %s.endsWith(%s)", v, quote("_"+p.Value)))
+		}
+	}
+	return fmt.Sprintf("%s in [%s]", v, strings.Join(values, ", ")) + strings.Join(suffixes, "")
 }
 
 // Validations are one per rule: a Node may not break a rule that its old

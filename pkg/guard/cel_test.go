@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -234,6 +235,46 @@ func TestPolicyAgreesWithPlanOnOddValues(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// pauseValues are the deploy label values the pause test must get right:
+// every pause of the catalog, as written, suffixed (whether or not the
+// helper suffixes) and near it, beside values that are no pause.
+func pauseValues() []string {
+	values := []string{"", "true", "false", "pre-installed", "paused-for-", "paused-for-something-else", "Paused-for-driver-upgrade"}
+	for _, p := range operand.Pauses {
+		values = append(values, p.Value, "true_"+p.Value, "foo_"+p.Value, "pre-installed_"+p.Value, "_"+p.Value,
+			p.Value+"_x", "x"+p.Value, strings.ToUpper(p.Value))
+	}
+	return values
+}
+
+// The policy takes a value of the needed operand's label for a pause
+// exactly where operand.IsPaused does, on create and on update.
+func TestPolicyPausesAreOperandPauses(t *testing.T) {
+	v := compile(t, render(t, guard.Options{Mode: guard.Deny}).Policy)
+	var paused, unpaused int
+	for _, value := range pauseValues() {
+		if operand.IsPaused(value) {
+			paused++
+		} else {
+			unpaused++
+		}
+		for _, r := range operand.AllRules {
+			dep, need := operand.LabelPrefix+r.Operand, operand.LabelPrefix+r.Needs
+			labels := map[string]string{dep: "true", need: value}
+			satisfied := value == "true" || slices.Contains(r.HostValues, value) || operand.IsPaused(value)
+			for _, old := range []map[string]string{nil, {dep: "true", need: "true"}} {
+				// (a dependent with two rules may break the other one here)
+				if denied := slices.Contains(denials(t, v, "someone", old, labels), guard.Message(r)); denied == satisfied {
+					t.Errorf("%s, %s=%q (operand.IsPaused %v), old %v: denied %v", r.Finding, need, value, operand.IsPaused(value), old, denied)
+				}
+			}
+		}
+	}
+	if paused == 0 || unpaused == 0 {
+		t.Fatalf("%d paused values, %d others: the table proves nothing", paused, unpaused)
 	}
 }
 

@@ -47,7 +47,7 @@ func naiveAudit(s *snapshot.Snapshot, roster []operand.Operand) []judge.NodeAudi
 	for _, n := range judge.SortedNodes(s) {
 		a := judge.NodeAudit{Node: n.Name, Missing: []string{}}
 		for _, o := range roster {
-			if !judge.Asks(n.Labels, o) {
+			if !o.AskedBy(n.Labels) {
 				continue
 			}
 			if !slices.ContainsFunc(s.Pods, func(p snapshot.Pod) bool {

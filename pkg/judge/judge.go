@@ -13,13 +13,6 @@ import (
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
-// Asks reports whether a node's labels ask for the operand: the deploy label's
-// value is exactly "true". "false", "True", "" and a missing label all do not.
-func Asks(labels map[string]string, o operand.Operand) bool {
-	v, ok := labels[o.LabelKey()]
-	return ok && v == "true"
-}
-
 type placement struct{ node, daemonSet string }
 
 // Presence counts, per node and DaemonSet, the pods that are present (Running,
@@ -100,7 +93,7 @@ func Audit(s *snapshot.Snapshot, roster []operand.Operand) []NodeAudit {
 	for _, n := range nodes {
 		a := NodeAudit{Node: n.Name, Missing: []string{}}
 		for _, o := range roster {
-			if o.Off != "" || !Asks(n.Labels, o) {
+			if o.Off != "" || !o.AskedBy(n.Labels) {
 				continue
 			}
 			a.Asked = append(a.Asked, o.Name)

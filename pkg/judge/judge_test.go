@@ -49,31 +49,6 @@ func auditText(t *testing.T, s *snapshot.Snapshot) string {
 	return b.String()
 }
 
-func TestAsks(t *testing.T) {
-	key := driver.LabelKey()
-	for _, tc := range []struct {
-		name   string
-		labels map[string]string
-		want   bool
-	}{
-		{"true", map[string]string{key: "true"}, true},
-		{"false", map[string]string{key: "false"}, false},
-		{"missing", map[string]string{}, false},
-		{"nil labels", nil, false},
-		{"capitalised True", map[string]string{key: "True"}, false},
-		{"empty value", map[string]string{key: ""}, false},
-		{"padded", map[string]string{key: " true"}, false},
-		{"pre-installed", map[string]string{key: "pre-installed"}, false},
-		{"another operand's key", map[string]string{toolkit.LabelKey(): "true"}, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := judge.Asks(tc.labels, driver); got != tc.want {
-				t.Errorf("Asks(%v) = %v, want %v", tc.labels, got, tc.want)
-			}
-		})
-	}
-}
-
 func TestAudit(t *testing.T) {
 	deleting := running("n", toolkit)
 	deleting.Deleting = true

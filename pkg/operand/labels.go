@@ -103,9 +103,13 @@ func PauseOf(value string) (p Pause, restores string, ok bool) {
 	return Pause{}, "", false
 }
 
+// IsPaused reports whether a deploy label value is a helper's pause: the
+// one definition that plan, the guard's CEL and the judges share.
+func IsPaused(value string) bool {
+	_, _, ok := PauseOf(value)
+	return ok
+}
+
 // Paused reports whether a node label is a deploy label a helper has paused:
 // the labels whose last writer and time tell how long a pause has lasted.
-func Paused(key, value string) bool {
-	_, _, ok := PauseOf(value)
-	return ok && IsDeployLabel(key)
-}
+func Paused(key, value string) bool { return IsPaused(value) && IsDeployLabel(key) }

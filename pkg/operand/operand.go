@@ -40,6 +40,13 @@ type Operand struct {
 // LabelKey is the node label whose value "true" asks for the operand on that node.
 func (o Operand) LabelKey() string { return LabelPrefix + o.Name }
 
+// Asks reports whether a node's labels ask for the named operand: its deploy
+// label is exactly "true" ("True", "false", "" and a missing label do not).
+func Asks(labels map[string]string, name string) bool { return labels[LabelPrefix+name] == "true" }
+
+// AskedBy reports whether a node's labels ask for the operand (Asks).
+func (o Operand) AskedBy(labels map[string]string) bool { return Asks(labels, o.Name) }
+
 // IsDeployLabel reports whether a node label key is a deploy label: the
 // only labels a judge reads (pkg/judge).
 func IsDeployLabel(key string) bool { return strings.HasPrefix(key, LabelPrefix) }

@@ -46,5 +46,11 @@ var Switches = map[string]Switch{
 const NVIDIADriverOwner = "nvidia.com/gpu-operator.driver.owner"
 
 // GPUPresent is the node label the operator keeps in step with NFD's PCI
-// labels: "true" on nodes with an NVIDIA GPU, "false" once it is gone.
+// labels: "true" on nodes with an NVIDIA GPU, "false" once it is gone. The
+// lab spec sets it on the lab's nodes, and up reads the GPU nodes by it.
 const GPUPresent = "nvidia.com/gpu.present"
+
+// ManagedByLabel names who manages an object: the GPU Operator's Helm chart
+// sets it to gpu-operator on every DaemonSet the operator renders
+// (spec.daemonsets.labels); gpuops sets it on the namespace it creates.
+const ManagedByLabel = "app.kubernetes.io/managed-by"

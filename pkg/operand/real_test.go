@@ -86,6 +86,13 @@ func TestCatalogNamesAreKnown(t *testing.T) {
 			}
 		}
 	}
+	for config, names := range operand.WorkloadConfigs {
+		for _, name := range names {
+			if !known(name) && !slices.Contains(operand.LabelOnly, name) {
+				t.Errorf("workload config %s deploys unknown key %q", config, name)
+			}
+		}
+	}
 	for _, key := range operand.LabelOnly {
 		if known(key) {
 			t.Errorf("label-only key %q is also an operand", key)
@@ -116,6 +123,105 @@ func TestPauseOf(t *testing.T) {
 		p, restores, ok := operand.PauseOf(value)
 		if ok != (want.pause != "") || p.Value != want.pause || restores != want.restores {
 			t.Errorf("PauseOf(%q) = %q, %q, %v; want %q, %q", value, p.Value, restores, ok, want.pause, want.restores)
+		}
+	}
+}
+
+func TestIsPaused(t *testing.T) {
+	for value, want := range map[string]bool{
+		"paused-for-driver-upgrade":               true,
+		"paused-for-mig-change":                   true,
+		"paused-for-vgpu-change":                  true,
+		"true_paused-for-driver-upgrade":          true,
+		"pre-installed_paused-for-driver-upgrade": true,
+		"foo_paused-for-driver-upgrade":           true,
+		"x_paused-for-mig-change":                 false, // the MIG manager never suffixes
+		"x_paused-for-vgpu-change":                false,
+		"paused-for-something-else":               false, // a prefix is no pause
+		"paused-for-driver-upgrade_x":             false,
+		"Paused-for-driver-upgrade":               false,
+		"true":                                    false,
+		"false":                                   false,
+		"":                                        false,
+		"pre-installed":                           false,
+	} {
+		if got := operand.IsPaused(value); got != want {
+			t.Errorf("IsPaused(%q) = %v, want %v", value, got, want)
+		}
+	}
+}
+
+func TestAsks(t *testing.T) {
+	key := operand.LabelPrefix + operand.Driver
+	driver, _ := operand.Lookup(operand.Lab, operand.Driver)
+	for _, tc := range []struct {
+		labels map[string]string
+		want   bool
+	}{
+		{map[string]string{key: "true"}, true},
+		{map[string]string{key: "True"}, false},
+		{map[string]string{key: "false"}, false},
+		{map[string]string{key: ""}, false},
+		{map[string]string{key: " true"}, false},
+		{map[string]string{key: "paused-for-driver-upgrade"}, false},
+		{map[string]string{operand.LabelPrefix + operand.DevicePlugin: "true"}, false},
+		{nil, false},
+	} {
+		if got := operand.Asks(tc.labels, operand.Driver); got != tc.want || driver.AskedBy(tc.labels) != got {
+			t.Errorf("Asks(%v) = %v, AskedBy %v; want %v", tc.labels, got, driver.AskedBy(tc.labels), tc.want)
+		}
+	}
+}
+
+func TestWorkloadConfigOf(t *testing.T) {
+	for _, tc := range []struct {
+		label   string // "" for none
+		sandbox bool
+		want    string
+	}{
+		{"", true, operand.Container},
+		{operand.VMPassthrough, true, operand.VMPassthrough},
+		{operand.VMVGPU, true, operand.VMVGPU},
+		{"vm-other", true, operand.Container},
+		{operand.VMPassthrough, false, operand.Container}, // sandbox workloads off: the label is ignored
+	} {
+		labels := map[string]string{}
+		if tc.label != "" {
+			labels[operand.WorkloadConfigLabel] = tc.label
+		}
+		if got := operand.WorkloadConfigOf(labels, tc.sandbox); got != tc.want {
+			t.Errorf("label %q, sandbox %v: %s, want %s", tc.label, tc.sandbox, got, tc.want)
+		}
+	}
+}
+
+func TestEmptyLabel(t *testing.T) {
+	for _, tc := range []struct {
+		config, mode, name string
+		want               operand.Labelling
+	}{
+		{operand.Container, "", operand.DevicePlugin, operand.SetsTrue},
+		{operand.Container, "", "sandbox-device-plugin", operand.Removes},
+		{operand.Container, "", "kata-sandbox-device-plugin", operand.Removes},
+		{operand.Container, "", operand.MIGManager, operand.Unjudged},
+		{operand.Container, "", operand.DRADriver, operand.Unjudged},
+		{operand.Container, "", "unknown-operand", operand.Unjudged},
+		{operand.VMPassthrough, "", operand.DevicePlugin, operand.Removes},
+		{operand.VMPassthrough, "", operand.Driver, operand.Removes},
+		{operand.VMPassthrough, "", operand.MIGManager, operand.Removes},
+		{operand.VMPassthrough, "", operand.VGPUManager, operand.Removes},
+		{operand.VMPassthrough, "", "vfio-manager", operand.SetsTrue},
+		{operand.VMPassthrough, "kubevirt", "sandbox-device-plugin", operand.SetsTrue},
+		{operand.VMPassthrough, "", "kata-sandbox-device-plugin", operand.Removes},
+		{operand.VMPassthrough, "kata", "sandbox-device-plugin", operand.Removes},
+		{operand.VMPassthrough, "kata", "kata-sandbox-device-plugin", operand.SetsTrue},
+		{operand.VMVGPU, "", operand.VGPUManager, operand.SetsTrue},
+		{operand.VMVGPU, "kata", "sandbox-device-plugin", operand.SetsTrue},
+		{operand.VMVGPU, "", "vfio-manager", operand.Removes},
+		{operand.VMVGPU, "", operand.ContainerToolkit, operand.Removes},
+	} {
+		if got := operand.EmptyLabel(tc.config, tc.mode, tc.name); got != tc.want {
+			t.Errorf("EmptyLabel(%s, %q, %s) = %d, want %d", tc.config, tc.mode, tc.name, got, tc.want)
 		}
 	}
 }

@@ -167,7 +167,7 @@ func changing(req Request, labels map[string]string, rules []operand.Rule) map[s
 	case WithDependents:
 		for _, g := range Dependents(rules, req.Operand) {
 			for _, o := range g {
-				change[o] = Asks(labels, o)
+				change[o] = operand.Asks(labels, o)
 			}
 		}
 	case WithDependencies:

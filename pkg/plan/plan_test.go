@@ -301,6 +301,9 @@ func TestBroken(t *testing.T) {
 		{on(toolkit, driver+"=false"), nil},
 		{on(toolkit, driver+"=pre-installed"), nil},
 		{on(toolkit, driver+"=paused-for-driver-upgrade"), nil},
+		// the driver manager's suffixed pause is one; a look-alike is not
+		{on(plugin, toolkit+"=true_paused-for-driver-upgrade"), nil},
+		{on(plugin, toolkit+"=paused-for-something-else"), []string{"device-plugin-without-toolkit"}},
 		{on(plugin, gfd, operand.DCGM, dcgm, operand.MIGManager), []string{
 			"device-plugin-without-toolkit", "gpu-feature-discovery-without-toolkit", "dcgm-without-toolkit",
 			"dcgm-exporter-without-toolkit", "mig-manager-without-toolkit"}},

@@ -2,33 +2,21 @@ package plan
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/gpuops/gpuops/pkg/operand"
 )
 
-// PausedPrefix starts the deploy label values that the GPU Operator's own
-// helpers write while they work on a node (the driver manager's
-// "paused-for-driver-upgrade", the MIG manager's "paused-for-mig-change"):
-// the operand is off for a while and comes back by itself.
-const PausedPrefix = "paused-for-"
-
-// Asks reports whether a node's labels ask for the operand: its deploy label
-// is exactly "true".
-func Asks(labels map[string]string, name string) bool {
-	return labels[operand.LabelPrefix+name] == "true"
-}
-
-// Paused reports whether the operand's deploy label says the operator paused it.
-func Paused(labels map[string]string, name string) bool {
-	return strings.HasPrefix(labels[operand.LabelPrefix+name], PausedPrefix)
+// paused reports whether the operand's deploy label says a helper of the
+// operator paused it (operand.IsPaused).
+func paused(labels map[string]string, name string) bool {
+	return operand.IsPaused(labels[operand.LabelPrefix+name])
 }
 
 // Satisfied reports whether what the rule's dependent needs is there as far
 // as the labels tell: asked for, provided by the host, or paused by the
 // operator (whose helper pauses the dependents too and restores both).
 func Satisfied(labels map[string]string, r operand.Rule) bool {
-	return Asks(labels, r.Needs) || r.HostProvides(labels) || Paused(labels, r.Needs)
+	return operand.Asks(labels, r.Needs) || r.HostProvides(labels) || paused(labels, r.Needs)
 }
 
 // Broken lists the rules that a node's deploy labels break: the dependent's
@@ -38,7 +26,7 @@ func Satisfied(labels map[string]string, r operand.Rule) bool {
 func Broken(labels map[string]string, rules []operand.Rule) []operand.Rule {
 	var out []operand.Rule
 	for _, r := range rules {
-		if Asks(labels, r.Operand) && !Satisfied(labels, r) {
+		if operand.Asks(labels, r.Operand) && !Satisfied(labels, r) {
 			out = append(out, r)
 		}
 	}

@@ -48,15 +48,24 @@ var Formats = []Format{Text, JSON, YAML, Table}
 
 // ParseFormat validates a format name: one of Formats or of a command's extra ones.
 func ParseFormat(s string, extra ...Format) (Format, error) {
-	all := slices.Concat(Formats, extra)
-	if f := Format(s); slices.Contains(all, f) {
+	return ParseFormatOf(s, slices.Concat(Formats, extra)...)
+}
+
+// ParseFormatOf validates a format name against exactly the formats a
+// command prints, for those that print fewer than every judge does.
+func ParseFormatOf(s string, allowed ...Format) (Format, error) {
+	if f := Format(s); slices.Contains(allowed, f) {
 		return f, nil
 	}
-	names := make([]string, len(all))
-	for i, f := range all {
+	names := make([]string, len(allowed))
+	for i, f := range allowed {
 		names[i] = string(f)
 	}
-	return "", fmt.Errorf("unknown output format %q (want %s)", s, strings.Join(names, ", "))
+	want := strings.Join(names, ", ")
+	if len(names) == 2 {
+		want = names[0] + " or " + names[1] // version's "json or yaml"
+	}
+	return "", fmt.Errorf("unknown output format %q (want %s)", s, want)
 }
 
 // Data reports whether the format is for programs (JSON or YAML), which

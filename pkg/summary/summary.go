@@ -84,7 +84,7 @@ func (c Cell) Shown() (State, bool) {
 func cellOf(labels map[string]string, o operand.Operand, running bool) Cell {
 	var c Cell
 	v, labelled := labels[o.LabelKey()]
-	if o.Off == "" && judge.Asks(labels, o) { // switched off: no node can run it
+	if o.Off == "" && o.AskedBy(labels) { // switched off: no node can run it
 		c.set(Asked)
 		if !running {
 			c.set(Missing)
