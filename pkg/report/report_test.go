@@ -144,6 +144,28 @@ func TestParseFormat(t *testing.T) {
 	}
 }
 
+// The commands without a table, and version, accept exactly their formats
+// and name them in the error.
+func TestParseFormatOf(t *testing.T) {
+	noTable := []report.Format{report.Text, report.JSON, report.YAML}
+	for _, tc := range []struct {
+		s       string
+		allowed []report.Format
+		want    string
+	}{
+		{"table", noTable, `unknown output format "table" (want text, json, yaml)`},
+		{"xml", noTable, `unknown output format "xml" (want text, json, yaml)`},
+		{"text", []report.Format{report.JSON, report.YAML}, `unknown output format "text" (want json or yaml)`},
+	} {
+		if _, err := report.ParseFormatOf(tc.s, tc.allowed...); err == nil || err.Error() != tc.want {
+			t.Errorf("ParseFormatOf(%q, %v) = %v; want %s", tc.s, tc.allowed, err, tc.want)
+		}
+	}
+	if f, err := report.ParseFormatOf("yaml", noTable...); err != nil || f != report.YAML {
+		t.Errorf("ParseFormatOf(yaml) = %q, %v", f, err)
+	}
+}
+
 func TestNoColorOffTerminal(t *testing.T) {
 	f, err := os.CreateTemp(t.TempDir(), "out")
 	if err != nil {
