@@ -2,6 +2,8 @@ package discover_test
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"os"
 	"slices"
 	"testing"
@@ -26,8 +28,12 @@ func realInstall(t *testing.T) []snapshot.DaemonSet {
 	var out []snapshot.DaemonSet
 	for {
 		var d appsv1.DaemonSet
-		if err := dec.Decode(&d); err != nil {
+		err := dec.Decode(&d)
+		if errors.Is(err, io.EOF) {
 			break
+		}
+		if err != nil {
+			t.Fatalf("testdata/gpu-operator.yaml: %v", err)
 		}
 		if d.Name != "" {
 			out = append(out, snapshot.DaemonSet{Name: d.Name, NodeSelector: d.Spec.Template.Spec.NodeSelector, Affinity: d.Spec.Template.Spec.Affinity})
