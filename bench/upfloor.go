@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -152,17 +151,8 @@ func teardown(ctx context.Context, c kubernetes.Interface, ns string, fleet []fl
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete namespace %s: %w", ns, err)
 	}
-	sel := fields.OneTermEqualSelector("metadata.name", ns).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			return c.CoreV1().Namespaces().List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return c.CoreV1().Namespaces().Watch(ctx, o)
-		},
-	}
+	lw := cache.NewListWatchFromClient(c.CoreV1().RESTClient(), "namespaces", metav1.NamespaceAll,
+		fields.OneTermEqualSelector("metadata.name", ns))
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
 	var store cache.Store
@@ -184,14 +174,7 @@ func teardown(ctx context.Context, c kubernetes.Interface, ns string, fleet []fl
 // want has seen its generation and counts want[name] pods desired, updated,
 // ready and available.
 func waitDaemonSetsReady(ctx context.Context, c kubernetes.Interface, ns string, want map[string]int32) error {
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.AppsV1().DaemonSets(ns).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return c.AppsV1().DaemonSets(ns).Watch(ctx, o)
-		},
-	}
+	lw := cache.NewListWatchFromClient(c.AppsV1().RESTClient(), "daemonsets", ns, fields.Everything())
 	var store cache.Store
 	var behind []string
 	ready := func() (bool, error) {

@@ -51,13 +51,7 @@ func WaitFor[T any](t testing.TB, e *Env, what string, lw cache.ListerWatcher, o
 // name), returns true; it returns those pods.
 func (e *Env) WaitForPods(t testing.TB, ns string, check func([]corev1.Pod) bool) []corev1.Pod {
 	t.Helper()
-	lw := listWatch(
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return e.Client.CoreV1().Pods(ns).List(ctx, o)
-		},
-		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return e.Client.CoreV1().Pods(ns).Watch(ctx, o)
-		})
+	lw := cache.NewListWatchFromClient(e.Client.CoreV1().RESTClient(), "pods", ns, fields.Everything())
 	return WaitFor(t, e, "pods in "+ns, lw, &corev1.Pod{}, func(pods []corev1.Pod) bool {
 		sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
 		return check(pods)
@@ -67,16 +61,8 @@ func (e *Env) WaitForPods(t testing.TB, ns string, check func([]corev1.Pod) bool
 // WaitForNode waits until check returns true for the named node.
 func (e *Env) WaitForNode(t testing.TB, name string, check func(*corev1.Node) bool) *corev1.Node {
 	t.Helper()
-	sel := fields.OneTermEqualSelector("metadata.name", name).String()
-	lw := listWatch(
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			return e.Client.CoreV1().Nodes().List(ctx, o)
-		},
-		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return e.Client.CoreV1().Nodes().Watch(ctx, o)
-		})
+	lw := cache.NewListWatchFromClient(e.Client.CoreV1().RESTClient(), "nodes", metav1.NamespaceAll,
+		fields.OneTermEqualSelector("metadata.name", name))
 	nodes := WaitFor(t, e, "node "+name, lw, &corev1.Node{}, func(nodes []corev1.Node) bool {
 		return len(nodes) == 1 && check(&nodes[0])
 	}, func(nodes []corev1.Node) string {
@@ -91,16 +77,8 @@ func (e *Env) WaitForNode(t testing.TB, name string, check func(*corev1.Node) bo
 // WaitForDaemonSet waits until check returns true for the named DaemonSet.
 func (e *Env) WaitForDaemonSet(t testing.TB, ns, name string, check func(*appsv1.DaemonSet) bool) *appsv1.DaemonSet {
 	t.Helper()
-	sel := fields.OneTermEqualSelector("metadata.name", name).String()
-	lw := listWatch(
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			return e.Client.AppsV1().DaemonSets(ns).List(ctx, o)
-		},
-		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return e.Client.AppsV1().DaemonSets(ns).Watch(ctx, o)
-		})
+	lw := cache.NewListWatchFromClient(e.Client.AppsV1().RESTClient(), "daemonsets", ns,
+		fields.OneTermEqualSelector("metadata.name", name))
 	dss := WaitFor(t, e, "DaemonSet "+ns+"/"+name, lw, &appsv1.DaemonSet{}, func(dss []appsv1.DaemonSet) bool {
 		return len(dss) == 1 && check(&dss[0])
 	}, func(dss []appsv1.DaemonSet) string {
@@ -110,11 +88,4 @@ func (e *Env) WaitForDaemonSet(t testing.TB, ns, name string, check func(*appsv1
 		return fmt.Sprintf("status %+v", dss[0].Status)
 	})
 	return &dss[0]
-}
-
-func listWatch(
-	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
-	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error),
-) *cache.ListWatch {
-	return &cache.ListWatch{ListWithContextFunc: list, WatchFuncWithContext: watchFn}
 }
