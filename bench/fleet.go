@@ -142,7 +142,7 @@ func (f fleetNode) deployLabels() map[string]string {
 func (f fleetNode) object(withDeployLabels bool) *corev1.Node {
 	labels := map[string]string{}
 	if f.role != noGPU {
-		labels["nvidia.com/gpu.present"] = "true"
+		labels[operand.GPUPresent] = "true"
 	}
 	if withDeployLabels {
 		for k, v := range f.deployLabels() {

@@ -57,10 +57,6 @@ func For(s *snapshot.Snapshot, choice Choice) Result {
 	return r
 }
 
-// ManagedBy is the label the GPU Operator's Helm chart puts on every
-// DaemonSet the operator renders (spec.daemonsets.labels).
-const ManagedBy = "app.kubernetes.io/managed-by"
-
 // Install says why the snapshot is of a GPU Operator install, or "" if it
 // is not: a ClusterPolicy for the namespace, or a DaemonSet there that the
 // operator renders (labelled managed-by=gpu-operator, or controlled by one
@@ -70,8 +66,8 @@ func Install(s *snapshot.Snapshot) string {
 		return "ClusterPolicy " + p.Name + " renders them"
 	}
 	for _, d := range s.DaemonSets {
-		if d.Labels[ManagedBy] == "gpu-operator" {
-			return "DaemonSet " + d.Name + " is labelled " + ManagedBy + "=gpu-operator"
+		if d.Labels[operand.ManagedByLabel] == "gpu-operator" {
+			return "DaemonSet " + d.Name + " is labelled " + operand.ManagedByLabel + "=gpu-operator"
 		}
 		if strings.HasSuffix(d.Controller, ".nvidia.com") {
 			return "DaemonSet " + d.Name + " is controlled by a " + d.Controller

@@ -52,5 +52,6 @@ const GPUPresent = "nvidia.com/gpu.present"
 
 // ManagedByLabel names who manages an object: the GPU Operator's Helm chart
 // sets it to gpu-operator on every DaemonSet the operator renders
-// (spec.daemonsets.labels); gpuops sets it on the namespace it creates.
+// (spec.daemonsets.labels); gpuops sets it on the namespace it creates, so
+// the ownership record says who created the namespace.
 const ManagedByLabel = "app.kubernetes.io/managed-by"

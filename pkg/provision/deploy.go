@@ -62,7 +62,7 @@ func OptOut(ctx context.Context, c kubernetes.Interface, ns string, ws workspace
 	}
 	o, _ := operand.Lookup(operand.Lab, r.Operand) // SetDeploy found it
 	i := slices.IndexFunc(res.Changes, func(ch Change) bool { return ch.DaemonSet == o.DaemonSet })
-	if err := ws.WriteOut(OptOutFile, OptOutText(res.Changes[i])); err != nil {
+	if err := ws.WriteOut(workspace.OptOutFile, OptOutText(res.Changes[i])); err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -8,13 +8,6 @@ import (
 	"github.com/gpuops/gpuops/pkg/operand"
 )
 
-// The out/ files of the lab (docs/lab.md) that up and optout write.
-const (
-	RosterFile = "roster.txt"
-	DriverFile = "driver.txt"
-	OptOutFile = "optout.txt"
-)
-
 // RosterText is out/roster.txt: one "<operand>=<label key>" line per operand, in roster order.
 func RosterText(roster []operand.Operand) []byte {
 	var b bytes.Buffer

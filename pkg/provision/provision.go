@@ -22,13 +22,6 @@ import (
 // FieldManager is the server-side apply field manager of everything gpuops writes.
 const FieldManager = "gpuops"
 
-// ManagedByLabel marks the namespace gpuops created; as gpuops owns the
-// label, the ownership record says who created the namespace.
-const ManagedByLabel = "app.kubernetes.io/managed-by"
-
-// GPUNodeLabel marks a node with an NVIDIA GPU (set by the lab spec, or by GFD on a real cluster).
-const GPUNodeLabel = "nvidia.com/gpu.present"
-
 // DefaultTimeout bounds each wait for DaemonSets to settle.
 const DefaultTimeout = 2 * time.Minute
 

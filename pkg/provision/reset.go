@@ -161,7 +161,7 @@ func planReset(ctx context.Context, c kubernetes.Interface, ns string) (*resetPl
 	if err != nil {
 		return nil, fmt.Errorf("namespace %s: %w", ns, err)
 	}
-	if _, mine := created.Labels[ManagedByLabel]; !mine {
+	if _, mine := created.Labels[operand.ManagedByLabel]; !mine {
 		return p, nil // gpuops did not create it
 	}
 	pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})

@@ -66,10 +66,10 @@ func Up(ctx context.Context, c kubernetes.Interface, lab *labspec.Lab, assets As
 	if err != nil {
 		return nil, err
 	}
-	if err := ws.WriteOut(RosterFile, RosterText(roster)); err != nil {
+	if err := ws.WriteOut(workspace.RosterFile, RosterText(roster)); err != nil {
 		return nil, err
 	}
-	if err := ws.WriteOut(DriverFile, DriverText(res.Desired, res.Skipped)); err != nil {
+	if err := ws.WriteOut(workspace.DriverFile, DriverText(res.Desired, res.Skipped)); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -239,7 +239,7 @@ func applyDaemonSet(ctx context.Context, c kubernetes.Interface, ns string, m re
 }
 
 func namespaceConfig(name string) *corev1ac.NamespaceApplyConfiguration {
-	return corev1ac.Namespace(name).WithLabels(map[string]string{ManagedByLabel: FieldManager})
+	return corev1ac.Namespace(name).WithLabels(map[string]string{operand.ManagedByLabel: FieldManager})
 }
 
 func applyOptions(force bool) metav1.ApplyOptions {
@@ -270,7 +270,7 @@ func readDriver(ctx context.Context, c kubernetes.Interface, ns string, roster [
 		return nil, fmt.Errorf("read DaemonSet %s/%s: %w", ns, driver.DaemonSet, err)
 	}
 	desired := strconv.Itoa(int(ds.Status.DesiredNumberScheduled))
-	s, err := read.Snapshot(ctx, c, ns, read.Options{NodeSelector: GPUNodeLabel + "=true"})
+	s, err := read.Snapshot(ctx, c, ns, read.Options{NodeSelector: operand.GPUPresent + "=true"})
 	if err != nil {
 		return nil, err
 	}

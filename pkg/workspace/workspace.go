@@ -19,6 +19,18 @@ const (
 	OutDir      = "out"
 )
 
+// The files the lab writes under out/, one per step of docs/lab.md that has
+// a result: up writes the roster and the driver's placement, optout the
+// DaemonSet's counts, and the lab's run the three judges' verdicts.
+const (
+	RosterFile = "roster.txt" // step 2
+	DriverFile = "driver.txt" // step 3
+	OptOutFile = "optout.txt" // step 5
+	AuditFile  = "audit.txt"  // step 6
+	OrderFile  = "order.txt"  // step 7
+	MatrixFile = "matrix.txt" // step 8
+)
+
 // Workspace is a folder on disk.
 type Workspace struct{ Root string }
 
