@@ -232,6 +232,92 @@ func TestWarnings(t *testing.T) {
 	}
 }
 
+// An empty deploy label becomes "true" only where it belongs to the node's
+// workload config; the operator's labeller removes the other configs' keys.
+func TestEmptyDeployLabels(t *testing.T) {
+	sandbox := &snapshot.ClusterPolicy{Name: "cluster-policy", Namespace: ns, Enabled: map[string]bool{"sandboxWorkloads": true}}
+	kata := &snapshot.ClusterPolicy{Name: "cluster-policy", Namespace: ns, Enabled: map[string]bool{"sandboxWorkloads": true}, SandboxMode: "kata"}
+	noSandbox := &snapshot.ClusterPolicy{Name: "cluster-policy", Namespace: ns}
+	const (
+		sets = " (the operator takes an empty value for unset and will set it to 'true')"
+		none = ""
+	)
+	removes := func(name, config string) string {
+		return " (the operator removes it: " + name + " is not an operand of the node's workload config, " + config + ")"
+	}
+	for _, tc := range []struct {
+		name    string
+		config  string // the node's workload config label; "" for none
+		policy  *snapshot.ClusterPolicy
+		operand string // whose deploy label is empty
+		want    string // the message's parenthesis
+	}{
+		{"vm-passthrough: the device plugin", operand.VMPassthrough, sandbox, operand.DevicePlugin, removes(operand.DevicePlugin, operand.VMPassthrough)},
+		{"vm-passthrough: the driver", operand.VMPassthrough, sandbox, operand.Driver, removes(operand.Driver, operand.VMPassthrough)},
+		{"vm-passthrough: the toolkit", operand.VMPassthrough, sandbox, operand.ContainerToolkit, removes(operand.ContainerToolkit, operand.VMPassthrough)},
+		{"vm-passthrough: the MIG manager", operand.VMPassthrough, sandbox, operand.MIGManager, removes(operand.MIGManager, operand.VMPassthrough)},
+		{"vm-passthrough: the vGPU manager", operand.VMPassthrough, sandbox, operand.VGPUManager, removes(operand.VGPUManager, operand.VMPassthrough)},
+		{"vm-passthrough: the VFIO manager", operand.VMPassthrough, sandbox, "vfio-manager", sets},
+		{"vm-passthrough: the sandbox device plugin", operand.VMPassthrough, sandbox, "sandbox-device-plugin", sets},
+		{"vm-passthrough: the kata device plugin", operand.VMPassthrough, sandbox, "kata-sandbox-device-plugin", removes("kata-sandbox-device-plugin", operand.VMPassthrough)},
+		{"vm-passthrough, kata: the kata device plugin", operand.VMPassthrough, kata, "kata-sandbox-device-plugin", sets},
+		{"vm-passthrough, kata: the sandbox device plugin", operand.VMPassthrough, kata, "sandbox-device-plugin", removes("sandbox-device-plugin", operand.VMPassthrough)},
+		{"vm-vgpu: the vGPU manager", operand.VMVGPU, sandbox, operand.VGPUManager, sets},
+		{"vm-vgpu: the vGPU device manager", operand.VMVGPU, sandbox, operand.VGPUDeviceManager, sets},
+		{"vm-vgpu: the sandbox device plugin", operand.VMVGPU, kata, "sandbox-device-plugin", sets},
+		{"vm-vgpu: the device plugin", operand.VMVGPU, sandbox, operand.DevicePlugin, removes(operand.DevicePlugin, operand.VMVGPU)},
+		{"vm-vgpu: GFD", operand.VMVGPU, sandbox, operand.GPUFeatureDiscovery, removes(operand.GPUFeatureDiscovery, operand.VMVGPU)},
+		{"vm-vgpu: the VFIO manager", operand.VMVGPU, sandbox, "vfio-manager", removes("vfio-manager", operand.VMVGPU)},
+		{"container by default: the device plugin", "", sandbox, operand.DevicePlugin, sets},
+		{"container by default: the sandbox validator", "", sandbox, "sandbox-validator", removes("sandbox-validator", operand.Container)},
+		{"container: the MIG manager (set only when absent)", operand.Container, sandbox, operand.MIGManager, none},
+		{"container: the DRA driver (a GPUCluster's)", operand.Container, sandbox, operand.DRADriver, none},
+		{"an unknown config is container", "vm-other", sandbox, operand.DevicePlugin, sets},
+		{"sandbox workloads off: the label is ignored", operand.VMPassthrough, noSandbox, operand.DevicePlugin, sets},
+		{"sandbox workloads off: vfio-manager", operand.VMPassthrough, noSandbox, "vfio-manager", removes("vfio-manager", operand.Container)},
+		{"no ClusterPolicy: the label is taken", operand.VMPassthrough, nil, operand.DevicePlugin, removes(operand.DevicePlugin, operand.VMPassthrough)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := operand.Lookup(operand.Real, tc.operand)
+			if err != nil {
+				t.Fatal(err)
+			}
+			labels := map[string]string{operand.GPUPresent: "true", o.LabelKey(): ""}
+			if tc.config != "" {
+				labels[operand.WorkloadConfigLabel] = tc.config
+			}
+			s := &snapshot.Snapshot{Namespace: ns, Nodes: []snapshot.Node{{Name: "n", Ready: true, Labels: labels}}, Policy: tc.policy}
+			got := explain.New(s).Warnings("n", operand.Real)
+			want := "label is empty, not 'true': a DaemonSet that selects 'true' will not run here" + tc.want
+			if len(got) != 1 || got[0].Code != explain.LabelValue || got[0].Label != o.LabelKey() || got[0].Message != want {
+				t.Fatalf("warnings %+v, want one on %s: %q", got, o.LabelKey(), want)
+			}
+		})
+	}
+	// Where the labeller removes every deploy label, it removes this one too.
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		policy *snapshot.ClusterPolicy
+		want   string
+	}{
+		{"operands off", map[string]string{operand.GPUPresent: "true", operand.OperandsLabel: "false"}, nil,
+			" (the operator removes it: the node has nvidia.com/gpu.deploy.operands=false)"},
+		{"no GPU", map[string]string{operand.GPUPresent: "false"}, noSandbox,
+			" (the operator removes it: the node has no nvidia.com/gpu.present=true)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.labels[plugin.LabelKey()] = ""
+			s := &snapshot.Snapshot{Namespace: ns, Nodes: []snapshot.Node{{Name: "n", Ready: true, Labels: tc.labels}}, Policy: tc.policy}
+			got := explain.New(s).Warnings("n", operand.Lab)
+			i := slices.IndexFunc(got, func(w explain.Warning) bool { return w.Label == plugin.LabelKey() })
+			if want := "label is empty, not 'true': a DaemonSet that selects 'true' will not run here" + tc.want; i < 0 || got[i].Message != want {
+				t.Fatalf("warnings %+v, want one on %s: %q", got, plugin.LabelKey(), want)
+			}
+		})
+	}
+}
+
 func TestOperandsLabel(t *testing.T) {
 	running := snapshot.Pod{Name: "dp", Node: "n", DaemonSet: plugin.DaemonSet, Phase: corev1.PodRunning}
 	pending := snapshot.Pod{Name: "dr", Node: "n", DaemonSet: driver.DaemonSet, Phase: corev1.PodPending}

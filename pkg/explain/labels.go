@@ -18,7 +18,8 @@ import (
 // roster operand's deploy label whose value is neither "true" nor "false",
 // saying what the operand's DaemonSet will do on the node: a helper's pause
 // (who wrote it, when, how far the helper is), a host that provides the
-// operand, or a value that does not do what it seems to.
+// operand, an empty value (and what the operator's labeller makes of it), or
+// a value that does not do what it seems to.
 func (x *Explainer) Warnings(node string, roster []operand.Operand) []Warning {
 	n := x.nodes[node]
 	if n == nil {
@@ -52,6 +53,8 @@ func (x *Explainer) Warnings(node string, roster []operand.Operand) []Warning {
 		case v == "pre-installed":
 			w.Code = HostProvided
 			w.Message = "label is 'pre-installed': the host provides this, so " + effect
+		case v == "":
+			w.Message = "label is empty, not 'true': " + effect + x.labeller(n, o.Name)
 		default:
 			w.Message = valueMessage(v, effect)
 		}
@@ -121,12 +124,39 @@ func (x *Explainer) gpuNotPresent(n *snapshot.Node) (Warning, bool) {
 		strings.Join(keys, ", "), has)}, true
 }
 
-// valueMessage says what a deploy label value means and what it does.
-func valueMessage(v, effect string) string {
+// labeller says, as a parenthesis, what the operator's node labeller does
+// with the operand's empty deploy label on the node: it removes every deploy
+// label where operands are off or, under a ClusterPolicy, no GPU is present
+// (as gpuNotPresent warns); elsewhere it sets the keys of the node's
+// workload config to "true" and removes the others' (operand.EmptyLabel).
+// It says nothing where the catalog cannot tell.
+func (x *Explainer) labeller(n *snapshot.Node, name string) string {
+	p := x.s.Policy
 	switch {
-	case v == "":
-		return "label is empty, not 'true': " + effect + " (the operator takes an empty value for unset and will set it to 'true')"
-	case strings.EqualFold(v, "false"):
+	case n.Labels[operand.OperandsLabel] == "false":
+		return fmt.Sprintf(" (the operator removes it: the node has %s=false)", operand.OperandsLabel)
+	case p != nil && n.Labels[operand.GPUPresent] != "true":
+		return fmt.Sprintf(" (the operator removes it: the node has no %s=true)", operand.GPUPresent)
+	}
+	// Without a ClusterPolicy the node's own label is all there is to go by.
+	sandbox, mode := true, ""
+	if p != nil {
+		sandbox, mode = p.Enabled["sandboxWorkloads"], p.SandboxMode
+	}
+	config := operand.WorkloadConfigOf(n.Labels, sandbox)
+	switch operand.EmptyLabel(config, mode, name) {
+	case operand.SetsTrue:
+		return " (the operator takes an empty value for unset and will set it to 'true')"
+	case operand.Removes:
+		return fmt.Sprintf(" (the operator removes it: %s is not an operand of the node's workload config, %s)", name, config)
+	}
+	return ""
+}
+
+// valueMessage says what a deploy label value other than "" means and what
+// it does.
+func valueMessage(v, effect string) string {
+	if strings.EqualFold(v, "false") {
 		return fmt.Sprintf("label is %s, not 'false': %s", quote(v), effect)
 	}
 	return fmt.Sprintf("label is %s, not 'true': %s", quote(v), effect)
