@@ -6,6 +6,10 @@
 package snapshot
 
 import (
+	"strconv"
+	"strings"
+	"time"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,7 +44,25 @@ type Node struct {
 	// LabelChanges says who last wrote some of the labels, and when: only
 	// those the reader was asked to trace (a helper's pause), nil otherwise.
 	LabelChanges map[string]LabelChange
+	// Devices are the NVIDIA device counts of status.capacity and
+	// .allocatable, by resource name: nvidia.com/gpu and the MIG resources
+	// nvidia.com/mig-<profile> of the mixed strategy. Nil when the node
+	// advertises none (or its status was not read).
+	Devices map[string]DeviceCount
 }
+
+// GPUResource is the extended resource the device plugin advertises a node's
+// GPUs as (MIG devices too, under the single strategy).
+const GPUResource = "nvidia.com/gpu"
+
+// MIGResourcePrefix starts the resource names of MIG devices under the mixed
+// strategy, e.g. nvidia.com/mig-1g.10gb.
+const MIGResourcePrefix = "nvidia.com/mig-"
+
+// DeviceCount is how many devices of one resource a node has and how many of
+// them the kubelet can hand out: the device plugin reports unhealthy ones in
+// capacity, not in allocatable.
+type DeviceCount struct{ Capacity, Allocatable int64 }
 
 // Pod is what a judge needs of a pod.
 type Pod struct {
@@ -57,6 +79,34 @@ type Pod struct {
 	// controller pins it with a metadata.name node affinity), known before
 	// the pod is scheduled; empty for other pods.
 	Target string
+	Health PodHealth
+}
+
+// PodHealth is what a health judge needs of a pod's containers, without the
+// API's structs: the Ready condition, the container in the worst state and,
+// while the pod initialises, the init container it is in.
+type PodHealth struct {
+	Ready      bool      // the Ready condition is True
+	ReadySince time.Time // the Ready condition's lastTransitionTime
+	Started    time.Time // status.startTime: when the kubelet took the pod
+	// Container is the container (init or not) in the worst state, empty when
+	// none is in a bad one: waiting for a reason other than starting up
+	// (CrashLoopBackOff, ImagePullBackOff, CreateContainerConfigError, ...),
+	// terminated with a failure (Error, OOMKilled), or not ready after a
+	// restart. State is that reason; LastState the reason of its last
+	// termination; Restarts its restart count.
+	Container string
+	State     string
+	LastState string
+	Restarts  int32
+	// Init is the init container the pod is in while it initialises (the
+	// first one not yet done), InitDone how many are done of InitTotal (as
+	// kubectl shows Init:1/4), and InitSince when the current one started
+	// (its running startedAt, else the pod's start time).
+	Init      string
+	InitDone  int
+	InitTotal int
+	InitSince time.Time
 }
 
 // Placement is the node the pod is on or, for a daemon pod not yet bound,
@@ -103,6 +153,21 @@ func NodeFrom(n *corev1.Node) Node {
 			out.Ready = c.Status == corev1.ConditionTrue
 		}
 	}
+	count := func(list corev1.ResourceList, set func(*DeviceCount, int64)) {
+		for name, q := range list {
+			if name != GPUResource && !strings.HasPrefix(string(name), MIGResourcePrefix) {
+				continue
+			}
+			if out.Devices == nil {
+				out.Devices = make(map[string]DeviceCount, 1)
+			}
+			c := out.Devices[string(name)]
+			set(&c, q.Value())
+			out.Devices[string(name)] = c
+		}
+	}
+	count(n.Status.Capacity, func(c *DeviceCount, v int64) { c.Capacity = v })
+	count(n.Status.Allocatable, func(c *DeviceCount, v int64) { c.Allocatable = v })
 	return out
 }
 
@@ -121,7 +186,98 @@ func PodFrom(p *corev1.Pod) Pod {
 	if out.Reason == "" && out.Phase != corev1.PodRunning {
 		out.Reason = statusReason(&p.Status)
 	}
+	out.Health = podHealth(&p.Status)
 	return out
+}
+
+// podHealth reads the pod's Ready condition, its worst container and the
+// init container it is in.
+func podHealth(st *corev1.PodStatus) PodHealth {
+	var h PodHealth
+	if st.StartTime != nil {
+		h.Started = st.StartTime.Time
+	}
+	initialized := false
+	for _, c := range st.Conditions {
+		switch c.Type {
+		case corev1.PodReady:
+			h.Ready, h.ReadySince = c.Status == corev1.ConditionTrue, c.LastTransitionTime.Time
+		case corev1.PodInitialized:
+			initialized = c.Status == corev1.ConditionTrue
+		}
+	}
+	worst := 0
+	for _, list := range [][]corev1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
+		for i := range list {
+			cs := &list[i]
+			if sev := severity(cs); sev > worst || sev == worst && sev > 0 && cs.RestartCount > h.Restarts {
+				worst = sev
+				h.Container, h.State, h.Restarts = cs.Name, stateReason(cs.State), cs.RestartCount
+				h.LastState = ""
+				if t := cs.LastTerminationState.Terminated; t != nil {
+					h.LastState = terminatedReason(t)
+				}
+			}
+		}
+	}
+	if initialized {
+		return h
+	}
+	h.InitTotal = len(st.InitContainerStatuses)
+	for _, cs := range st.InitContainerStatuses {
+		// A regular init container is ready once it completed; a sidecar
+		// (restartPolicy Always) once it runs and passes its probe.
+		if cs.Ready || cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0 {
+			h.InitDone++
+			continue
+		}
+		h.Init, h.InitSince = cs.Name, h.Started
+		if r := cs.State.Running; r != nil {
+			h.InitSince = r.StartedAt.Time
+		}
+		break
+	}
+	return h
+}
+
+// severity ranks how badly a container is doing: 0 fine or starting up, 1
+// running but not ready after a restart, 2 terminated with a failure, 3
+// waiting for a reason other than starting up, 4 in a crash loop.
+func severity(cs *corev1.ContainerStatus) int {
+	switch st := cs.State; {
+	case st.Waiting != nil && st.Waiting.Reason == "CrashLoopBackOff":
+		return 4
+	case st.Waiting != nil && st.Waiting.Reason != "" && st.Waiting.Reason != "ContainerCreating" && st.Waiting.Reason != "PodInitializing":
+		return 3
+	case st.Terminated != nil && st.Terminated.ExitCode != 0:
+		return 2
+	case st.Running != nil && !cs.Ready && cs.RestartCount > 0:
+		return 1
+	}
+	return 0
+}
+
+// stateReason names a container's current state: the waiting or terminated
+// reason, or Running.
+func stateReason(st corev1.ContainerState) string {
+	switch {
+	case st.Waiting != nil:
+		return st.Waiting.Reason
+	case st.Terminated != nil:
+		return terminatedReason(st.Terminated)
+	case st.Running != nil:
+		return "Running"
+	}
+	return ""
+}
+
+// terminatedReason is the kubelet's reason for a termination (Error,
+// OOMKilled, Completed), or its exit code when it gives none.
+func terminatedReason(t *corev1.ContainerStateTerminated) string {
+	if t.Reason != "" {
+		return t.Reason
+	}
+	return "exit code " + strconv.Itoa(int(t.ExitCode))
 }
 
 // statusReason is the pod's own reason (Evicted, NodeLost, ...) or else the

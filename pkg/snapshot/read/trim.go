@@ -40,9 +40,19 @@ var podFields = fields{
 		2:  nil, // conditions
 		3:  nil, // message
 		4:  nil, // reason
-		8:  nil, // containerStatuses
-		10: nil, // initContainerStatuses
+		7:  nil, // startTime
+		8:  containerStatusFields,
+		10: containerStatusFields, // initContainerStatuses
 	},
+}
+
+// containerStatusFields are what PodFrom reads of a container status.
+var containerStatusFields = fields{
+	1: nil, // name
+	2: nil, // state
+	3: nil, // lastState
+	4: nil, // ready
+	5: nil, // restartCount
 }
 
 // nodeFields are what NodeFrom reads.
@@ -56,6 +66,8 @@ var nodeFields = fields{
 		5: nil, // taints
 	},
 	3: { // status
+		1: nil, // capacity
+		2: nil, // allocatable
 		4: nil, // conditions
 	},
 }

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/randfill"
@@ -28,6 +30,16 @@ func filler(seed int64) *randfill.Filler {
 		},
 	)
 }
+
+// semantic compares API values as equality.Semantic does, and times by the
+// instant they name (PodHealth keeps plain times).
+var semantic = func() conversion.Equalities {
+	eq := equality.Semantic.Copy()
+	if err := eq.AddFunc(func(a, b time.Time) bool { return a.Equal(b) }); err != nil {
+		panic(err)
+	}
+	return eq
+}()
 
 // TestTrimKeepsWhatConversionReads proves, over random pods and nodes, that
 // converting the trimmed decode gives what converting the whole object gives:
@@ -53,9 +65,27 @@ func TestTrimKeepsWhatConversionReads(t *testing.T) {
 				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "pull"}},
 			})
 		}
+		if seed%3 == 1 { // a pod initialising, and one crash-looping
+			pod.Status.StartTime = &metav1.Time{Time: time.Unix(seed, 0)}
+			pod.Status.Conditions = append(pod.Status.Conditions,
+				corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionFalse},
+				corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Unix(seed, 0)})
+			pod.Status.InitContainerStatuses = append([]corev1.ContainerStatus{
+				{Name: "done", Ready: true, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}},
+				{Name: "waits", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Unix(seed, 0)}}},
+			}, pod.Status.InitContainerStatuses...)
+			pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{
+				Name: "crash", RestartCount: int32(seed),
+				State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}},
+			})
+		}
 		var got corev1.Pod
 		decodeTrimmed(t, &pod, &got, podFields)
-		if want, have := snapshot.PodFrom(&pod), snapshot.PodFrom(&got); !equality.Semantic.DeepEqual(want, have) {
+		if seed%3 == 1 && snapshot.PodFrom(&got).Health.Container == "" {
+			t.Fatalf("seed %d: no worst container read", seed)
+		}
+		if want, have := snapshot.PodFrom(&pod), snapshot.PodFrom(&got); !semantic.DeepEqual(want, have) {
 			t.Fatalf("seed %d: pod from trimmed bytes\n got %+v\nwant %+v", seed, have, want)
 		}
 
@@ -64,9 +94,22 @@ func TestTrimKeepsWhatConversionReads(t *testing.T) {
 		if seed%2 == 0 {
 			node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue})
 		}
+		if seed%3 == 0 {
+			if node.Status.Capacity == nil {
+				node.Status.Capacity = corev1.ResourceList{}
+			}
+			if node.Status.Allocatable == nil {
+				node.Status.Allocatable = corev1.ResourceList{}
+			}
+			node.Status.Capacity["nvidia.com/gpu"] = *resource.NewQuantity(8, resource.DecimalSI)
+			node.Status.Allocatable["nvidia.com/mig-1g.10gb"] = *resource.NewQuantity(seed, resource.DecimalSI)
+		}
 		var gotNode corev1.Node
 		decodeTrimmed(t, &node, &gotNode, nodeFields)
-		if want, have := snapshot.NodeFrom(&node), snapshot.NodeFrom(&gotNode); !equality.Semantic.DeepEqual(want, have) {
+		if seed%3 == 0 && snapshot.NodeFrom(&gotNode).Devices["nvidia.com/gpu"].Capacity != 8 {
+			t.Fatalf("seed %d: GPU capacity not read: %+v", seed, snapshot.NodeFrom(&gotNode).Devices)
+		}
+		if want, have := snapshot.NodeFrom(&node), snapshot.NodeFrom(&gotNode); !semantic.DeepEqual(want, have) {
 			t.Fatalf("seed %d: node from trimmed bytes\n got %+v\nwant %+v", seed, have, want)
 		}
 
@@ -75,7 +118,7 @@ func TestTrimKeepsWhatConversionReads(t *testing.T) {
 		var gotMeta metav1.PartialObjectMetadata
 		decodeTrimmed(t, &meta, &gotMeta, metadataFields)
 		want := snapshot.NodeFrom(&corev1.Node{ObjectMeta: node.ObjectMeta})
-		if have := snapshot.NodeFrom(&corev1.Node{ObjectMeta: gotMeta.ObjectMeta}); !equality.Semantic.DeepEqual(want, have) {
+		if have := snapshot.NodeFrom(&corev1.Node{ObjectMeta: gotMeta.ObjectMeta}); !semantic.DeepEqual(want, have) {
 			t.Fatalf("seed %d: node from trimmed metadata\n got %+v\nwant %+v", seed, have, want)
 		}
 	}
