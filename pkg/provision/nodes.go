@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/tools/pager"
 )
 
-// eachNamedNode reads the named nodes with one LIST, as reset and optout do,
-// and calls visit(i, node) for names[i]. A GET per node was paced by the
+// eachNamedNode reads the named nodes out of one LIST of every node and
+// calls visit(i, node) for names[i]. A GET per node was paced by the
 // client's rate limit (pkg/kube): 10 s of a 103 s `gpuops up` at 1,000 nodes
 // (bench/RESULTS.md), where the LIST takes about a second. The list comes in
 // pages, so only a page of nodes is held at a time: visit must not keep node.
