@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -16,13 +18,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuops/gpuops/internal/testcluster"
@@ -54,8 +61,12 @@ func docs(t *testing.T, file string) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for {
 		var u unstructured.Unstructured
-		if err := dec.Decode(&u.Object); err != nil {
+		err := dec.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
 			break
+		}
+		if err != nil {
+			t.Fatalf("testdata/%s: %v", file, err)
 		}
 		if len(u.Object) > 0 {
 			out = append(out, &u)
@@ -92,26 +103,50 @@ func newInstall(t *testing.T) *install {
 	return in
 }
 
+// waitEstablished watches the CRD until it is established.
 func (in *install) waitEstablished(t *testing.T, name string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	established := func(u *unstructured.Unstructured) bool {
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		return slices.ContainsFunc(conds, func(c any) bool {
+			m, ok := c.(map[string]any)
+			return ok && m["type"] == "Established" && m["status"] == "True"
+		})
+	}
+	in.waitFor(t, time.Minute, "CRD "+name+" to be established", byName(in.dyn.Resource(crdGVR), name), &unstructured.Unstructured{},
+		func(s cache.Store) bool {
+			return slices.ContainsFunc(s.List(), func(o any) bool { return established(o.(*unstructured.Unstructured)) })
+		})
+}
+
+// waitFor lists and watches with lw until done, given the current objects,
+// returns true; it fails the test after timeout, saying what it waited for.
+func (in *install) waitFor(t *testing.T, timeout time.Duration, what string, lw cache.ListerWatcher, obj runtime.Object, done func(cache.Store) bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	for {
-		crd, err := in.dyn.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("CRD %s: %v", name, err)
-		}
-		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-		for _, c := range conds {
-			if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
-				return
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("CRD %s is not established", name)
-		case <-time.After(100 * time.Millisecond): // a CRD is established within a moment; no watch for one object
-		}
+	var store cache.Store
+	_, err := watchtools.UntilWithSync(ctx, lw, obj,
+		func(s cache.Store) (bool, error) { store = s; return done(s), nil },
+		func(watch.Event) (bool, error) { return done(store), nil })
+	if err != nil {
+		t.Fatalf("waiting %v for %s: %v", timeout, what, err)
+	}
+}
+
+// byName lists and watches the one object of r named name. The dynamic
+// client has no REST client of its own to build one from.
+func byName(r dynamic.ResourceInterface, name string) cache.ListerWatcher {
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			return r.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return r.Watch(ctx, o)
+		},
 	}
 }
 
@@ -251,25 +286,22 @@ func (in *install) as(t *testing.T, manager string) kubernetes.Interface {
 // keeps managedFields a client sends, as long as they are valid, but reverts
 // a write that changes nothing but their times (it would only bump the
 // resourceVersion): so the patch also notes the backdating in an annotation.
-// backdate looks again a moment later, in case a controller that updates the
-// node from a stale copy has sent the old ones back.
+// The patch carries the resourceVersion it was computed from: a write in
+// between (KWOK's heartbeats, the node lifecycle controller) makes it
+// conflict, and it is computed again, rather than sending that write's
+// managedFields back stale. No later write can undo it: the controllers
+// patch the node without managedFields, or update it from the copy they
+// read, which conflicts if stale.
 func (in *install) backdate(t *testing.T, node, manager string, ago time.Duration) {
 	t.Helper()
 	ctx := context.Background()
 	nodes := in.env.Client.CoreV1().Nodes()
 	then := metav1.NewTime(time.Now().Add(-ago).Truncate(time.Second))
-	kept := func(n *corev1.Node) bool {
-		i := slices.IndexFunc(n.ManagedFields, func(e metav1.ManagedFieldsEntry) bool { return e.Manager == manager })
-		return i >= 0 && n.ManagedFields[i].Time != nil && n.ManagedFields[i].Time.Equal(&then)
-	}
 	var n *corev1.Node
-	for range 10 {
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		var err error
 		if n, err = nodes.Get(ctx, node, metav1.GetOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if kept(n) {
-			return
+			return err
 		}
 		for i := range n.ManagedFields {
 			if n.ManagedFields[i].Manager == manager {
@@ -277,18 +309,23 @@ func (in *install) backdate(t *testing.T, node, manager string, ago time.Duratio
 			}
 		}
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-			"managedFields": n.ManagedFields,
-			"annotations":   map[string]string{"gpuops.test/backdated": manager + " " + then.UTC().Format(time.RFC3339)},
+			"resourceVersion": n.ResourceVersion,
+			"managedFields":   n.ManagedFields,
+			"annotations":     map[string]string{"gpuops.test/backdated": manager + " " + then.UTC().Format(time.RFC3339)},
 		}})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if _, err := nodes.Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			t.Fatalf("backdate %s on node %s: %v", manager, node, err)
-		}
-		time.Sleep(time.Second) // let a controller's late write come first, then look again
+		n, err = nodes.Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("backdate %s on node %s: %v", manager, node, err)
 	}
-	t.Fatalf("node %s: the API server did not keep the backdated entry of %s: %+v", node, manager, n.ManagedFields)
+	i := slices.IndexFunc(n.ManagedFields, func(e metav1.ManagedFieldsEntry) bool { return e.Manager == manager })
+	if i < 0 || n.ManagedFields[i].Time == nil || !n.ManagedFields[i].Time.Equal(&then) {
+		t.Fatalf("node %s: the API server did not keep the backdated entry of %s: %+v", node, manager, n.ManagedFields)
+	}
 }
 
 // settle waits until every DaemonSet of the namespace has settled.
@@ -315,19 +352,27 @@ func (in *install) ensure(t *testing.T, u *unstructured.Unstructured, present bo
 	ctx := context.Background()
 	var get func() error
 	var del func(metav1.DeleteOptions) error
+	var lw cache.ListerWatcher // the object alone, to watch it go
+	var obj runtime.Object
+	name := fields.OneTermEqualSelector("metadata.name", u.GetName())
 	switch u.GetKind() {
 	case "DaemonSet":
 		dss := in.env.Client.AppsV1().DaemonSets(in.env.Namespace)
 		get = func() error { _, err := dss.Get(ctx, u.GetName(), metav1.GetOptions{}); return err }
 		del = func(o metav1.DeleteOptions) error { return dss.Delete(ctx, u.GetName(), o) }
+		lw = cache.NewListWatchFromClient(in.env.Client.AppsV1().RESTClient(), "daemonsets", in.env.Namespace, name)
+		obj = &appsv1.DaemonSet{}
 	case "ServiceAccount":
 		sas := in.env.Client.CoreV1().ServiceAccounts(in.env.Namespace)
 		get = func() error { _, err := sas.Get(ctx, u.GetName(), metav1.GetOptions{}); return err }
 		del = func(o metav1.DeleteOptions) error { return sas.Delete(ctx, u.GetName(), o) }
+		lw = cache.NewListWatchFromClient(in.env.Client.CoreV1().RESTClient(), "serviceaccounts", in.env.Namespace, name)
+		obj = &corev1.ServiceAccount{}
 	case "NVIDIADriver":
 		nvds := in.dyn.Resource(nvidiaDriverGVR)
 		get = func() error { _, err := nvds.Get(ctx, u.GetName(), metav1.GetOptions{}); return err }
 		del = func(o metav1.DeleteOptions) error { return nvds.Delete(ctx, u.GetName(), o) }
+		lw, obj = byName(nvds, u.GetName()), &unstructured.Unstructured{}
 	default:
 		t.Fatalf("ensure: unexpected kind %s", u.GetKind())
 	}
@@ -342,13 +387,8 @@ func (in *install) ensure(t *testing.T, u *unstructured.Unstructured, present bo
 		if err := del(metav1.DeleteOptions{PropagationPolicy: &foreground}); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(in.env.Timeout)
-		for get() == nil {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s %s is still there", u.GetKind(), u.GetName())
-			}
-			time.Sleep(200 * time.Millisecond) // one object's foreground deletion: seconds at most
-		}
+		in.waitFor(t, in.env.Timeout, u.GetKind()+" "+u.GetName()+" to go", lw, obj,
+			func(s cache.Store) bool { return len(s.ListKeys()) == 0 })
 	}
 }
 
