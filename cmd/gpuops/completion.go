@@ -142,11 +142,12 @@ func flagValues(cmd *cli.Command, flag string) cobra.CompletionFunc {
 	}
 	switch flag {
 	case "output":
+		offered := slices.Concat(report.Formats, extraFormats(cmd))
 		if cmd.Name == "version" {
-			return fixed(versionFormats...)
+			offered = versionFormats
 		}
 		var formats []string
-		for _, f := range slices.Concat(report.Formats, extraFormats(cmd)) {
+		for _, f := range offered {
 			formats = append(formats, string(f))
 		}
 		return fixed(formats...)

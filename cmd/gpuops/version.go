@@ -1,19 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"runtime"
-	"runtime/debug"
-	"slices"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/version"
-	"sigs.k8s.io/yaml"
 
-	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/report"
 )
 
 // gpuopsVersion is set when linking a release:
@@ -21,36 +14,8 @@ import (
 // version of `go install …@v1.2.3` is used, else "devel".
 var gpuopsVersion string
 
-// versionInfo is what `gpuops version` prints, laid out as kubectl version's.
-type versionInfo struct {
-	ClientVersion clientVersion `json:"clientVersion"`
-	Catalog       catalog       `json:"catalog"`
-	ServerVersion *version.Info `json:"serverVersion,omitempty"`
-}
-
-type clientVersion struct {
-	GitVersion   string `json:"gitVersion"`
-	GitCommit    string `json:"gitCommit,omitempty"`
-	GitTreeState string `json:"gitTreeState,omitempty"`
-	BuildDate    string `json:"buildDate,omitempty"`
-	GoVersion    string `json:"goVersion"`
-	Platform     string `json:"platform"`
-}
-
-// catalog is the operand catalog built into this binary (pkg/operand).
-type catalog struct {
-	Lab   []catalogEntry `json:"lab"`   // the lab's roster, what up deploys
-	Known []catalogEntry `json:"known"` // every operand of a real install gpuops knows by name
-}
-
-type catalogEntry struct {
-	Name      string `json:"name"`
-	DaemonSet string `json:"daemonSet"`
-	Label     string `json:"label"`
-}
-
-// versionFormats are the formats of version's -o, besides its text lines.
-var versionFormats = []string{"json", "yaml"}
+// versionFormats are the formats of version's -o; without -o it prints text lines.
+var versionFormats = []report.Format{report.JSON, report.YAML}
 
 func versionOutputFlag() cli.Flag {
 	return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: json or yaml (default: text lines)"}
@@ -77,16 +42,20 @@ func versionCommand() *cli.Command {
 }
 
 func printVersion(c *cli.Context, clientOnly bool) error {
-	format := c.String("output")
-	if format != "" && !slices.Contains(versionFormats, format) {
-		return usageError(fmt.Errorf("unknown output format %q (want json or yaml)", format))
+	p := report.Printer{Format: report.Text}
+	if s := c.String("output"); s != "" {
+		f, err := report.ParseFormatOf(s, versionFormats...)
+		if err != nil {
+			return usageError(err)
+		}
+		p.Format = f
 	}
-	v := versionInfo{ClientVersion: buildVersion(), Catalog: builtInCatalog()}
+	v := report.ClientVersionInfo(gpuopsVersion)
 	var serverErr error
 	if !clientOnly {
 		v.ServerVersion, serverErr = serverVersion(c)
 	}
-	if err := writeVersion(c.App.Writer, format, v); err != nil {
+	if err := p.Version(c.App.Writer, v); err != nil {
 		return err
 	}
 	if serverErr != nil {
@@ -101,79 +70,4 @@ func serverVersion(c *cli.Context) (*version.Info, error) {
 		return nil, err
 	}
 	return cl.Kube.Discovery().ServerVersion()
-}
-
-func writeVersion(w io.Writer, format string, v versionInfo) error {
-	switch format {
-	case "json":
-		b, err := json.MarshalIndent(v, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
-	case "yaml":
-		b, err := yaml.Marshal(v)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
-		return err
-	}
-	cv := v.ClientVersion
-	s := fmt.Sprintf("gpuops Version: %s\n", cv.GitVersion)
-	if cv.GitCommit != "" {
-		s += fmt.Sprintf("Git Commit: %s (%s, %s)\n", cv.GitCommit, cv.GitTreeState, cv.BuildDate)
-	}
-	s += fmt.Sprintf("Go Version: %s %s\n", cv.GoVersion, cv.Platform)
-	s += fmt.Sprintf("Lab Operands: %s\n", names(v.Catalog.Lab))
-	s += fmt.Sprintf("Known Operands: %s\n", names(v.Catalog.Known))
-	if v.ServerVersion != nil {
-		s += fmt.Sprintf("Server Version: %s\n", v.ServerVersion.GitVersion)
-	}
-	_, err := io.WriteString(w, s)
-	return err
-}
-
-func names(entries []catalogEntry) string {
-	n := make([]string, len(entries))
-	for i, e := range entries {
-		n[i] = e.Name
-	}
-	return strings.Join(n, ", ")
-}
-
-// buildVersion reads the version the linker or the Go toolchain stamped.
-func buildVersion() clientVersion {
-	v := clientVersion{GitVersion: "devel", GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if m := bi.Main.Version; m != "" && m != "(devel)" {
-			v.GitVersion = m
-		}
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				v.GitCommit = s.Value
-			case "vcs.time":
-				v.BuildDate = s.Value
-			case "vcs.modified":
-				v.GitTreeState = map[string]string{"true": "dirty", "false": "clean"}[s.Value]
-			}
-		}
-	}
-	if gpuopsVersion != "" {
-		v.GitVersion = gpuopsVersion
-	}
-	return v
-}
-
-func builtInCatalog() catalog {
-	entries := func(ops []operand.Operand) []catalogEntry {
-		out := make([]catalogEntry, len(ops))
-		for i, o := range ops {
-			out[i] = catalogEntry{Name: o.Name, DaemonSet: o.DaemonSet, Label: o.LabelKey()}
-		}
-		return out
-	}
-	return catalog{Lab: entries(operand.Lab), Known: entries(operand.Real)}
 }

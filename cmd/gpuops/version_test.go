@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/report"
 )
 
 func runApp(args ...string) result {
@@ -29,7 +30,7 @@ func TestVersionClientOnly(t *testing.T) {
 		}
 	}
 	r := runApp("version", "--client", "-o", "json")
-	var v versionInfo
+	var v report.VersionInfo
 	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || r.code != 0 {
 		t.Fatalf("version -o json: exit %d, %v\n%s", r.code, err, r.stdout)
 	}
