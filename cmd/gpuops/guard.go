@@ -72,9 +72,16 @@ func guardInstallCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("dry-run") {
-				return provision.DryRunGuard(c.Context, cl.Kube, objs, c.App.Writer)
+				if err := provision.DryRunGuard(c.Context, cl.Kube, objs); err != nil {
+					return err
+				}
+				return report.GuardObjects(c.App.Writer, objs)
 			}
-			return provision.InstallGuard(c.Context, cl.Kube, objs, provisionOptions(c))
+			e, err := provision.InstallGuard(c.Context, cl.Kube, objs, provisionOptions(c))
+			if err != nil {
+				return err
+			}
+			return report.GuardEnforcement(c.App.Writer, e)
 		},
 	}
 }
@@ -122,7 +129,11 @@ func guardUninstallCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return provision.UninstallGuard(c.Context, cl.Kube, provisionOptions(c))
+			installed, err := provision.UninstallGuard(c.Context, cl.Kube, provisionOptions(c))
+			if err != nil {
+				return err
+			}
+			return report.GuardUninstalled(c.App.Writer, installed)
 		},
 	}
 }
@@ -139,15 +150,15 @@ func connectWith(c *cli.Context, needs []access.Need) (*kube.Clients, error) {
 // printerNoTable validates --output for the commands that print text, JSON
 // or YAML, but no table.
 func printerNoTable(c *cli.Context) (report.Printer, error) {
-	f, err := report.ParseFormat(c.String("output"))
-	if err == nil && f == report.Table {
-		err = fmt.Errorf("unknown output format %q (want text, json, yaml)", f)
-	}
+	f, err := report.ParseFormatOf(c.String("output"), noTableFormats...)
 	if err != nil {
 		return report.Printer{}, usageError(err)
 	}
 	return report.Printer{Format: f}, nil
 }
+
+// noTableFormats are the formats of the commands without a table.
+var noTableFormats = []report.Format{report.Text, report.JSON, report.YAML}
 
 // noTableOutputFlag is --output of the commands without a table.
 func noTableOutputFlag(what string) cli.Flag {

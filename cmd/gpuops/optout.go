@@ -86,9 +86,6 @@ func setDeploy(c *cli.Context, on bool, mode plan.Mode) error {
 	}
 	opts := provisionOptions(c)
 	opts.BreakOrder = opts.Force
-	if r.DryRun {
-		opts.Log = nil
-	}
 	var res *provision.Result
 	if on {
 		res, err = provision.OptIn(c.Context, cl.Kube, lab.Namespace, r, opts)

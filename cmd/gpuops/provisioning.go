@@ -8,6 +8,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/labspec"
 	"github.com/gpuops/gpuops/pkg/provision"
+	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/workspace"
 )
 
@@ -47,7 +48,7 @@ func provisionOptions(c *cli.Context) provision.Options {
 		Force:    c.Bool("force"),
 		Timeout:  c.Duration("timeout"),
 		Progress: c.App.ErrWriter,
-		Log:      c.App.Writer,
+		Changed:  report.Changes(c.App.Writer),
 	}
 }
 

@@ -256,7 +256,7 @@ func (w *nodeWrite) apply(ctx context.Context, c kubernetes.Interface, step int,
 }
 
 // writeStep applies one step to the batch's nodes it concerns, at once, and
-// logs them in the batch's order.
+// tells of them in the batch's order.
 func writeStep(ctx context.Context, c kubernetes.Interface, batch []string, writes map[string]*nodeWrite, step int, opts Options) error {
 	done := make([]string, len(batch))
 	err := forEach(ctx, len(batch), func(ctx context.Context, i int) error {
@@ -273,7 +273,7 @@ func writeStep(ctx context.Context, c kubernetes.Interface, batch []string, writ
 	})
 	for i, d := range done {
 		if d != "" {
-			opts.logf("node/%s %s", batch[i], d)
+			opts.changed(ObjectChange{Object: "node/" + batch[i], Action: d})
 		}
 	}
 	return err

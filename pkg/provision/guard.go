@@ -3,7 +3,6 @@ package provision
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -61,7 +60,7 @@ func guardObjects(c kubernetes.Interface, objs *guard.Objects) []guardObject {
 // dry run of a Node that breaks a rule comes back refused (deny) or with the
 // policy's warning (warn). Another manager's policy or binding of that name
 // is refused unless opts.Force; both are checked before either is written.
-func InstallGuard(ctx context.Context, c kubernetes.Interface, objs *guard.Objects, opts Options) error {
+func InstallGuard(ctx context.Context, c kubernetes.Interface, objs *guard.Objects, opts Options) (*GuardEnforcement, error) {
 	gos := guardObjects(c, objs)
 	before := make([]string, len(gos)) // resourceVersions, "" for none
 	for i, g := range gos {
@@ -69,34 +68,33 @@ func InstallGuard(ctx context.Context, c kubernetes.Interface, objs *guard.Objec
 		switch {
 		case notFound(err):
 		case err != nil:
-			return fmt.Errorf("read %s: %w", g.name, err)
+			return nil, fmt.Errorf("read %s: %w", g.name, err)
 		default:
 			before[i] = obj.GetResourceVersion()
 			if others := otherManagers(obj.GetManagedFields()); len(others) > 0 && !opts.Force {
-				return &ForeignOwnerError{Object: g.name, Detail: fmt.Sprintf("also managed by %q", others)}
+				return nil, &ForeignOwnerError{Object: g.name, Detail: fmt.Sprintf("also managed by %q", others)}
 			}
 		}
 		if _, err := g.apply(ctx, dryRun(applyOptions(opts.Force))); err != nil {
-			return fmt.Errorf("%s: %w", g.name, err)
+			return nil, fmt.Errorf("%s: %w", g.name, err)
 		}
 	}
 	for i, g := range gos {
 		obj, err := g.apply(ctx, applyOptions(opts.Force))
 		if err != nil {
-			return fmt.Errorf("apply %s: %w", g.name, err)
+			return nil, fmt.Errorf("apply %s: %w", g.name, err)
 		}
 		verb := "created"
 		if before[i] != "" {
 			verb = change(before[i], obj.GetResourceVersion(), "configured")
 		}
-		opts.logf("%s %s", g.name, verb)
+		opts.changed(ObjectChange{Object: g.name, Action: verb})
 	}
 
 	mode := guard.ModeOf(objs.Binding.Spec.ValidationActions)
 	if me, err := c.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{}); err == nil {
 		if exempt, _ := guard.Exempt(objs.Policy.Spec.MatchConditions); slices.Contains(exempt, me.Status.UserInfo.Username) {
-			opts.logf("guard: not probed: you (%s) are exempt from it", me.Status.UserInfo.Username)
-			return nil
+			return &GuardEnforcement{Mode: mode, Exempt: me.Status.UserInfo.Username}, nil
 		}
 	}
 	err := waitGuard(ctx, c, "enforce", func(refused, warned bool) bool {
@@ -106,22 +104,29 @@ func InstallGuard(ctx context.Context, c kubernetes.Interface, objs *guard.Objec
 		return !refused && warned // a deny binding of before may still speak
 	}, opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	opts.logf("guard: enforced, mode %s", mode)
-	return nil
+	return &GuardEnforcement{Mode: mode}, nil
 }
 
-// DryRunGuard sends the rendered guard with server-side dry run, so the API
-// server validates it, and prints what it would apply.
-func DryRunGuard(ctx context.Context, c kubernetes.Interface, objs *guard.Objects, w io.Writer) error {
+// GuardEnforcement is how the API server took the guard InstallGuard applied.
+type GuardEnforcement struct {
+	Mode guard.Mode // the binding's mode
+	// Exempt is the caller's username when the guard exempts them: the
+	// guard lets their probe through whatever, so it was not probed and
+	// may not be enforced yet. Empty when the probe found it enforced.
+	Exempt string
+}
+
+// DryRunGuard sends the rendered guard with server-side dry run, so that
+// the API server validates it; it changes nothing.
+func DryRunGuard(ctx context.Context, c kubernetes.Interface, objs *guard.Objects) error {
 	for _, g := range guardObjects(c, objs) {
 		if _, err := g.apply(ctx, dryRun(applyOptions(false))); err != nil {
 			return fmt.Errorf("%s: %w", g.name, err)
 		}
 	}
-	_, err := fmt.Fprintf(w, "%s---\n%s", objs.PolicyYAML, objs.BindingYAML)
-	return err
+	return nil
 }
 
 // waitGuard probes until done says the API server's answer is the one
@@ -199,25 +204,22 @@ func Guard(ctx context.Context, c kubernetes.Interface) (*admissionv1.Validating
 }
 
 // UninstallGuard deletes the binding, then the policy, if gpuops applied
-// them (or with opts.Force, whoever did). Nothing installed is no error.
-func UninstallGuard(ctx context.Context, c kubernetes.Interface, opts Options) error {
+// them (or with opts.Force, whoever did), and says whether there was either
+// to delete. Nothing installed is no error.
+func UninstallGuard(ctx context.Context, c kubernetes.Interface, opts Options) (installed bool, err error) {
 	p, b, err := Guard(ctx, c)
-	if err != nil {
-		return err
-	}
-	if p == nil && b == nil {
-		opts.logf("guard: not installed")
-		return nil
+	if err != nil || (p == nil && b == nil) {
+		return false, err
 	}
 	if !opts.Force {
 		if p != nil && !appliedByGPUOps(p) {
-			return fmt.Errorf("%s was not installed by gpuops; not deleted (--force deletes it)", policyObject)
+			return true, fmt.Errorf("%s was not installed by gpuops; not deleted (--force deletes it)", policyObject)
 		}
 		if b != nil && !appliedByGPUOps(b) {
-			return fmt.Errorf("%s was not installed by gpuops; not deleted (--force deletes it)", bindingObject)
+			return true, fmt.Errorf("%s was not installed by gpuops; not deleted (--force deletes it)", bindingObject)
 		}
 	}
-	return deleteGuard(ctx, c, p, b, opts)
+	return true, deleteGuard(ctx, c, p, b, opts)
 }
 
 // deleteGuard deletes what exists of the two, binding first, each the very
@@ -233,14 +235,14 @@ func deleteGuard(ctx context.Context, c kubernetes.Interface, p *admissionv1.Val
 		if err != nil && !notFound(err) {
 			return fmt.Errorf("delete %s: %w", bindingObject, err)
 		}
-		opts.logf("%s deleted", bindingObject)
+		opts.changed(ObjectChange{Object: bindingObject, Action: "deleted"})
 	}
 	if p != nil {
 		err := vap.ValidatingAdmissionPolicies().Delete(ctx, guard.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
 		if err != nil && !notFound(err) {
 			return fmt.Errorf("delete %s: %w", policyObject, err)
 		}
-		opts.logf("%s deleted", policyObject)
+		opts.changed(ObjectChange{Object: policyObject, Action: "deleted"})
 	}
 	err := waitGuard(ctx, c, "stop enforcing", func(refused, warned bool) bool { return !refused && !warned }, opts)
 	if apierrors.IsForbidden(err) {

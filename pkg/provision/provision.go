@@ -42,7 +42,17 @@ type Options struct {
 	BreakOrder bool
 	Timeout    time.Duration // bound of each wait; DefaultTimeout if zero
 	Progress   io.Writer     // progress of waits (stderr); nil for none
-	Log        io.Writer     // one line per object changed, kubectl style (stdout); nil for none
+	// Changed is told of each object as the operation writes it (or finds
+	// it unchanged), in order, so that it can be shown before the wait that
+	// follows; nil for none.
+	Changed func(ObjectChange)
+}
+
+// ObjectChange is what an operation did to one object, in kubectl's words.
+type ObjectChange struct {
+	Object string // as kubectl names it: node/lab-node-1, daemonset.apps/nvidia-driver-daemonset
+	Action string // created, configured, unchanged, labelled, unlabelled, deleted or kept
+	Why    string // why it was kept; empty otherwise
 }
 
 func (o Options) settle() settle.Options {
@@ -59,9 +69,9 @@ func (o Options) progressf(format string, args ...any) {
 	}
 }
 
-func (o Options) logf(format string, args ...any) {
-	if o.Log != nil {
-		fmt.Fprintf(o.Log, format+"\n", args...)
+func (o Options) changed(ch ObjectChange) {
+	if o.Changed != nil {
+		o.Changed(ch)
 	}
 }
 

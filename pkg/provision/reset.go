@@ -46,13 +46,13 @@ func Reset(ctx context.Context, c kubernetes.Interface, ns string, opts Options)
 		if err != nil && !notFound(err) {
 			return fmt.Errorf("delete DaemonSet %s/%s: %w", ns, d.name, err)
 		}
-		opts.logf("daemonset.apps/%s deleted", d.name)
+		opts.changed(ObjectChange{Object: "daemonset.apps/" + d.name, Action: "deleted"})
 	}
 	if p.deleteNamespace {
 		if err := c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !notFound(err) {
 			return fmt.Errorf("delete namespace %s: %w", ns, err)
 		}
-		opts.logf("namespace/%s deleted", ns)
+		opts.changed(ObjectChange{Object: "namespace/" + ns, Action: "deleted"})
 	}
 	unlabelled := make([]bool, len(p.nodes))
 	err = forEach(ctx, len(p.nodes), func(ctx context.Context, i int) error {
@@ -66,14 +66,14 @@ func Reset(ctx context.Context, c kubernetes.Interface, ns string, opts Options)
 	})
 	for i, n := range p.nodes {
 		if unlabelled[i] {
-			opts.logf("node/%s unlabelled", n)
+			opts.changed(ObjectChange{Object: "node/" + n, Action: "unlabelled"})
 		}
 	}
 	if err != nil {
 		return err
 	}
 	for _, k := range p.kept {
-		opts.logf("%s", k)
+		opts.changed(k)
 	}
 	return p.waitGone(ctx, c, opts)
 }
@@ -83,7 +83,7 @@ type resetPlan struct {
 	nodes           []string
 	daemonSets      []ownedDaemonSet
 	deleteNamespace bool
-	kept            []string // what gpuops applied to but leaves, and why
+	kept            []ObjectChange // what gpuops applied to but leaves, and why
 	// the guard's policy and binding, where gpuops installed them
 	guardPolicy  *admissionv1.ValidatingAdmissionPolicy
 	guardBinding *admissionv1.ValidatingAdmissionPolicyBinding
@@ -150,7 +150,7 @@ func planReset(ctx context.Context, c kubernetes.Interface, ns string) (*resetPl
 			others++
 		case len(shapers) > 0:
 			others++
-			p.kept = append(p.kept, fmt.Sprintf("daemonset.apps/%s kept: also managed by %q", ds.Name, shapers))
+			p.kept = append(p.kept, ObjectChange{Object: "daemonset.apps/" + ds.Name, Action: "kept", Why: fmt.Sprintf("also managed by %q", shapers)})
 		default:
 			p.daemonSets = append(p.daemonSets, ownedDaemonSet{name: ds.Name, uid: ds.UID})
 			deleting[ds.UID] = true
@@ -170,7 +170,7 @@ func planReset(ctx context.Context, c kubernetes.Interface, ns string) (*resetPl
 	}
 	foreignPods := slices.ContainsFunc(pods.Items, func(pod corev1.Pod) bool { return !deleting[controllerUID(&pod)] })
 	if others > 0 || foreignPods {
-		p.kept = append(p.kept, fmt.Sprintf("namespace/%s kept: it holds workloads gpuops did not create", ns))
+		p.kept = append(p.kept, ObjectChange{Object: "namespace/" + ns, Action: "kept", Why: "it holds workloads gpuops did not create"})
 		return p, nil
 	}
 	p.deleteNamespace = true

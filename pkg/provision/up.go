@@ -198,9 +198,9 @@ func (p *upPlan) apply(ctx context.Context, c kubernetes.Interface, opts Options
 		if _, err := c.CoreV1().Namespaces().Apply(ctx, namespaceConfig(p.namespace), applyOptions(false)); err != nil {
 			return fmt.Errorf("create namespace %s: %w", p.namespace, err)
 		}
-		opts.logf("namespace/%s created", p.namespace)
+		opts.changed(ObjectChange{Object: "namespace/" + p.namespace, Action: "created"})
 	}
-	done := make([]string, len(p.nodes)) // what happened to each node, logged in the lab's order
+	done := make([]string, len(p.nodes)) // what happened to each node, told in the lab's order
 	err := forEach(ctx, len(p.nodes), func(ctx context.Context, i int) error {
 		n := p.nodes[i]
 		after, err := c.CoreV1().Nodes().Apply(ctx, corev1ac.Node(n.name).WithLabels(n.labels), applyOptions(opts.Force))
@@ -212,7 +212,7 @@ func (p *upPlan) apply(ctx context.Context, c kubernetes.Interface, opts Options
 	})
 	for i, d := range done {
 		if d != "" {
-			opts.logf("node/%s %s", p.nodes[i].name, d)
+			opts.changed(ObjectChange{Object: "node/" + p.nodes[i].name, Action: d})
 		}
 	}
 	if err != nil {
@@ -227,7 +227,7 @@ func (p *upPlan) apply(ctx context.Context, c kubernetes.Interface, opts Options
 		if d.resourceVersion == "" {
 			verb = "created"
 		}
-		opts.logf("daemonset.apps/%s %s", d.Operand.DaemonSet, verb)
+		opts.changed(ObjectChange{Object: "daemonset.apps/" + d.Operand.DaemonSet, Action: verb})
 	}
 	return nil
 }
