@@ -11,8 +11,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/gpuops/gpuops/internal/gpuopstest"
@@ -190,18 +188,8 @@ func TestResetRemovesOnlyGPUOpsGuard(t *testing.T) {
 // against the Node schema, and fails on any warning it found.
 func typeChecked(t *testing.T, env *testcluster.Env) {
 	t.Helper()
-	sel := fields.OneTermEqualSelector("metadata.name", guard.Name).String()
-	vap := env.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			return vap.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return vap.Watch(ctx, o)
-		},
-	}
+	lw := cache.NewListWatchFromClient(env.Client.AdmissionregistrationV1().RESTClient(), "validatingadmissionpolicies",
+		metav1.NamespaceAll, fields.OneTermEqualSelector("metadata.name", guard.Name))
 	got := testcluster.WaitFor(t, env, "the guard's type check", lw, &admissionv1.ValidatingAdmissionPolicy{},
 		func(ps []admissionv1.ValidatingAdmissionPolicy) bool {
 			return len(ps) == 1 && ps[0].Status.ObservedGeneration == ps[0].Generation && ps[0].Status.TypeChecking != nil
