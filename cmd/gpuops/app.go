@@ -26,6 +26,14 @@ const (
 // its output already said why.
 var errFinding = errors.New("finding")
 
+// findingIf is a judge's exit: errFinding when it found something.
+func findingIf(found bool) error {
+	if found {
+		return errFinding
+	}
+	return nil
+}
+
 // run is the whole program: it parses args, runs one command and maps its
 // error to an exit code and a one-line message on stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {

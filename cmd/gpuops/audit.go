@@ -1,14 +1,8 @@
 package main
 
 import (
-	"fmt"
-	"time"
-
 	"github.com/urfave/cli/v2"
 
-	"github.com/gpuops/gpuops/pkg/explain"
-	"github.com/gpuops/gpuops/pkg/judge"
-	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
@@ -24,45 +18,18 @@ func auditCommand() *cli.Command {
 			"do not change the exit code).",
 		Flags: []cli.Flag{outputFlag(report.Wide, report.Name, report.JUnit), noHeadersFlag(), judgeLabFlag(), selectorFlag(), explainFlag(), discoverFlag(), stuckAfterFlag()},
 		Action: func(c *cli.Context) error {
-			p, opts, err := judgeInput(c)
+			f, err := readJudgeFlags(c)
 			if err != nil {
 				return err
 			}
-			// -o wide is the table of --explain.
-			explained := c.Bool("explain") || p.Format.Explained() || p.Format == report.Wide
-			opts.DaemonSets = explained
-			opts.DeployLabelsOnly = !explained // the audit reads deploy labels; only the reasons read taints, conditions and other labels
-			opts.Trace = operand.Paused
-			rosterOptions(c, &opts)
-			s, err := readSnapshot(c, opts)
+			r, err := judgeCluster(c, f)
 			if err != nil {
 				return err
 			}
-			r := roster(c, s)
-			audits := judge.Audit(s, r.Roster)
-			clock := explain.Clock{Now: time.Now(), StuckAfter: c.Duration("stuck-after")}
-			judge.Stuck(audits, s, r.Roster, clock.Now, clock.StuckAfter)
-			var why *explain.Report
-			if explained {
-				x := explain.Explain(s, r.Roster, audits, clock)
-				x.Notes = append(x.Notes, r.Notes...)
-				if !p.Format.Data() {
-					for _, n := range x.Notes {
-						fmt.Fprintln(c.App.ErrWriter, "note: "+n)
-					}
-					for _, d := range x.Disabled {
-						fmt.Fprintf(c.App.ErrWriter, "note: %s is off (%s): it is never missing, and the rules count it as the hosts'\n", d.Operand, d.Reason)
-					}
-				}
-				why = &x
-			}
-			if err := p.Audit(c.App.Writer, audits, why); err != nil {
+			if err := f.printer.Result(c.App.Writer, c.App.ErrWriter, r, report.AuditView); err != nil {
 				return err
 			}
-			if judge.AuditFailed(audits) {
-				return errFinding
-			}
-			return nil
+			return findingIf(r.AuditFailed())
 		},
 	}
 }

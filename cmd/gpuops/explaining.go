@@ -1,13 +1,9 @@
 package main
 
 import (
-	"time"
-
 	"github.com/urfave/cli/v2"
 
-	"github.com/gpuops/gpuops/pkg/discover"
-	"github.com/gpuops/gpuops/pkg/snapshot"
-	"github.com/gpuops/gpuops/pkg/snapshot/read"
+	"github.com/gpuops/gpuops/pkg/pipeline"
 )
 
 // Flags for real clusters, beyond the lab: which operands, which rules, and why.
@@ -24,7 +20,7 @@ func discoverFlag() cli.Flag {
 
 func stuckAfterFlag() cli.Flag {
 	return &cli.DurationFlag{
-		Name: "stuck-after", Value: 30 * time.Minute,
+		Name: "stuck-after", Value: pipeline.DefaultStuckAfter, Action: durationAtLeast("stuck-after", 0, "0 (never) or a positive duration such as 30m"),
 		Usage: "a helper's pause of an operand (paused-for-driver-upgrade, -mig-change, -vgpu-change) older than\n" +
 			"this is STUCK, a finding; its age is the time its writer last wrote the node (managedFields). 0: never",
 	}
@@ -50,27 +46,4 @@ func allRulesFlag() cli.Flag {
 			"vGPU manager; the DRA validator, DCGM and exporter need the DRA kubelet plugin, which needs a driver.\n" +
 			"An operand the ClusterPolicy switches off counts as the hosts'",
 	}
-}
-
-// roster picks the operands to judge (see discoverFlag), from a snapshot
-// read with rosterOptions, and switches off those the ClusterPolicy does.
-func roster(c *cli.Context, s *snapshot.Snapshot) discover.Result {
-	return discover.For(s, rosterChoice(c))
-}
-
-// rosterOptions asks the reader for what roster needs: the DaemonSets
-// (unless the lab's five are asked for) and the operator's objects.
-func rosterOptions(c *cli.Context, opts *read.Options) {
-	opts.DaemonSets = opts.DaemonSets || rosterChoice(c) != discover.Lab
-	opts.Operator = true
-}
-
-func rosterChoice(c *cli.Context) discover.Choice {
-	switch {
-	case !c.IsSet("discover"):
-		return discover.Auto
-	case c.Bool("discover"):
-		return discover.Discover
-	}
-	return discover.Lab
 }

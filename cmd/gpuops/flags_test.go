@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,5 +167,30 @@ func writeTestFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A meaningless duration is bad input, refused before anything is read or
+// changed: no kubeconfig is even loaded (the one given does not exist).
+func TestBadDurationsAreBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"up", "--timeout", "-1s"},
+		{"up", "--timeout=0s"},
+		{"optout", "--timeout", "-5s", "node-a", "device-plugin"},
+		{"optin", "--timeout", "-5s", "node-a", "device-plugin"},
+		{"reset", "--timeout", "-1m"},
+		{"lab", "--timeout", "-1m"},
+		{"guard", "install", "--timeout", "-1s"},
+		{"audit", "--stuck-after", "-1m"},
+		{"summary", "--stuck-after=-1s"},
+		{"watch", "--stuck-after", "-1h"},
+		{"serve", "--stuck-after", "-1h"},
+	} {
+		var stdout, stderr bytes.Buffer
+		full := append([]string{"gpuops", "--kubeconfig", "/nonexistent/kubeconfig"}, args...)
+		code := run(context.Background(), full, &stdout, &stderr)
+		if code != exitError || stdout.Len() != 0 || !strings.HasPrefix(stderr.String(), "error: --") || strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and one line naming the flag", args, code, stdout.String(), stderr.String())
+		}
 	}
 }

@@ -7,12 +7,12 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuops/gpuops/pkg/access"
 	"github.com/gpuops/gpuops/pkg/guard"
 	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/provision"
 	"github.com/gpuops/gpuops/pkg/report"
 )
@@ -106,7 +106,11 @@ func guardStatusCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			st, err := guardState(c.Context, cl)
+			ns, err := namespace(c)
+			if err != nil {
+				return err
+			}
+			st, err := guardState(c.Context, cl, ns)
 			if err != nil {
 				return err
 			}
@@ -165,18 +169,16 @@ func noTableOutputFlag(what string) cli.Flag {
 	return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: string(report.Text), Usage: "output format of " + what + ": text, or json or yaml (the same fields)"}
 }
 
-func guardState(ctx context.Context, cl *kube.Clients) (guard.State, error) {
+// guardState is the guard's objects and the pipeline's verdicts of the
+// nodes' labels.
+func guardState(ctx context.Context, cl *kube.Clients, ns string) (guard.State, error) {
 	policy, binding, err := provision.Guard(ctx, cl.Kube)
 	if err != nil {
 		return guard.State{}, err
 	}
-	nodes, err := cl.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	r, err := pipeline.Run(ctx, cl.Kube, pipeline.Options{Namespace: ns, Roster: pipeline.LabRoster, LabelsOnly: true})
 	if err != nil {
-		return guard.State{}, fmt.Errorf("list nodes: %w", err)
+		return guard.State{}, err
 	}
-	labels := make(map[string]map[string]string, len(nodes.Items))
-	for _, n := range nodes.Items {
-		labels[n.Name] = n.Labels
-	}
-	return guard.Judge(policy, binding, labels, operand.AllRules), nil
+	return guard.Judge(policy, binding, r.Nodes, operand.AllRules), nil
 }

@@ -3,15 +3,18 @@ package main
 import (
 	"fmt"
 
+	"strings"
+
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
-	"github.com/gpuops/gpuops/pkg/snapshot"
-	"github.com/gpuops/gpuops/pkg/snapshot/read"
 )
 
-// Flags and plumbing shared by the judging commands (audit, order-check, matrix).
+// Flags and plumbing shared by the judging commands: audit, order-check,
+// matrix, summary, report, watch, serve.
 
 // extraUsage says what each of the formats some judges print is.
 var extraUsage = map[report.Format]string{
@@ -73,40 +76,69 @@ func printerFor(c *cli.Context) (report.Printer, error) {
 	return report.Printer{Format: f, Color: tabular && report.ColorFor(c.App.Writer), NoHeaders: c.Bool("no-headers")}, nil
 }
 
-// snapshotOptions validates the --selector flag before anything is read.
-func snapshotOptions(c *cli.Context) (read.Options, error) {
+// judgeFlags are a judging command's flags, read and checked once, before
+// anything is read: what to print and what the pipeline judges.
+type judgeFlags struct {
+	printer report.Printer
+	opts    pipeline.Options
+}
+
+// readJudgeFlags reads the flags every judge shares (a command without one
+// of them gets its zero value): -o, -l, --discover, --all-rules,
+// --stuck-after, --explain, --group-by and the namespace.
+func readJudgeFlags(c *cli.Context) (judgeFlags, error) {
+	var f judgeFlags
+	if c.String("output") != "" {
+		p, err := printerFor(c)
+		if err != nil {
+			return f, err
+		}
+		f.printer = p
+	}
 	sel := c.String("selector")
 	if _, err := labels.Parse(sel); err != nil {
-		return read.Options{}, usageError(fmt.Errorf("--selector: %w", err))
+		return f, usageError(fmt.Errorf("--selector: %w", err))
 	}
-	return read.Options{NodeSelector: sel}, nil
-}
-
-// judgeInput refuses a whole-cluster judge's bad arguments and flags before
-// anything is read.
-func judgeInput(c *cli.Context) (report.Printer, read.Options, error) {
-	if err := noArgs(c); err != nil {
-		return report.Printer{}, read.Options{}, err
+	var group string
+	if c.IsSet("group-by") || c.String("group-by") != "" {
+		group = c.String("group-by")
+		if errs := validation.IsQualifiedName(group); len(errs) > 0 {
+			return f, usageError(fmt.Errorf("--group-by: invalid label key %q: %s", group, strings.Join(errs, "; ")))
+		}
 	}
-	p, err := printerFor(c)
-	if err != nil {
-		return report.Printer{}, read.Options{}, err
-	}
-	opts, err := snapshotOptions(c)
-	return p, opts, err
-}
-
-// readSnapshot reads the cluster state every judgement is made from.
-func readSnapshot(c *cli.Context, opts read.Options) (*snapshot.Snapshot, error) {
 	ns, err := namespace(c)
 	if err != nil {
+		return f, err
+	}
+	f.opts = pipeline.Options{
+		Namespace: ns, NodeSelector: sel, Roster: rosterChoice(c), AllRules: c.Bool("all-rules"),
+		StuckAfter: c.Duration("stuck-after"), GroupBy: group,
+		// -o wide and the formats that always say why are audit --explain's.
+		Explain: c.Bool("explain") || f.printer.Format.Explained() || f.printer.Format == report.Wide,
+	}
+	return f, nil
+}
+
+func rosterChoice(c *cli.Context) pipeline.Choice {
+	switch {
+	case !c.IsSet("discover"):
+		return pipeline.AutoRoster
+	case c.Bool("discover"):
+		return pipeline.DiscoverRoster
+	}
+	return pipeline.LabRoster
+}
+
+// judgeCluster judges the whole cluster, or the nodes -l selects.
+func judgeCluster(c *cli.Context, f judgeFlags) (*pipeline.Result, error) {
+	if err := noArgs(c); err != nil {
 		return nil, err
 	}
 	cl, err := connect(c)
 	if err != nil {
 		return nil, err
 	}
-	return read.Snapshot(c.Context, cl.Kube, ns, opts)
+	return pipeline.Run(c.Context, cl.Kube, f.opts)
 }
 
 // noArgs refuses positional arguments for a command that takes none.

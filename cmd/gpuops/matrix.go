@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/gpuops/gpuops/pkg/judge"
+	"github.com/gpuops/gpuops/pkg/report"
 )
 
 func matrixCommand() *cli.Command {
@@ -15,17 +15,15 @@ func matrixCommand() *cli.Command {
 			"(the lab's out/matrix.txt).",
 		Flags: []cli.Flag{outputFlag(), noHeadersFlag(), judgeLabFlag(), selectorFlag(), discoverFlag()},
 		Action: func(c *cli.Context) error {
-			p, opts, err := judgeInput(c)
+			f, err := readJudgeFlags(c)
 			if err != nil {
 				return err
 			}
-			opts.DeployLabelsOnly = true // a row is its node's name; the columns come from pods
-			rosterOptions(c, &opts)
-			s, err := readSnapshot(c, opts)
+			r, err := judgeCluster(c, f)
 			if err != nil {
 				return err
 			}
-			return p.Matrix(c.App.Writer, judge.BuildMatrix(s, roster(c, s).Roster))
+			return f.printer.Result(c.App.Writer, c.App.ErrWriter, r, report.MatrixView)
 		},
 	}
 }

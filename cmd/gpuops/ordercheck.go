@@ -5,10 +5,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/gpuops/gpuops/pkg/judge"
-	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
-	"github.com/gpuops/gpuops/pkg/snapshot/read"
 )
 
 func orderCheckCommand() *cli.Command {
@@ -30,32 +28,23 @@ func orderCheckCommand() *cli.Command {
 			if err := checkNodeName(c.Args().First()); err != nil {
 				return err
 			}
-			p, err := printerFor(c)
+			f, err := readJudgeFlags(c)
 			if err != nil {
 				return err
 			}
-			// The node's labels and its pods, not the fleet's: the judge reads nothing else.
-			opts := read.Options{Node: c.Args().First(), DeployLabelsOnly: true}
-			rosterOptions(c, &opts)
-			s, err := readSnapshot(c, opts)
+			f.opts.Node = c.Args().First()
+			cl, err := connect(c)
 			if err != nil {
 				return err
 			}
-			ops, rules := roster(c, s).Roster, []operand.Rule{operand.DeviceRule}
-			if c.Bool("all-rules") {
-				rules = operand.RulesFor(ops, operand.AllRules)
-			}
-			v, err := judge.Order(s, c.Args().First(), ops, rules)
+			r, err := pipeline.Run(c.Context, cl.Kube, f.opts)
 			if err != nil {
 				return err
 			}
-			if err := p.Order(c.App.Writer, v); err != nil {
+			if err := f.printer.Result(c.App.Writer, c.App.ErrWriter, r, report.OrderView); err != nil {
 				return err
 			}
-			if !v.OK() {
-				return errFinding
-			}
-			return nil
+			return findingIf(r.OrderFailed())
 		},
 	}
 }

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/urfave/cli/v2"
 
 	gpuops "github.com/gpuops/gpuops"
@@ -19,11 +22,24 @@ func workdirFlag() cli.Flag {
 }
 
 func timeoutFlag() cli.Flag {
-	return &cli.DurationFlag{Name: "timeout", Value: provision.DefaultTimeout, Usage: "how long to wait for the cluster to settle"}
+	return &cli.DurationFlag{Name: "timeout", Value: provision.DefaultTimeout, Usage: "how long to wait for the cluster to settle",
+		Action: durationAtLeast("timeout", time.Nanosecond, "a positive duration such as 5m")}
 }
 
 func forceFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "force", Usage: "take over labels and DaemonSets that another field manager owns"}
+}
+
+// durationAtLeast refuses a duration flag's value below least, before the
+// command runs (a negative wait is bad input, not "no wait"); want says
+// what is meant instead.
+func durationAtLeast(name string, least time.Duration, want string) func(*cli.Context, time.Duration) error {
+	return func(_ *cli.Context, d time.Duration) error {
+		if d < least {
+			return usageError(fmt.Errorf("--%s %s: want %s", name, d, want))
+		}
+		return nil
+	}
 }
 
 // prepare is the prelude of every provisioning command: read the lab spec,

@@ -26,27 +26,23 @@ func reportCommand() *cli.Command {
 			&cli.StringFlag{Name: "html", Usage: "write the HTML page to `FILE` (replaced atomically; - for stdout)"},
 		}, fleetFlags()...),
 		Action: func(c *cli.Context) error {
-			if err := noArgs(c); err != nil {
-				return err
-			}
-			opts, err := snapshotOptions(c)
-			if err != nil {
-				return err
-			}
 			file := c.String("html")
 			if file == "" {
 				return usageError(errors.New("--html FILE is required"))
 			}
-			in, err := fleetInput(c, opts)
+			f, err := readJudgeFlags(c)
 			if err != nil {
 				return err
 			}
-			f, src, err := in.read(c)
+			r, err := judgeFleet(c, f)
 			if err != nil {
 				return err
 			}
+			src := report.Source{Namespace: r.Namespace, Selector: r.NodeSelector, Taken: r.Taken}
+			src.Context, src.Server = configFlags(c).Target()
+			f.printer.Notes(c.App.ErrWriter, r)
 			var page bytes.Buffer
-			if err := report.HTML(&page, f, src); err != nil {
+			if err := report.HTML(&page, *r.Fleet, src); err != nil {
 				return err
 			}
 			if file == "-" {
@@ -54,13 +50,13 @@ func reportCommand() *cli.Command {
 			} else {
 				err = workspace.New(filepath.Dir(file)).WriteFile(filepath.Base(file), page.Bytes(), 0o644)
 				if err == nil {
-					fmt.Fprintf(c.App.Writer, "wrote %s: %d nodes, %d findings\n", file, len(f.Nodes), f.Findings())
+					fmt.Fprintf(c.App.Writer, "wrote %s: %d nodes, %d findings\n", file, len(r.Fleet.Nodes), r.Fleet.Findings())
 				}
 			}
 			if err != nil {
 				return err
 			}
-			return findingsExit(f)
+			return findingIf(r.Fleet.Findings() > 0)
 		},
 	}
 }

@@ -23,7 +23,7 @@ func serveCommand() *cli.Command {
 			"It runs until SIGTERM or Ctrl-C (exit 0); a failed watch is retried and logged on stderr.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: metrics.DefaultAddress, Usage: "address to serve HTTP on, host:port"},
-			selectorFlag(), discoverFlag(), allRulesFlag(),
+			selectorFlag(), discoverFlag(), allRulesFlag(), stuckAfterFlag(),
 			&cli.BoolFlag{Name: "events", Usage: "record a Kubernetes Event on the node when a finding starts and when it ends\n" +
 				"(needs create and patch on events in the default namespace)"},
 		},

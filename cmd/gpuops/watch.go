@@ -29,7 +29,7 @@ func watchCommand() *cli.Command {
 				Usage: "output format: text (audit and order-check lines), wide (text with a timestamp), json (one object a line)\n" +
 					"or yaml (one document each), or table (redrawn in place on a terminal)",
 			}, extra: []report.Format{report.Wide}},
-			selectorFlag(), explainFlag(), discoverFlag(), allRulesFlag(),
+			selectorFlag(), explainFlag(), discoverFlag(), allRulesFlag(), stuckAfterFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if err := noArgs(c); err != nil {
@@ -79,23 +79,17 @@ func watchCommand() *cli.Command {
 	}
 }
 
-// liveOptions reads the flags that say what the live judge judges.
+// liveOptions reads the flags that say what the live judge judges: the
+// one-shot judges' flags, read the same way.
 func liveOptions(c *cli.Context) (live.Options, error) {
-	opts, err := snapshotOptions(c)
-	if err != nil {
-		return live.Options{}, err
-	}
-	return live.Options{NodeSelector: opts.NodeSelector, Discover: c.Bool("discover"), AllRules: c.Bool("all-rules")}, nil
+	f, err := readJudgeFlags(c)
+	return live.Options{Options: f.opts}, err
 }
 
 // newLiveJudge connects and sets up the live judge of the namespace. A
 // person waits (watch): a cluster that does not answer within
 // --request-timeout is an error, as for audit; an exporter (serve) waits on.
 func newLiveJudge(c *cli.Context, opts live.Options, personWaits bool) (*live.Judge, *kube.Clients, error) {
-	ns, err := namespace(c)
-	if err != nil {
-		return nil, nil, err
-	}
 	cl, err := connect(c)
 	if err != nil {
 		return nil, nil, err
@@ -107,7 +101,6 @@ func newLiveJudge(c *cli.Context, opts live.Options, personWaits bool) (*live.Ju
 	if err != nil {
 		return nil, nil, err
 	}
-	opts.Namespace = ns
 	j, err := live.New(client, opts)
 	return j, cl, err
 }

@@ -7,11 +7,12 @@ package fleettest
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/summary"
 )
@@ -84,9 +85,10 @@ func Snapshot(n int) *snapshot.Snapshot {
 // they allow, grouped by GroupBy.
 func Fleet(tb testing.TB, n int) summary.Fleet {
 	tb.Helper()
-	f, err := summary.Build(Snapshot(n), operand.Lab, operand.RulesFor(operand.Lab, operand.AllRules), GroupBy, explain.Clock{})
+	p := pipeline.Plan{Options: pipeline.Options{Explain: true, GroupBy: GroupBy}, Roster: operand.Lab, Rules: operand.RulesFor(operand.Lab, operand.AllRules)}
+	r, err := p.Judge(Snapshot(n), time.Time{})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return f
+	return *r.Fleet
 }

@@ -6,9 +6,8 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
-	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
-	"github.com/gpuops/gpuops/pkg/plan"
+	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
 // State is what `guard status` reports.
@@ -32,8 +31,9 @@ type NodeBreaks struct {
 }
 
 // Judge reads the state of the guard from the live policy and binding (nil
-// when missing) and the nodes' labels (node name to labels).
-func Judge(policy *admissionv1.ValidatingAdmissionPolicy, binding *admissionv1.ValidatingAdmissionPolicyBinding, nodes map[string]map[string]string, rules []operand.Rule) State {
+// when missing) and the pipeline's verdicts, whose LabelsBreak are the rules
+// each node's labels break as the guard judges them.
+func Judge(policy *admissionv1.ValidatingAdmissionPolicy, binding *admissionv1.ValidatingAdmissionPolicyBinding, nodes []verdict.Verdict, rules []operand.Rule) State {
 	st := State{Exempt: []string{}, Warnings: []string{}, Breaking: []NodeBreaks{}}
 	if policy != nil && binding != nil {
 		st.Installed = true
@@ -47,18 +47,9 @@ func Judge(policy *admissionv1.ValidatingAdmissionPolicy, binding *admissionv1.V
 			}
 		}
 	}
-	names := make([]string, 0, len(nodes))
-	for n := range nodes {
-		names = append(names, n)
-	}
-	slices.SortFunc(names, judge.NaturalCompare)
-	for _, n := range names {
-		if broken := plan.Broken(nodes[n], rules); len(broken) > 0 {
-			b := NodeBreaks{Node: n}
-			for _, r := range broken {
-				b.Rules = append(b.Rules, r.Finding)
-			}
-			st.Breaking = append(st.Breaking, b)
+	for _, v := range nodes { // in the pipeline's natural order
+		if len(v.LabelsBreak) > 0 {
+			st.Breaking = append(st.Breaking, NodeBreaks{Node: v.Node, Rules: v.LabelsBreak})
 		}
 	}
 	return st

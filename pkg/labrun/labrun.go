@@ -1,6 +1,6 @@
 // Package labrun runs the whole lab of a lab spec, the steps 1 to 8 of docs/lab.md in order,
 // against a cluster, and leaves the workspace complete: k8s/, out/ and the
-// scripts. Provisioning is pkg/provision's, judging pkg/judge's; this package
+// scripts. Provisioning is pkg/provision's, judging pkg/pipeline's; this package
 // only puts them in the lab's order and writes the judges' files.
 package labrun
 
@@ -15,23 +15,14 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/labspec"
-	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/provision"
 	"github.com/gpuops/gpuops/pkg/report"
-	"github.com/gpuops/gpuops/pkg/snapshot"
-	"github.com/gpuops/gpuops/pkg/snapshot/read"
 	"github.com/gpuops/gpuops/pkg/workspace"
 )
 
 // text prints the judges' files in the lab's exact format.
 var text = report.Printer{Format: report.Text}
-
-// The out/ files of the lab's steps 6 to 8.
-const (
-	AuditFile  = "audit.txt"
-	OrderFile  = "order.txt"
-	MatrixFile = "matrix.txt"
-)
 
 // Run runs the lab and returns the matrix of step 8. Progress, if not nil,
 // gets one line per step besides the waits' progress.
@@ -52,12 +43,15 @@ func Run(ctx context.Context, c kubernetes.Interface, lab *labspec.Lab, assets p
 		}
 	}
 
+	// The lab's judges: its five operands and the device rule, as the
+	// lab's scripts judge.
+	judging := pipeline.Options{Namespace: lab.Namespace, Roster: pipeline.LabRoster}
 	step("step 6: audit")
-	s, err := read.Snapshot(ctx, c, lab.Namespace, read.Options{})
+	r, err := pipeline.Run(ctx, c, judging)
 	if err != nil {
 		return judge.Matrix{}, err
 	}
-	if err := writeOut(ws, AuditFile, func(w io.Writer) error { return text.Audit(w, judge.Audit(s, operand.Lab), nil) }); err != nil {
+	if err := writeOut(ws, workspace.AuditFile, func(w io.Writer) error { return text.Audit(w, r.Audits(), nil) }); err != nil {
 		return judge.Matrix{}, err
 	}
 
@@ -73,18 +67,18 @@ func Run(ctx context.Context, c kubernetes.Interface, lab *labspec.Lab, assets p
 		}
 	}
 	step("steps 7-8: order check of the lab's nodes, matrix")
-	if s, err = read.Snapshot(ctx, c, lab.Namespace, read.Options{}); err != nil {
+	if r, err = pipeline.Run(ctx, c, judging); err != nil {
 		return judge.Matrix{}, err
 	}
-	order, err := OrderText(s, lab)
+	order, err := OrderText(r, lab)
 	if err != nil {
 		return judge.Matrix{}, err
 	}
-	if err := ws.WriteOut(OrderFile, order); err != nil {
+	if err := ws.WriteOut(workspace.OrderFile, order); err != nil {
 		return judge.Matrix{}, err
 	}
-	m := judge.BuildMatrix(s, operand.Lab)
-	if err := writeOut(ws, MatrixFile, func(w io.Writer) error { return text.Matrix(w, m) }); err != nil {
+	m := r.Matrix()
+	if err := writeOut(ws, workspace.MatrixFile, func(w io.Writer) error { return text.Matrix(w, m) }); err != nil {
 		return judge.Matrix{}, err
 	}
 	return m, nil
@@ -92,7 +86,7 @@ func Run(ctx context.Context, c kubernetes.Interface, lab *labspec.Lab, assets p
 
 // OrderText is out/order.txt: "<node> <verdict>" for every node of the lab
 // spec, in natural name order.
-func OrderText(s *snapshot.Snapshot, lab *labspec.Lab) ([]byte, error) {
+func OrderText(r *pipeline.Result, lab *labspec.Lab) ([]byte, error) {
 	names := make([]string, len(lab.Nodes))
 	for i, n := range lab.Nodes {
 		names[i] = n.Name
@@ -100,11 +94,11 @@ func OrderText(s *snapshot.Snapshot, lab *labspec.Lab) ([]byte, error) {
 	slices.SortFunc(names, judge.NaturalCompare)
 	verdicts := make([]judge.OrderVerdict, len(names))
 	for i, n := range names {
-		v, err := judge.Order(s, n, operand.Lab, []operand.Rule{operand.DeviceRule})
+		v, err := r.Verdict(n)
 		if err != nil {
 			return nil, err
 		}
-		verdicts[i] = v
+		verdicts[i] = v.Order
 	}
 	var b bytes.Buffer
 	err := report.OrderLines(&b, verdicts)

@@ -3,6 +3,7 @@ package labrun_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -11,11 +12,22 @@ import (
 	"github.com/gpuops/gpuops/pkg/labrun"
 	"github.com/gpuops/gpuops/pkg/labspec"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
 func running(node string, o operand.Operand) snapshot.Pod {
 	return snapshot.Pod{Name: o.DaemonSet + "-" + node, Node: node, DaemonSet: o.DaemonSet, Phase: corev1.PodRunning}
+}
+
+// judged is the lab's judgement of s: its five operands, the device rule.
+func judged(t *testing.T, s *snapshot.Snapshot) *pipeline.Result {
+	t.Helper()
+	r, err := pipeline.Decide(s, pipeline.Options{Roster: pipeline.LabRoster}).Judge(s, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // OrderText lists the lab spec's nodes, in natural order, and no other node.
@@ -37,7 +49,7 @@ func TestOrderText(t *testing.T) {
 		running("lab-node-2", plugin),
 		running("checker-node", plugin),
 	}
-	got, err := labrun.OrderText(s, lab)
+	got, err := labrun.OrderText(judged(t, s), lab)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +60,7 @@ func TestOrderText(t *testing.T) {
 
 	s.Nodes = s.Nodes[1:] // lab-node-2 is gone
 	var nf *judge.NodeNotFoundError
-	if _, err := labrun.OrderText(s, lab); !errors.As(err, &nf) || nf.Node != "lab-node-2" {
+	if _, err := labrun.OrderText(judged(t, s), lab); !errors.As(err, &nf) || nf.Node != "lab-node-2" {
 		t.Errorf("err = %v, want lab-node-2 not found", err)
 	}
 }

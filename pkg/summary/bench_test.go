@@ -7,7 +7,6 @@ import (
 	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
-	"github.com/gpuops/gpuops/pkg/summary"
 )
 
 // The fleet view at 5,000 nodes against its baseline, what audit --explain
@@ -25,7 +24,7 @@ func BenchmarkBuild(b *testing.B) {
 	b.Run("summary", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := summary.Build(s, operand.Lab, rules, fleettest.GroupBy, explain.Clock{}); err != nil {
+			if _, err := judged(s, operand.Lab, rules, fleettest.GroupBy, explain.Clock{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -3,7 +3,8 @@
 // nodes that ask for it, run it, miss it, have it paused or disabled; per
 // group and start-up rule the nodes that break it; and per node it keeps
 // every operand's state and every finding with its reason. It is pure like
-// the judges it reads: a snapshot in, data out; pkg/report prints it.
+// the judges it reads: the pipeline's verdicts in, data out; pkg/report
+// prints it.
 package summary
 
 import (
@@ -17,6 +18,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
 // DefaultGroupBy is the label GPU Feature Discovery sets to the GPU model:
@@ -202,45 +204,28 @@ func (f Fleet) Findings() int {
 	return n
 }
 
-// Build judges the snapshot (audit with its stuck pauses as of the clock,
-// explain, every rule on every node) and groups the verdicts by the value of
-// the groupBy node label. The snapshot should include the namespace's
-// DaemonSets, or every missing operand reads as having none.
-func Build(s *snapshot.Snapshot, roster []operand.Operand, rules []operand.Rule, groupBy string, at explain.Clock) (Fleet, error) {
-	orders, err := judge.OrderAll(s, roster, rules)
-	if err != nil {
-		return Fleet{}, err
+// Build groups the pipeline's verdicts of the snapshot's nodes (in the
+// judges' natural order, reasons included) by the value of the groupBy node
+// label; the labels say each operand's state on each node.
+func Build(s *snapshot.Snapshot, verdicts []verdict.Verdict, roster []operand.Operand, rules []operand.Rule, groupBy string) Fleet {
+	labels := make(map[string]map[string]string, len(s.Nodes))
+	for _, n := range s.Nodes {
+		labels[n.Name] = n.Labels
 	}
-	audits := judge.Audit(s, roster) // same nodes, same order as orders
-	judge.Stuck(audits, s, roster, at.Now, at.StuckAfter)
-	why := explain.Explain(s, roster, audits, at)
-	reasons := make(map[[2]string][]explain.Reason, len(why.Missing))
-	for _, m := range why.Missing {
-		reasons[[2]string{m.Node, m.Operand}] = m.Reasons
-	}
-	stuck := map[[2]string][]explain.Reason{}
-	for _, w := range why.Warnings {
-		if w.Stuck {
-			stuck[[2]string{w.Node, w.Operand}] = []explain.Reason{{Code: w.Code, Message: w.Message}}
-		}
-	}
-	pres := judge.NewPresence(s.Pods)
-	nodes := judge.SortedNodes(s) // the judges' order: audits[i] is nodes[i]
-
 	f := Fleet{GroupBy: groupBy, Operands: roster, Rules: rules}
 	groups := map[string]*Group{}
 	byGroup := map[string][]Node{}
-	for i, a := range audits {
-		l := nodes[i].Labels
+	for _, v := range verdicts {
+		l := labels[v.Node]
 		name := cmp.Or(l[groupBy], NoGroup)
 		g := groups[name]
 		if g == nil {
 			g = newGroup(name, roster, rules)
 			groups[name] = g
 		}
-		n := Node{Name: a.Node, Group: name, Cells: make([]Cell, len(roster)), Findings: []Finding{}}
+		n := Node{Name: v.Node, Group: name, Cells: make([]Cell, len(roster)), Findings: []Finding{}}
 		for j, o := range roster {
-			c := cellOf(l, o, pres.On(a.Node, o) > 0)
+			c := cellOf(l, o, v.Row.Present[o.Column])
 			n.Cells[j] = c
 			for _, st := range States {
 				if c.Has(st) {
@@ -248,14 +233,14 @@ func Build(s *snapshot.Snapshot, roster []operand.Operand, rules []operand.Rule,
 				}
 			}
 		}
-		for _, op := range a.Missing {
-			n.Findings = append(n.Findings, Finding{Kind: MissingFinding, Subject: op, Reasons: reasons[[2]string{a.Node, op}]})
+		for _, op := range v.Audit.Missing {
+			n.Findings = append(n.Findings, Finding{Kind: MissingFinding, Subject: op, Reasons: missingReasons(v, op)})
 		}
-		for _, op := range a.Stuck {
-			n.Findings = append(n.Findings, Finding{Kind: StuckFinding, Subject: op, Reasons: stuck[[2]string{a.Node, op}]})
+		for _, op := range v.Audit.Stuck {
+			n.Findings = append(n.Findings, Finding{Kind: StuckFinding, Subject: op, Reasons: stuckReasons(v, op)})
 		}
 		for j, r := range rules {
-			if slices.Contains(orders[i].Findings, r.Finding) {
+			if slices.Contains(v.Order.Findings, r.Finding) {
 				g.Order[j].Nodes++
 				n.Findings = append(n.Findings, Finding{Kind: OrderFinding, Subject: r.Finding, Reasons: []explain.Reason{explain.Order(r)}})
 			}
@@ -273,7 +258,25 @@ func Build(s *snapshot.Snapshot, roster []operand.Operand, rules []operand.Rule,
 	for _, g := range f.Groups {
 		f.Nodes = append(f.Nodes, byGroup[g.Name]...)
 	}
-	return f, nil
+	return f
+}
+
+func missingReasons(v verdict.Verdict, op string) []explain.Reason {
+	for _, m := range v.Explain.Missing {
+		if m.Operand == op {
+			return m.Reasons
+		}
+	}
+	return nil
+}
+
+func stuckReasons(v verdict.Verdict, op string) []explain.Reason {
+	for _, w := range v.Explain.Warnings {
+		if w.Stuck && w.Operand == op {
+			return []explain.Reason{{Code: w.Code, Message: w.Message}}
+		}
+	}
+	return nil
 }
 
 func newGroup(name string, roster []operand.Operand, rules []operand.Rule) *Group {

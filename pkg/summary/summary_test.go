@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/summary"
 )
@@ -71,7 +72,7 @@ func fleet() *snapshot.Snapshot {
 
 func build(t *testing.T) summary.Fleet {
 	t.Helper()
-	f, err := summary.Build(fleet(), operand.Lab, rules, product, explain.Clock{})
+	f, err := judged(fleet(), operand.Lab, rules, product, explain.Clock{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func TestNodes(t *testing.T) {
 
 // --group-by any label; a label nobody has puts every node in NoGroup.
 func TestGroupByOtherLabel(t *testing.T) {
-	f, err := summary.Build(fleet(), operand.Lab, rules, "example.com/pool", explain.Clock{})
+	f, err := judged(fleet(), operand.Lab, rules, "example.com/pool", explain.Clock{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +222,7 @@ func TestSwitchedOffAndStuck(t *testing.T) {
 	}
 	roster := slices.Clone(operand.Lab)
 	roster[0].Off = "spec.driver.enabled is false"
-	f, err := summary.Build(s, roster, operand.RulesFor(roster, operand.AllRules), product, explain.Clock{Now: since.Add(time.Hour), StuckAfter: 30 * time.Minute})
+	f, err := judged(s, roster, operand.RulesFor(roster, operand.AllRules), product, explain.Clock{Now: since.Add(time.Hour), StuckAfter: 30 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,4 +245,15 @@ func TestSwitchedOffAndStuck(t *testing.T) {
 	if len(found) != 1 || found[0].Kind != summary.StuckFinding || found[0].Subject != "driver" || len(found[0].Reasons) != 1 || found[0].Reasons[0].Code != "paused-for-driver-upgrade" {
 		t.Errorf("a100-10 findings %+v, want driver stuck with the pause's reason (toolkit-without-driver excused: the driver is off)", found)
 	}
+}
+
+// judged is the fleet view as the pipeline makes it: every judge, reasons
+// included, then the grouping.
+func judged(s *snapshot.Snapshot, roster []operand.Operand, rules []operand.Rule, groupBy string, at explain.Clock) (summary.Fleet, error) {
+	p := pipeline.Plan{Options: pipeline.Options{Explain: true, GroupBy: groupBy, StuckAfter: at.StuckAfter}, Roster: roster, Rules: rules}
+	r, err := p.Judge(s, at.Now)
+	if err != nil {
+		return summary.Fleet{}, err
+	}
+	return *r.Fleet, nil
 }

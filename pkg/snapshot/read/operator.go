@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/gpuops/gpuops/pkg/snapshot"
@@ -21,6 +22,13 @@ const (
 	clusterPolicies = "/apis/nvidia.com/v1/clusterpolicies"
 	nvidiaDrivers   = "/apis/nvidia.com/v1alpha1/nvidiadrivers"
 )
+
+// Operator reads the GPU Operator's ClusterPolicy and NVIDIADriver objects
+// into s, as Snapshot does when Options.Operator is set: for a reader that
+// keeps the rest of the state itself (the live judge).
+func Operator(ctx context.Context, c kubernetes.Interface, s *snapshot.Snapshot) error {
+	return readOperator(ctx, c.Discovery().RESTClient(), s)
+}
 
 // readOperator reads the ClusterPolicy and the NVIDIADriver objects into s.
 // A resource the cluster does not serve (no GPU Operator, or an older one)

@@ -43,6 +43,7 @@ type Options struct {
 	// Node.Taints, Unschedulable and Ready are left zero.
 	DeployLabelsOnly bool
 	DaemonSets       bool // also list the namespace's DaemonSets
+	NoPods           bool // read no pods: a judge of the labels alone
 	// PageSize, when set, splits each list into pages of that many objects
 	// (limit/continue), to spare an API server that cannot stream lists.
 	// Unpaged is the fastest: one request each, streamed and decoded item by
@@ -95,6 +96,9 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 		return nil
 	})
 	run(1, func() error {
+		if opts.NoPods {
+			return nil
+		}
 		pods, err := readPods(ctx, core, namespace, opts)
 		if err != nil {
 			return fmt.Errorf("list pods in namespace %s: %w", namespace, err)
@@ -115,7 +119,7 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 		})
 	}
 	if opts.Operator {
-		run(3, func() error { return readOperator(ctx, c.Discovery().RESTClient(), s) })
+		run(3, func() error { return Operator(ctx, c, s) })
 	}
 	if g.Wait() != nil {
 		for _, err := range errs {

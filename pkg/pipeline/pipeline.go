@@ -1,0 +1,228 @@
+// Package pipeline is where every verdict gpuops gives is made. One call
+// takes the options (which nodes, which roster, which rules, how long a
+// pause may last, whether to say why) and a source — a snapshot read once
+// (Run), or the live store's nodes (pkg/live, through Judge) — and returns
+// one Result: the roster and its notes, each node's verdict, the fleet's
+// counts. audit, order-check, matrix, summary, report, lab, watch, serve and
+// guard status all judge here, so with the same flags on the same cluster
+// they say the same thing; a new judgement is one more stage of Judge.
+//
+// The roster default is decided here once: on a GPU Operator install the
+// operands of the namespace's DaemonSets (pkg/discover), elsewhere the lab's
+// five, and in both cases minus what the ClusterPolicy switches off.
+package pipeline
+
+import (
+	"slices"
+	"time"
+
+	"github.com/gpuops/gpuops/pkg/discover"
+	"github.com/gpuops/gpuops/pkg/explain"
+	"github.com/gpuops/gpuops/pkg/judge"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/plan"
+	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/summary"
+	"github.com/gpuops/gpuops/pkg/verdict"
+)
+
+// DefaultStuckAfter is how long a helper's pause may last before it is a
+// finding, for every command that judges pauses.
+const DefaultStuckAfter = 30 * time.Minute
+
+// The fleet view's grouping: GPU Feature Discovery's GPU model label by
+// default, and the group of the nodes without it.
+const (
+	DefaultGroupBy = summary.DefaultGroupBy
+	NoGroup        = summary.NoGroup
+)
+
+// Choice says which roster to judge with.
+type Choice = discover.Choice
+
+// Roster choices, as --discover sets them.
+const (
+	AutoRoster     = discover.Auto     // --discover unset: discover on a GPU Operator install
+	LabRoster      = discover.Lab      // --discover=false: the lab's five
+	DiscoverRoster = discover.Discover // --discover: the namespace's DaemonSets
+)
+
+// Options say what to judge. The zero value judges every node of namespace
+// "" with the automatic roster and the device rule, no pause ever stuck and
+// no reasons.
+type Options struct {
+	Namespace    string // of the operand DaemonSets and their pods
+	NodeSelector string // label selector of the nodes judged; empty: all
+	// Node, when set, judges that one node from a read of it and its pods
+	// alone (order-check NODE): as quick on 5,000 nodes as on 3.
+	Node     string
+	Roster   Choice
+	AllRules bool // every rule of the start-up order, not only the device rule
+	// StuckAfter is how long a helper's pause may last before it is STUCK;
+	// 0: never.
+	StuckAfter time.Duration
+	// Explain adds the reasons: why each MISSING and STUCK, unexpected pods,
+	// label warnings, the operands switched off.
+	Explain bool
+	// LabelsOnly judges the deploy labels alone, as the guard does: only the
+	// nodes are read, so only each verdict's LabelsBreak means anything.
+	LabelsOnly bool
+	// GroupBy, when set, groups the verdicts into a fleet view by the value
+	// of this node label (Result.Fleet).
+	GroupBy string
+}
+
+// Plan is what the options and the cluster's DaemonSets and ClusterPolicy
+// decide before any node is judged: the operands, the rules, what to tell
+// the user about them. The live judge keeps one until a DaemonSet changes.
+type Plan struct {
+	Options
+	Roster []operand.Operand
+	Rules  []operand.Rule
+	Notes  []string // the reader's, then the roster's
+}
+
+// Decide makes the plan of a snapshot (of which only the namespace, the
+// DaemonSets, the operator's objects and the notes are read).
+func Decide(s *snapshot.Snapshot, o Options) Plan {
+	r := discover.For(s, o.Roster)
+	rules := []operand.Rule{operand.DeviceRule}
+	if o.AllRules {
+		rules = operand.RulesFor(r.Roster, operand.AllRules)
+	}
+	return Plan{Options: o, Roster: r.Roster, Rules: rules, Notes: slices.Concat(s.Notes, r.Notes)}
+}
+
+// Result is everything the judges say about the nodes of one snapshot.
+type Result struct {
+	Plan
+	Namespace string
+	Taken     time.Time         // the "now" the nodes were judged at
+	Nodes     []verdict.Verdict // natural name order
+	TotalPods int               // Running pods of any DaemonSet in the namespace
+	// Disabled are the roster's operands the ClusterPolicy switches off.
+	Disabled []explain.Off
+	// Fleet is the grouped view, when Options.GroupBy is set.
+	Fleet *summary.Fleet
+}
+
+// Judge judges every node of the snapshot by the plan as of now. The live
+// judge calls it with a snapshot of the nodes an event touched (and their
+// pods): every node's verdict depends only on the node, its pods, the
+// DaemonSets and the plan, so it is the verdict a whole read would give.
+func (p Plan) Judge(s *snapshot.Snapshot, now time.Time) (*Result, error) {
+	audits := judge.Audit(s, p.Roster)
+	judge.Stuck(audits, s, p.Roster, now, p.StuckAfter)
+	orders, err := judge.OrderAll(s, p.Roster, p.Rules)
+	if err != nil {
+		return nil, err
+	}
+	m := judge.BuildMatrix(s, p.Roster)
+	r := &Result{Plan: p, Namespace: s.Namespace, Taken: now, TotalPods: m.TotalPods, Nodes: make([]verdict.Verdict, len(audits)), Disabled: []explain.Off{}}
+	for _, o := range p.Roster {
+		if o.Off != "" {
+			r.Disabled = append(r.Disabled, explain.Off{Operand: o.Name, Reason: o.Off})
+		}
+	}
+	at := map[string]*verdict.Verdict{}
+	for i, a := range audits { // audits, orders and rows share the natural node order
+		r.Nodes[i] = verdict.Verdict{Node: a.Node, Audit: a, Order: orders[i], Row: m.Rows[i]}
+		at[a.Node] = &r.Nodes[i]
+	}
+	for _, n := range s.Nodes {
+		for _, b := range plan.Broken(n.Labels, operand.AllRules) {
+			at[n.Name].LabelsBreak = append(at[n.Name].LabelsBreak, b.Finding)
+		}
+	}
+	if p.Explain {
+		x := explain.Explain(s, p.Roster, audits, explain.Clock{Now: now, StuckAfter: p.StuckAfter})
+		for i := range r.Nodes {
+			r.Nodes[i].Explain = explain.Report{Missing: []explain.Missing{}, Warnings: []explain.Warning{}, Unexpected: []explain.Unexpected{}, Disabled: r.Disabled}
+		}
+		for _, m := range x.Missing {
+			at[m.Node].Explain.Missing = append(at[m.Node].Explain.Missing, m)
+		}
+		for _, w := range x.Warnings {
+			at[w.Node].Explain.Warnings = append(at[w.Node].Explain.Warnings, w)
+		}
+		for _, u := range x.Unexpected {
+			at[u.Node].Explain.Unexpected = append(at[u.Node].Explain.Unexpected, u)
+		}
+	}
+	if p.GroupBy != "" {
+		f := summary.Build(s, r.Nodes, p.Roster, p.Rules, p.GroupBy)
+		r.Fleet = &f
+	}
+	return r, nil
+}
+
+// Audits are the audit verdicts, node by node.
+func (r *Result) Audits() []judge.NodeAudit {
+	out := make([]judge.NodeAudit, len(r.Nodes))
+	for i, v := range r.Nodes {
+		out[i] = v.Audit
+	}
+	return out
+}
+
+// Orders are the order verdicts, node by node.
+func (r *Result) Orders() []judge.OrderVerdict {
+	out := make([]judge.OrderVerdict, len(r.Nodes))
+	for i, v := range r.Nodes {
+		out[i] = v.Order
+	}
+	return out
+}
+
+// Matrix is the node × operand table.
+func (r *Result) Matrix() judge.Matrix {
+	m := judge.Matrix{TotalPods: r.TotalPods}
+	for _, o := range r.Roster {
+		m.Columns = append(m.Columns, o.Column)
+	}
+	for _, v := range r.Nodes {
+		m.Rows = append(m.Rows, v.Row)
+	}
+	return m
+}
+
+// Why is the reasons of every node together, as audit --explain prints
+// them; nil unless the plan explains.
+func (r *Result) Why() *explain.Report {
+	if !r.Explain {
+		return nil
+	}
+	x := &explain.Report{Missing: []explain.Missing{}, Warnings: []explain.Warning{}, Unexpected: []explain.Unexpected{}, Disabled: r.Disabled, Notes: nonNil(r.Notes)}
+	for _, v := range r.Nodes {
+		x.Missing = append(x.Missing, v.Explain.Missing...)
+		x.Warnings = append(x.Warnings, v.Explain.Warnings...)
+		x.Unexpected = append(x.Unexpected, v.Explain.Unexpected...)
+	}
+	return x
+}
+
+// Verdict is the verdict of the one node a plan with Options.Node judges;
+// a NodeNotFoundError if the node is not in the cluster.
+func (r *Result) Verdict(node string) (*verdict.Verdict, error) {
+	for i := range r.Nodes {
+		if r.Nodes[i].Node == node {
+			return &r.Nodes[i], nil
+		}
+	}
+	return nil, &judge.NodeNotFoundError{Node: node}
+}
+
+// AuditFailed reports whether any node misses an operand or has one stuck.
+func (r *Result) AuditFailed() bool { return judge.AuditFailed(r.Audits()) }
+
+// OrderFailed reports whether any node breaks a rule.
+func (r *Result) OrderFailed() bool {
+	return slices.ContainsFunc(r.Nodes, func(v verdict.Verdict) bool { return !v.Order.OK() })
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

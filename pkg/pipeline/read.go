@@ -1,0 +1,40 @@
+package pipeline
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/snapshot/read"
+)
+
+// Run reads the snapshot the options need, in one LIST per kind, and
+// judges it as of now.
+func Run(ctx context.Context, c kubernetes.Interface, o Options) (*Result, error) {
+	s, err := read.Snapshot(ctx, c, o.Namespace, o.ReadOptions())
+	if err != nil {
+		return nil, err
+	}
+	return Decide(s, o).Judge(s, time.Now())
+}
+
+// ReadOptions say what the judges of these options read, and no more: a
+// node's deploy labels unless the reasons (or the grouping label) need the
+// rest, the DaemonSets when the roster or the reasons need them, who wrote
+// a helper's pause when pauses can be stuck.
+func (o Options) ReadOptions() read.Options {
+	ro := read.Options{
+		NodeSelector:     o.NodeSelector,
+		Node:             o.Node,
+		DeployLabelsOnly: !o.Explain && o.GroupBy == "",
+		DaemonSets:       !o.LabelsOnly && (o.Explain || o.Roster != LabRoster),
+		Operator:         !o.LabelsOnly,
+		NoPods:           o.LabelsOnly,
+	}
+	if o.StuckAfter > 0 || o.Explain {
+		ro.Trace = operand.Paused
+	}
+	return ro
+}
