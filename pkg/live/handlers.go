@@ -2,7 +2,6 @@ package live
 
 import (
 	"reflect"
-	"sync"
 
 	"k8s.io/client-go/tools/cache"
 
@@ -56,40 +55,4 @@ func handler[T any](mark func(...string), nodes func(*stored[T]) []string) cache
 		},
 		DeleteFunc: func(obj any) { mark(of(obj)...) },
 	}
-}
-
-// dirtySet collects the names of nodes to judge again; ready has a value
-// while it is not empty, so a burst of events makes one batch.
-type dirtySet struct {
-	mu    sync.Mutex
-	names map[string]struct{}
-	ready chan struct{}
-}
-
-func newDirtySet() *dirtySet {
-	return &dirtySet{names: map[string]struct{}{}, ready: make(chan struct{}, 1)}
-}
-
-func (d *dirtySet) add(names ...string) {
-	if len(names) == 0 {
-		return
-	}
-	d.mu.Lock()
-	for _, n := range names {
-		d.names[n] = struct{}{}
-	}
-	d.mu.Unlock()
-	select {
-	case d.ready <- struct{}{}:
-	default:
-	}
-}
-
-// take empties the set and returns what it held.
-func (d *dirtySet) take() map[string]struct{} {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := d.names
-	d.names = map[string]struct{}{}
-	return out
 }

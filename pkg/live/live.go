@@ -1,9 +1,11 @@
 // Package live keeps the verdict of audit, order-check and matrix current:
-// informers on the nodes, the namespace's pods and (for reasons and
-// --discover) its DaemonSets, trimmed to the judges' fields as they arrive;
-// after the first full sync, every event marks the nodes it touches, and only
-// those are judged again, by the same pure judges the one-shot commands use
-// (pkg/judge, pkg/explain), each on a snapshot of the one node.
+// informers on the nodes, the namespace's pods and its DaemonSets, trimmed
+// to the judges' fields as they arrive; after the first full sync, every
+// event queues the nodes it touches, and only those are judged again, by
+// the one pipeline the one-shot commands use (pkg/pipeline), on a snapshot
+// of those nodes. The plan (roster, rules) is the pipeline's too, made from
+// the DaemonSets and the ClusterPolicy, and made again when a DaemonSet
+// changes.
 package live
 
 import (
@@ -21,21 +23,19 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 
-	"github.com/gpuops/gpuops/pkg/discover"
 	"github.com/gpuops/gpuops/pkg/judge"
-	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/snapshot/read"
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
-// Options say what to judge, as the one-shot commands' flags do.
+// Options say what to judge: the pipeline's options, as the one-shot
+// commands' flags set them (Node and GroupBy are not used).
 type Options struct {
-	Namespace    string // of the operand DaemonSets and their pods
-	NodeSelector string // label selector of the nodes judged; empty: all
-	Discover     bool   // operands from the namespace's DaemonSets, not the lab's five
-	AllRules     bool   // every rule of the start-up order, not only the device rule
-	Explain      bool   // reasons, warnings and unexpected pods (watches DaemonSets)
+	pipeline.Options
 	// SyncTimeout, when set, bounds the wait for the first full sync, and a
 	// failed list or watch before it ends Run at once: a command a person
 	// runs. Zero waits for ever and retries, as a server does.
@@ -52,17 +52,20 @@ type Hooks struct {
 // Judge is the live judge of one cluster.
 type Judge struct {
 	opts      Options
+	client    kubernetes.Interface
 	resources []resource
 	hooks     []Hooks
-	dirty     *dirtySet
-	ready     atomic.Bool
-	failed    chan error // the first watch error, for SyncTimeout
+	// queue holds the names of the nodes to judge again: a node queued
+	// twice before it is judged is judged once, and a pause is queued
+	// again for the moment it becomes stuck (AddAfter).
+	queue  workqueue.TypedDelayingInterface[string]
+	ready  atomic.Bool
+	failed chan error // the first watch error, for SyncTimeout
 
 	// Owned by the goroutine of Run.
-	verdicts   map[string]*verdict.Verdict
-	daemonSets []snapshot.DaemonSet
-	roster     []operand.Operand
-	rules      []operand.Rule
+	verdicts map[string]*verdict.Verdict
+	operator snapshot.Snapshot // the ClusterPolicy and NVIDIADrivers, with the reader's notes
+	plan     pipeline.Plan
 }
 
 // resource is one watched kind of object.
@@ -81,23 +84,30 @@ const daemonSetsChanged = "\x00daemonsets"
 // trimmed to what the judges read as it arrives. The informers list with a
 // streaming watch (WatchList) where the server offers it.
 func New(client kubernetes.Interface, opts Options) (*Judge, error) {
-	j := &Judge{opts: opts, dirty: newDirtySet(), failed: make(chan error, 1), verdicts: map[string]*verdict.Verdict{}}
+	j := &Judge{opts: opts, client: client, queue: workqueue.NewTypedDelayingQueue[string](), failed: make(chan error, 1), verdicts: map[string]*verdict.Verdict{}}
+	read := opts.ReadOptions()
 	nodes := coreinformers.NewFilteredNodeInformer(client, 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = opts.NodeSelector })
 	pods := coreinformers.NewFilteredPodInformer(client, opts.Namespace, 0, cache.Indexers{nodeIndex: podNode}, nil)
-	if err := j.add("nodes", nodes, trimNode(!opts.Explain), nodeEvents(j.dirty.add)); err != nil {
+	// The DaemonSets are few; the roster and the reasons read them.
+	dss := appsinformers.NewFilteredDaemonSetInformer(client, opts.Namespace, 0, cache.Indexers{}, nil)
+	if err := j.add("nodes", nodes, trimNode(read.DeployLabelsOnly, read.Trace), nodeEvents(j.mark)); err != nil {
 		return nil, err
 	}
-	if err := j.add("pods", pods, trimPod, podEvents(j.dirty.add)); err != nil {
+	if err := j.add("pods", pods, trimPod, podEvents(j.mark)); err != nil {
 		return nil, err
 	}
-	if opts.Explain || opts.Discover {
-		dss := appsinformers.NewFilteredDaemonSetInformer(client, opts.Namespace, 0, cache.Indexers{}, nil)
-		if err := j.add("daemonsets", dss, trimDaemonSet, daemonSetEvents(j.dirty.add)); err != nil {
-			return nil, err
-		}
+	if err := j.add("daemonsets", dss, trimDaemonSet, daemonSetEvents(j.mark)); err != nil {
+		return nil, err
 	}
 	return j, nil
+}
+
+// mark queues the named nodes to be judged again.
+func (j *Judge) mark(names ...string) {
+	for _, n := range names {
+		j.queue.Add(n)
+	}
 }
 
 func (j *Judge) add(name string, inf cache.SharedIndexInformer, trim cache.TransformFunc, h cache.ResourceEventHandler) error {
@@ -105,15 +115,7 @@ func (j *Judge) add(name string, inf cache.SharedIndexInformer, trim cache.Trans
 		return err
 	}
 	err := inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
-		select {
-		case j.failed <- fmt.Errorf("watch %s: %w", name, err):
-		default:
-		}
-		for _, h := range j.hooks {
-			if h.WatchFailed != nil {
-				h.WatchFailed(name, err)
-			}
-		}
+		j.watchFailed(name, err)
 	})
 	if err != nil {
 		return err
@@ -124,6 +126,20 @@ func (j *Judge) add(name string, inf cache.SharedIndexInformer, trim cache.Trans
 	}
 	j.resources = append(j.resources, resource{name: name, informer: inf, synced: reg.HasSyncedChecker()})
 	return nil
+}
+
+// watchFailed tells SyncTimeout's wait and the hooks of a failed list or
+// watch (or read of the operator's objects).
+func (j *Judge) watchFailed(resource string, err error) {
+	select {
+	case j.failed <- fmt.Errorf("watch %s: %w", resource, err):
+	default:
+	}
+	for _, h := range j.hooks {
+		if h.WatchFailed != nil {
+			h.WatchFailed(resource, err)
+		}
+	}
 }
 
 // Observe adds hooks; call it before Run.
@@ -151,6 +167,7 @@ func (j *Judge) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer stop()
+	defer j.queue.ShutDown()
 	for _, r := range j.resources {
 		wg.Go(func() { r.informer.RunWithContext(ctx) })
 	}
@@ -160,36 +177,63 @@ func (j *Judge) Run(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return nil
 	}
-	j.dirty.take() // the first batch judges every node anyway
-	j.refreshRoster()
+	if err := j.readOperator(ctx); err != nil && j.opts.SyncTimeout > 0 {
+		return err
+	}
+	j.replan()
+	// The first batch judges every node: what the informers queued on the
+	// way is in it.
+	for _, n := range j.take(false) {
+		j.queue.Done(n)
+	}
 	j.judge(j.nodeStore().ListKeys(), true)
 	j.ready.Store(true)
+	context.AfterFunc(ctx, j.queue.ShutDown)
 	for {
-		select {
-		case <-ctx.Done():
+		names := j.take(true)
+		if names == nil {
 			return nil
-		case <-j.dirty.ready:
 		}
-		names := j.dirty.take()
-		if len(names) == 0 {
-			continue
-		}
-		if _, ok := names[daemonSetsChanged]; ok {
-			j.refreshRoster()
-			for _, n := range j.nodeStore().ListKeys() {
-				names[n] = struct{}{}
-			}
+		if slices.Contains(names, daemonSetsChanged) {
+			// The operator renders its DaemonSets from the ClusterPolicy: a
+			// change of one is when the policy may have changed too.
+			_ = j.readOperator(ctx)
+			j.replan()
+			names = slices.DeleteFunc(names, func(n string) bool { return n == daemonSetsChanged })
+			names = append(names, j.nodeStore().ListKeys()...)
 			for n := range j.verdicts { // gone nodes too
-				names[n] = struct{}{}
+				names = append(names, n)
 			}
-			delete(names, daemonSetsChanged)
+			slices.Sort(names)
+			names = slices.Compact(names)
 		}
-		keys := make([]string, 0, len(names))
-		for n := range names {
-			keys = append(keys, n)
+		j.judge(names, false)
+		for _, n := range names {
+			j.queue.Done(n)
 		}
-		j.judge(keys, false)
 	}
+}
+
+// take gets what the queue holds: with wait, it first waits for one name
+// (nil once the queue shuts down); then it takes every name queued so far,
+// so that a burst of events makes one batch. The caller marks them Done.
+func (j *Judge) take(wait bool) []string {
+	var names []string
+	if wait {
+		n, shutdown := j.queue.Get()
+		if shutdown {
+			return nil
+		}
+		names = append(names, n)
+	}
+	for j.queue.Len() > 0 {
+		n, shutdown := j.queue.Get()
+		if shutdown {
+			break
+		}
+		names = append(names, n)
+	}
+	return names
 }
 
 // waitForSync waits until every informer has synced, or ctx ends, or (with
@@ -221,43 +265,48 @@ func (j *Judge) waitForSync(ctx context.Context) error {
 func (j *Judge) nodeStore() cache.Store  { return j.resources[0].informer.GetStore() }
 func (j *Judge) podIndex() cache.Indexer { return j.resources[1].informer.GetIndexer() }
 
-// refreshRoster reads the DaemonSets again and with them the operands and
-// rules, as --discover and --all-rules decide.
-func (j *Judge) refreshRoster() {
-	j.daemonSets = nil
-	if len(j.resources) > 2 {
-		for _, o := range j.resources[2].informer.GetStore().List() {
-			j.daemonSets = append(j.daemonSets, o.(*stored[snapshot.DaemonSet]).Of)
-		}
-		slices.SortFunc(j.daemonSets, func(a, b snapshot.DaemonSet) int { return strings.Compare(a.Name, b.Name) })
+// readOperator reads the ClusterPolicy and NVIDIADrivers again; on a
+// failure the hooks hear it and the last ones read stay.
+func (j *Judge) readOperator(ctx context.Context) error {
+	s := snapshot.Snapshot{Namespace: j.opts.Namespace}
+	if err := read.Operator(ctx, j.client, &s); err != nil {
+		j.watchFailed("clusterpolicies", err)
+		return err
 	}
-	j.roster = operand.Lab
-	if j.opts.Discover {
-		j.roster = discover.Roster(j.daemonSets)
+	j.operator = s
+	return nil
+}
+
+// replan decides the roster and rules again from the DaemonSets and the
+// operator's objects, as the one-shot commands do.
+func (j *Judge) replan() {
+	s := j.operator
+	s.DaemonSets = nil
+	for _, o := range j.resources[2].informer.GetStore().List() {
+		s.DaemonSets = append(s.DaemonSets, o.(*stored[snapshot.DaemonSet]).Of)
 	}
-	j.rules = []operand.Rule{operand.DeviceRule}
-	if j.opts.AllRules {
-		j.rules = operand.RulesFor(j.roster, operand.AllRules)
-	}
+	slices.SortFunc(s.DaemonSets, func(a, b snapshot.DaemonSet) int { return strings.Compare(a.Name, b.Name) })
+	j.plan = pipeline.Decide(&s, j.opts.Options)
+	j.operator.DaemonSets = s.DaemonSets
 }
 
 // judge judges the named nodes again and tells the hooks what changed.
 func (j *Judge) judge(names []string, initial bool) {
 	began := time.Now()
 	slices.SortFunc(names, judge.NaturalCompare)
-	b := verdict.Batch{Initial: initial, Judged: len(names), Roster: j.roster, Rules: j.rules}
+	b := verdict.Batch{Initial: initial, Judged: len(names), Roster: j.plan.Roster, Rules: j.plan.Rules}
+	after := j.verdictsOf(names, began)
 	for _, name := range names {
-		after := j.verdict(name)
-		before := j.verdicts[name]
-		if reflect.DeepEqual(before, after) {
+		before, now := j.verdicts[name], after[name]
+		if reflect.DeepEqual(before, now) {
 			continue
 		}
-		if after == nil {
+		if now == nil {
 			delete(j.verdicts, name)
 		} else {
-			j.verdicts[name] = after
+			j.verdicts[name] = now
 		}
-		b.Changes = append(b.Changes, verdict.Change{Before: before, After: after})
+		b.Changes = append(b.Changes, verdict.Change{Before: before, After: now})
 	}
 	b.Time = time.Now()
 	b.Took = b.Time.Sub(began)
@@ -268,17 +317,38 @@ func (j *Judge) judge(names []string, initial bool) {
 	}
 }
 
-// verdict judges one node from a snapshot of that node, its pods and the
-// DaemonSets; nil if the node is gone.
-func (j *Judge) verdict(name string) *verdict.Verdict {
-	obj, found, _ := j.nodeStore().GetByKey(name)
-	if !found {
-		return nil
+// verdictsOf judges the named nodes through the pipeline, from a snapshot of
+// them, their pods and the DaemonSets; a node gone has no verdict. A pause
+// that is not stuck yet is queued again for when it will be.
+func (j *Judge) verdictsOf(names []string, now time.Time) map[string]*verdict.Verdict {
+	s := &snapshot.Snapshot{Namespace: j.opts.Namespace, DaemonSets: j.operator.DaemonSets, Policy: j.operator.Policy, NVIDIADrivers: j.operator.NVIDIADrivers}
+	for _, name := range names {
+		obj, found, _ := j.nodeStore().GetByKey(name)
+		if !found {
+			continue
+		}
+		n := obj.(*stored[snapshot.Node]).Of
+		s.Nodes = append(s.Nodes, n)
+		pods, _ := j.podIndex().ByIndex(nodeIndex, name)
+		for _, p := range pods {
+			s.Pods = append(s.Pods, p.(*stored[snapshot.Pod]).Of)
+		}
+		if after := j.opts.StuckAfter; after > 0 {
+			for _, p := range judge.Pauses(n, j.plan.Roster) {
+				if !p.Since.IsZero() && !p.StuckAt(now, after) {
+					j.queue.AddAfter(name, p.Since.Add(after).Sub(now)+time.Second)
+				}
+			}
+		}
 	}
-	s := &snapshot.Snapshot{Namespace: j.opts.Namespace, Nodes: []snapshot.Node{obj.(*stored[snapshot.Node]).Of}, DaemonSets: j.daemonSets}
-	pods, _ := j.podIndex().ByIndex(nodeIndex, name)
-	for _, p := range pods {
-		s.Pods = append(s.Pods, p.(*stored[snapshot.Pod]).Of)
+	out := map[string]*verdict.Verdict{}
+	// Judge fails only on a rule about an operand not in the roster, which
+	// the plan's rules never are.
+	r, _ := j.plan.Judge(s, now)
+	if r != nil {
+		for i := range r.Nodes {
+			out[r.Nodes[i].Node] = &r.Nodes[i]
+		}
 	}
-	return verdict.Of(s, name, j.roster, j.rules, j.opts.Explain)
+	return out
 }

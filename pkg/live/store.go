@@ -34,8 +34,10 @@ func keep(m metav1.ObjectMeta) metav1.ObjectMeta {
 // (read.Options.DeployLabelsOnly), and a change to another label no longer
 // marks the node; reasons (Explain, always on in serve) read the others
 // too, so then every label is kept, interned. At 5,000 realistic nodes
-// interning took serve's live heap from 98 to 69 MB (docs/scale.md).
-func trimNode(deployOnly bool) cache.TransformFunc {
+// interning took serve's live heap from 98 to 69 MB (docs/scale.md). With
+// trace, it keeps who last wrote the labels trace picks (a helper's pause),
+// from managedFields, as the one-shot read does.
+func trimNode(deployOnly bool, trace func(key, value string) bool) cache.TransformFunc {
 	return func(obj any) (any, error) {
 		if n, ok := obj.(*corev1.Node); ok {
 			node := snapshot.NodeFrom(n)
@@ -43,6 +45,17 @@ func trimNode(deployOnly bool) cache.TransformFunc {
 				node.Labels = operand.DeployLabels(node.Labels)
 			} else {
 				node.Labels = interned(node.Labels)
+			}
+			if trace != nil {
+				var keys []string
+				for k, v := range node.Labels {
+					if trace(k, v) {
+						keys = append(keys, k)
+					}
+				}
+				if len(keys) > 0 {
+					node.LabelChanges = snapshot.LabelChangesFrom(n.ManagedFields, keys)
+				}
 			}
 			return &stored[snapshot.Node]{keep(n.ObjectMeta), node}, nil
 		}

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,7 +28,7 @@ func TestTrimNodeKeepsWhatTheJudgesRead(t *testing.T) {
 		deployOnly bool
 		want       map[string]string
 	}{{true, deploy}, {false, all}} {
-		got, err := trimNode(tc.deployOnly)(node)
+		got, err := trimNode(tc.deployOnly, nil)(node)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,7 +36,7 @@ func TestTrimNodeKeepsWhatTheJudgesRead(t *testing.T) {
 		if !reflect.DeepEqual(s.Of.Labels, tc.want) || s.Name != "gpu-1" || s.ResourceVersion != "7" {
 			t.Errorf("deployOnly=%v: kept %s@%s with labels %v, want %v", tc.deployOnly, s.Name, s.ResourceVersion, s.Of.Labels, tc.want)
 		}
-		if again, _ := trimNode(tc.deployOnly)(got); again != got {
+		if again, _ := trimNode(tc.deployOnly, nil)(got); again != got {
 			t.Errorf("deployOnly=%v: a trimmed node is trimmed again (the transform must be idempotent)", tc.deployOnly)
 		}
 	}
@@ -50,7 +51,7 @@ func TestTrimNodeInternsLabels(t *testing.T) {
 	}
 	var kept []*stored[snapshot.Node]
 	for _, name := range []string{"gpu-1", "gpu-2"} {
-		got, err := trimNode(false)(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels()}})
+		got, err := trimNode(false, nil)(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels()}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,5 +63,23 @@ func TestTrimNodeInternsLabels(t *testing.T) {
 				t.Errorf("label %s=%s is stored twice", k, v)
 			}
 		}
+	}
+}
+
+// With a trace, the store keeps who wrote a paused label and when, as the
+// one-shot read does: how long the pause has lasted decides STUCK.
+func TestTrimNodeTracesPauses(t *testing.T) {
+	key := operand.Lab[2].LabelKey()
+	at := metav1.NewTime(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+	fields := &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:` + key + `":{}}}}`)}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1", Labels: map[string]string{key: "paused-for-mig-change"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "nvidia-mig-manager", Operation: metav1.ManagedFieldsOperationUpdate, Time: &at, FieldsType: "FieldsV1", FieldsV1: fields}}}}
+	got, err := trimNode(true, operand.Paused)(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]snapshot.LabelChange{key: {Manager: "nvidia-mig-manager", Time: at.UTC()}}
+	if c := got.(*stored[snapshot.Node]).Of.LabelChanges; !reflect.DeepEqual(c, want) {
+		t.Fatalf("label changes %v, want %v", c, want)
 	}
 }

@@ -34,6 +34,9 @@ var (
 	missingDesc = prometheus.NewDesc("gpuops_operand_missing",
 		"1 while an operand that the node's deploy label asks for has no Running pod there.",
 		[]string{"node", "operand"}, nil)
+	stuckDesc = prometheus.NewDesc("gpuops_operand_stuck",
+		"1 while a helper's pause of an operand on the node has lasted longer than --stuck-after (audit's STUCK).",
+		[]string{"node", "operand"}, nil)
 	reasonDesc = prometheus.NewDesc("gpuops_operand_missing_reason",
 		"1 for each reason why an operand is missing on a node (the codes of gpuops audit --explain).",
 		[]string{"node", "operand", "reason"}, nil)
@@ -41,7 +44,7 @@ var (
 		"1 while a node runs an operand without the one it needs (a rule of the start-up order is broken).",
 		[]string{"node", "rule", "operand", "needs"}, nil)
 	nodesDesc = prometheus.NewDesc("gpuops_nodes",
-		"Nodes judged, by state: ok, or finding (an operand missing or a rule broken).",
+		"Nodes judged, by state: ok, or finding (an operand missing or stuck, or a rule broken).",
 		[]string{"state"}, nil)
 	desiredDesc = prometheus.NewDesc("gpuops_operand_desired_nodes",
 		"Nodes whose deploy label asks for the operand (value exactly \"true\").",
@@ -106,21 +109,21 @@ func (e *Exporter) Judged(b verdict.Batch) {
 }
 
 // sameFindings reports whether two verdicts of a node have the same
-// missing operands and broken rules (a node absent has none).
+// missing and stuck operands and broken rules (a node absent has none).
 func sameFindings(a, b *verdict.Verdict) bool {
-	var am, bm, af, bf []string
+	var am, bm, as, bs, af, bf []string
 	if a != nil {
-		am, af = a.Audit.Missing, a.Order.Findings
+		am, as, af = a.Audit.Missing, a.Audit.Stuck, a.Order.Findings
 	}
 	if b != nil {
-		bm, bf = b.Audit.Missing, b.Order.Findings
+		bm, bs, bf = b.Audit.Missing, b.Audit.Stuck, b.Order.Findings
 	}
-	return slices.Equal(am, bm) && slices.Equal(af, bf)
+	return slices.Equal(am, bm) && slices.Equal(as, bs) && slices.Equal(af, bf)
 }
 
 // Describe sends the descriptors of every metric.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{missingDesc, reasonDesc, violationDesc, nodesDesc, desiredDesc, runningDesc, lastChangeDesc, syncedDesc} {
+	for _, d := range []*prometheus.Desc{missingDesc, stuckDesc, reasonDesc, violationDesc, nodesDesc, desiredDesc, runningDesc, lastChangeDesc, syncedDesc} {
 		ch <- d
 	}
 	e.duration.Describe(ch)
@@ -162,6 +165,9 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		finding++
 		for _, o := range v.Audit.Missing {
 			gauge(missingDesc, 1, v.Node, o)
+		}
+		for _, o := range v.Audit.Stuck {
+			gauge(stuckDesc, 1, v.Node, o)
 		}
 		for _, m := range v.Explain.Missing {
 			var seen []string

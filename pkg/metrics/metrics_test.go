@@ -96,7 +96,7 @@ gpuops_operand_missing_reason{node="b",operand="container-toolkit",reason="pod-p
 # HELP gpuops_order_violation 1 while a node runs an operand without the one it needs (a rule of the start-up order is broken).
 # TYPE gpuops_order_violation gauge
 gpuops_order_violation{needs="container-toolkit",node="b",operand="device-plugin",rule="device-plugin-without-toolkit"} 1
-# HELP gpuops_nodes Nodes judged, by state: ok, or finding (an operand missing or a rule broken).
+# HELP gpuops_nodes Nodes judged, by state: ok, or finding (an operand missing or stuck, or a rule broken).
 # TYPE gpuops_nodes gauge
 gpuops_nodes{state="finding"} 1
 gpuops_nodes{state="ok"} 1
@@ -125,7 +125,7 @@ gpuops_watch_errors_total{resource="pods"} 0
 # HELP gpuops_last_change_timestamp_seconds When a finding last started or ended on any node (the first verdict counts), in Unix seconds.
 # TYPE gpuops_last_change_timestamp_seconds gauge
 gpuops_last_change_timestamp_seconds 1.700000002e+09
-# HELP gpuops_nodes Nodes judged, by state: ok, or finding (an operand missing or a rule broken).
+# HELP gpuops_nodes Nodes judged, by state: ok, or finding (an operand missing or stuck, or a rule broken).
 # TYPE gpuops_nodes gauge
 gpuops_nodes{state="finding"} 0
 gpuops_nodes{state="ok"} 1
@@ -192,7 +192,28 @@ func TestDocsListEveryMetric(t *testing.T) {
 			t.Errorf("docs/metrics.md has no row for %s", m[1])
 		}
 	}
-	if n != 10 {
-		t.Errorf("%d metrics described, want 10", n)
+	if n != 11 {
+		t.Errorf("%d metrics described, want 11", n)
+	}
+}
+
+// A pause that lasts is audit's STUCK: a finding of its own series, and
+// the node counts as one with a finding.
+func TestStuckPause(t *testing.T) {
+	e := metrics.New(synced)
+	stuck := node("c", all, []string{}, []string{}, []string{"toolkit", "device-plugin"})
+	stuck.Audit.Stuck = []string{"device-plugin"}
+	e.Judged(verdict.Batch{Time: t0, Initial: true, Roster: roster, Rules: rules, Changes: []verdict.Change{{After: healthy}, {After: stuck}}})
+	want := `
+# HELP gpuops_operand_stuck 1 while a helper's pause of an operand on the node has lasted longer than --stuck-after (audit's STUCK).
+# TYPE gpuops_operand_stuck gauge
+gpuops_operand_stuck{node="c",operand="device-plugin"} 1
+# HELP gpuops_nodes Nodes judged, by state: ok, or finding (an operand missing or stuck, or a rule broken).
+# TYPE gpuops_nodes gauge
+gpuops_nodes{state="finding"} 1
+gpuops_nodes{state="ok"} 1
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuops_operand_stuck", "gpuops_nodes"); err != nil {
+		t.Error(err)
 	}
 }

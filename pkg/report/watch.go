@@ -94,7 +94,7 @@ func (x *Watch) lines(b *strings.Builder, c verdict.Change) {
 		return
 	}
 	a := c.After
-	if c.Before == nil || !slices.Equal(c.Before.Audit.Missing, a.Audit.Missing) ||
+	if c.Before == nil || !slices.Equal(c.Before.Audit.Missing, a.Audit.Missing) || !slices.Equal(c.Before.Audit.Stuck, a.Audit.Stuck) ||
 		(x.explain && !reflect.DeepEqual(c.Before.Explain, a.Explain)) {
 		var why *explain.Report
 		if x.explain {
@@ -120,6 +120,7 @@ type watchLine struct {
 	OK       bool            `json:"ok"`
 	Asked    []string        `json:"asked"`
 	Missing  []string        `json:"missing"`
+	Stuck    []string        `json:"stuck,omitempty"`
 	Findings []string        `json:"findings"`
 	Present  map[string]bool `json:"present"`
 	Explain  explain.Report  `json:"explain"` // as audit -o json has it
@@ -135,7 +136,7 @@ func jsonChange(t time.Time, c verdict.Change) watchLine {
 	if asked == nil {
 		asked = []string{} // "asked": [], as for a deleted node
 	}
-	return watchLine{Time: t, Node: v.Node, OK: v.OK(), Asked: asked, Missing: v.Audit.Missing, Findings: v.Order.Findings,
+	return watchLine{Time: t, Node: v.Node, OK: v.OK(), Asked: asked, Missing: v.Audit.Missing, Stuck: v.Audit.Stuck, Findings: v.Order.Findings,
 		Present: v.Row.Present, Explain: v.Explain}
 }
 

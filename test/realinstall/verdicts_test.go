@@ -91,6 +91,7 @@ func TestVerdicts(t *testing.T) {
 			}
 			in.checkRoster(t, m.Roster)
 			in.checkText(t, m.Nodes)
+			in.checkLiveAgrees(t)
 		})
 	}
 	t.Run("stuck-after", func(t *testing.T) { in.checkStuckAfter(t) })
