@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -74,6 +75,11 @@ func TestReadMatchesPlainList(t *testing.T) {
 	env.AddNode(t, env.NodeName("small"), deploy, testcluster.WithMemory("256Mi"))
 	env.AddNode(t, env.NodeName("cordoned"), nil, testcluster.Unschedulable())
 	env.AddNode(t, env.NodeName("down"), nil, testcluster.NotReady())
+	// A GPU node whose device plugin reports one GPU unhealthy, and MIG
+	// devices: the counts the health judge reads from the status.
+	env.AddNode(t, env.NodeName("gpus"), nil, testcluster.WithCapacity(corev1.ResourceList{
+		"nvidia.com/gpu": resource.MustParse("8"), "nvidia.com/mig-1g.10gb": resource.MustParse("7"),
+	}), func(n *corev1.Node) { n.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("7") })
 
 	selector := map[string]string{"example.com/deploy": env.ID}
 	// The read lists pods in parts by their app label (podparts.go): two
@@ -130,8 +136,12 @@ func TestReadMatchesPlainList(t *testing.T) {
 	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
 	jsonClient := kubernetes.NewForConfigOrDie(jsonCfg)
 	want := plainRead(t, jsonClient, env.Namespace, opts)
-	if len(want.Nodes) != 10 || len(want.Pods) != 22 || len(want.DaemonSets) != 3 {
-		t.Fatalf("reference read: %d nodes, %d pods, %d DaemonSets; want 10, 22, 3", len(want.Nodes), len(want.Pods), len(want.DaemonSets))
+	if len(want.Nodes) != 11 || len(want.Pods) != 22 || len(want.DaemonSets) != 3 {
+		t.Fatalf("reference read: %d nodes, %d pods, %d DaemonSets; want 11, 22, 3", len(want.Nodes), len(want.Pods), len(want.DaemonSets))
+	}
+	gpus := want.Nodes[slices.IndexFunc(want.Nodes, func(n snapshot.Node) bool { return n.Name == env.NodeName("gpus") })]
+	if d := gpus.Devices; !reflect.DeepEqual(d, map[string]snapshot.DeviceCount{"nvidia.com/gpu": {Capacity: 8, Allocatable: 7}, "nvidia.com/mig-1g.10gb": {Capacity: 7, Allocatable: 7}}) {
+		t.Errorf("devices of the GPU node: %v", d)
 	}
 
 	cf := kube.NewFlags()
