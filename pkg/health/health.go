@@ -365,11 +365,12 @@ func (c chain) index(name string) int {
 // blockers finds, for each failing link, the failing links it waits on:
 // those paused by the same helper before it in the chain (one pause, one
 // cause); otherwise the operands its rules need and the one its current init
-// container waits for, when they are not far enough.
+// container waits for, when they are not far enough. A missing pod waits on
+// no one: its DaemonSet makes it whatever runs below.
 func (c chain) blockers(links []link) {
 	for i := range links {
 		l := &links[i]
-		if l.code == "" {
+		if l.code == "" || l.code == Missing {
 			continue
 		}
 		if l.pause != nil {
