@@ -1,6 +1,7 @@
 package kubectl_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -171,14 +173,15 @@ func TestZshCompletion(t *testing.T) {
 	t.Cleanup(func() { _ = exec.Command("tmux", "-L", socket, "kill-server").Run() })
 	screenHas := func(what string, want ...string) {
 		t.Helper()
+		// tmux tells of no change to a pane: reading it again is the only way.
 		var screen string
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 			screen = tmux("capture-pane", "-p")
-			if !slices.ContainsFunc(want, func(w string) bool { return !strings.Contains(screen, w) }) {
-				return
-			}
+			return !slices.ContainsFunc(want, func(w string) bool { return !strings.Contains(screen, w) }), nil
+		})
+		if err != nil {
+			t.Fatalf("%s: after 30s the screen does not show %q:\n%s", what, want, screen)
 		}
-		t.Fatalf("%s: the screen does not show %q:\n%s", what, want, screen)
 	}
 	screenHas("zsh prompt", "ready%")
 	tmux("send-keys", fmt.Sprintf("gpuops --kubeconfig %s --context lab optout t-%s-", c.kubeconfig, c.env.ID), "Tab")
