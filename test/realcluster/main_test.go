@@ -8,6 +8,8 @@ package realcluster_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"io/fs"
 	"strings"
 	"testing"
@@ -49,8 +51,12 @@ func create(t *testing.T, env *testcluster.Env, docs []byte) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(docs), 4096)
 	for {
 		var raw runtime.RawExtension
-		if err := dec.Decode(&raw); err != nil {
+		err := dec.Decode(&raw)
+		if errors.Is(err, io.EOF) {
 			break
+		}
+		if err != nil {
+			t.Fatalf("decode: %v", err)
 		}
 		if len(bytes.TrimSpace(raw.Raw)) == 0 {
 			continue
