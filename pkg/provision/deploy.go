@@ -87,15 +87,15 @@ func SetDeploy(ctx context.Context, c kubernetes.Interface, ns string, r Relabel
 	if err != nil {
 		return nil, err
 	}
-	list, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	var nodes []*corev1.Node
+	byName := map[string]*corev1.Node{}
+	err = eachNode(ctx, c, func(n *corev1.Node) error {
+		nodes = append(nodes, n)
+		byName[n.Name] = n
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	nodes := make([]*corev1.Node, len(list.Items))
-	byName := make(map[string]*corev1.Node, len(list.Items))
-	for i := range list.Items {
-		nodes[i] = &list.Items[i]
-		byName[nodes[i].Name] = nodes[i]
+		return nil, err
 	}
 	targets, err := pick(nodes, byName, r)
 	if err != nil {

@@ -27,23 +27,56 @@ func eachNamedNode(ctx context.Context, c kubernetes.Interface, names []string, 
 	for i, n := range names {
 		errs[i] = &NodeNotFoundError{Node: n}
 	}
-	list := pager.New(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-		return c.CoreV1().Nodes().List(ctx, o)
-	})
-	err := list.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
-		node := o.(*corev1.Node)
+	err := eachNode(ctx, c, func(node *corev1.Node) error {
 		if i, ok := at[node.Name]; ok {
 			errs[i] = visit(i, node)
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("list nodes: %w", err)
+		return err
 	}
 	for _, err := range errs {
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// eachNode calls visit for every node of the cluster, listed in pages: a
+// fleet's nodes can be thousands. It stops at visit's first error. A visit
+// that keeps node keeps its page.
+func eachNode(ctx context.Context, c kubernetes.Interface, visit func(*corev1.Node) error) error {
+	list := pager.New(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return c.CoreV1().Nodes().List(ctx, o)
+	})
+	var visitErr error
+	err := list.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
+		visitErr = visit(o.(*corev1.Node))
+		return visitErr
+	})
+	switch {
+	case visitErr != nil:
+		return visitErr
+	case err != nil:
+		return fmt.Errorf("list nodes: %w", err)
+	}
+	return nil
+}
+
+// eachPod calls visit for every pod of namespace ns, listed in pages: the
+// lab's DaemonSets run a pod on each of thousands of nodes.
+func eachPod(ctx context.Context, c kubernetes.Interface, ns string, visit func(*corev1.Pod)) error {
+	list := pager.New(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return c.CoreV1().Pods(ns).List(ctx, o)
+	})
+	err := list.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
+		visit(o.(*corev1.Pod))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list pods in %s: %w", ns, err)
 	}
 	return nil
 }

@@ -111,18 +111,18 @@ func planReset(ctx context.Context, c kubernetes.Interface, ns string) (*resetPl
 			p.guardBinding = binding
 		}
 	}
-	nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	for _, n := range nodes.Items {
-		mine, err := corev1ac.ExtractNode(&n, FieldManager)
+	err = eachNode(ctx, c, func(n *corev1.Node) error {
+		mine, err := corev1ac.ExtractNode(n, FieldManager)
 		if err != nil {
-			return nil, fmt.Errorf("node %s: %w", n.Name, err)
+			return fmt.Errorf("node %s: %w", n.Name, err)
 		}
 		if len(mine.Labels) > 0 {
 			p.nodes = append(p.nodes, n.Name)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 
 	nsObj, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
@@ -164,11 +164,11 @@ func planReset(ctx context.Context, c kubernetes.Interface, ns string) (*resetPl
 	if _, mine := created.Labels[operand.ManagedByLabel]; !mine {
 		return p, nil // gpuops did not create it
 	}
-	pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	foreignPods := false
+	err = eachPod(ctx, c, ns, func(pod *corev1.Pod) { foreignPods = foreignPods || !deleting[controllerUID(pod)] })
 	if err != nil {
-		return nil, fmt.Errorf("list pods in %s: %w", ns, err)
+		return nil, err
 	}
-	foreignPods := slices.ContainsFunc(pods.Items, func(pod corev1.Pod) bool { return !deleting[controllerUID(&pod)] })
 	if others > 0 || foreignPods {
 		p.kept = append(p.kept, ObjectChange{Object: "namespace/" + ns, Action: "kept", Why: "it holds workloads gpuops did not create"})
 		return p, nil
@@ -210,17 +210,8 @@ func (p *resetPlan) waitGone(ctx context.Context, c kubernetes.Interface, opts O
 	what := ""
 	switch {
 	case p.deleteNamespace:
-		sel := fields.OneTermEqualSelector("metadata.name", p.namespace).String()
-		lw = &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				o.FieldSelector = sel
-				return c.CoreV1().Namespaces().List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				o.FieldSelector = sel
-				return c.CoreV1().Namespaces().Watch(ctx, o)
-			},
-		}
+		lw = cache.NewListWatchFromClient(c.CoreV1().RESTClient(), "namespaces", metav1.NamespaceAll,
+			fields.OneTermEqualSelector("metadata.name", p.namespace))
 		obj, what = &corev1.Namespace{}, "namespace "+p.namespace
 		gone = func(s cache.Store) bool { return len(s.ListKeys()) == 0 }
 	case len(p.daemonSets) > 0:
@@ -228,14 +219,7 @@ func (p *resetPlan) waitGone(ctx context.Context, c kubernetes.Interface, opts O
 		for _, d := range p.daemonSets {
 			deleted[d.uid] = true
 		}
-		lw = &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return c.CoreV1().Pods(p.namespace).List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return c.CoreV1().Pods(p.namespace).Watch(ctx, o)
-			},
-		}
+		lw = cache.NewListWatchFromClient(c.CoreV1().RESTClient(), "pods", p.namespace, fields.Everything())
 		obj, what = &corev1.Pod{}, "the pods of the deleted DaemonSets"
 		gone = func(s cache.Store) bool {
 			return !slices.ContainsFunc(s.List(), func(o any) bool { return deleted[controllerUID(o.(*corev1.Pod))] })
