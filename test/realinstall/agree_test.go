@@ -51,6 +51,9 @@ var judgeFlagSets = [][]string{nil, {"--discover"}, {"--discover=false"}, {"--al
 // --all-rules goes to the others only.
 func (in *install) checkLiveAgrees(t *testing.T) {
 	for _, flags := range judgeFlagSets {
+		if t.Failed() {
+			return // one disagreement says it; the other flag sets would wait as long again
+		}
 		t.Run(strings.Join(append([]string{"flags"}, flags...), " "), func(t *testing.T) {
 			w := in.startLive(t, append([]string{"watch", "-o", "json", "-l", in.selector()}, flags...))
 			s := in.startLive(t, append([]string{"serve", "--listen", "127.0.0.1:0", "-l", in.selector()}, flags...))
@@ -78,7 +81,7 @@ func (in *install) agree(t *testing.T, flags []string, w *liveProcess, url strin
 	t.Helper()
 	var oneShot, watched, served map[string]findings
 	var judged int
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		oneShot, watched = in.oneShot(t, flags), w.frame()
 		served, judged = scrape(t, url)
 		withFindings := maps.Clone(oneShot)
