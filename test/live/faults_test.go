@@ -130,6 +130,10 @@ func TestAPIServerStoppedAndResumed(t *testing.T) {
 
 	apiserver := testcluster.OwnAPIServer(t, f.env)
 	apiserver.Stop(t)
+	// The pause is the fault, its length what serve must ride out: on open
+	// watches it sends nothing meanwhile, so no signal marks that it has been
+	// felt. 5 s stays short of the controllers' 10 s leader-election
+	// deadline (testcluster.APIServer).
 	time.Sleep(5 * time.Second)
 	// Meanwhile the last verdict is still served.
 	if code, _ := srv.get(t, "/readyz"); code != http.StatusOK || !healthy(srv.scrape(t)) {

@@ -3,14 +3,16 @@ package live_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/operand"
@@ -147,26 +149,22 @@ func deletePod(t *testing.T, env *testcluster.Env, node string, o operand.Operan
 	}
 }
 
-// waitForEvents waits until the node has Events of each reason from gpuops.
+// waitForEvents watches the node's Events from gpuops until there is one of
+// each reason.
 func waitForEvents(t *testing.T, env *testcluster.Env, node string, reasons ...string) {
 	t.Helper()
-	sel := fields.Set{"involvedObject.kind": "Node", "involvedObject.name": node, "source": "gpuops"}.String()
-	deadline := time.Now().Add(patience)
-	for {
-		events, err := env.Client.CoreV1().Events(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{FieldSelector: sel})
-		if err != nil {
-			t.Fatal(err)
+	sel := fields.Set{"involvedObject.kind": "Node", "involvedObject.name": node, "source": "gpuops"}.AsSelector()
+	lw := cache.NewListWatchFromClient(env.Client.CoreV1().RESTClient(), "events", metav1.NamespaceDefault, sel)
+	have := func(events []corev1.Event) []string {
+		var out []string
+		for _, e := range events {
+			out = append(out, e.Reason)
 		}
-		var have []string
-		for _, e := range events.Items {
-			have = append(have, e.Reason)
-		}
-		if !slices.ContainsFunc(reasons, func(r string) bool { return !slices.Contains(have, r) }) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node %s has events %q, want %q", node, have, reasons)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return out
 	}
+	testcluster.WaitFor(t, env, "events "+strings.Join(reasons, ", ")+" of node "+node, lw, &corev1.Event{},
+		func(events []corev1.Event) bool {
+			return !slices.ContainsFunc(reasons, func(r string) bool { return !slices.Contains(have(events), r) })
+		},
+		func(events []corev1.Event) string { return fmt.Sprintf("node %s has events %q", node, have(events)) })
 }

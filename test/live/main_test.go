@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/gpuops/gpuops/internal/gpuopstest"
@@ -291,21 +292,17 @@ func (m metrics) series(name string) []string {
 // an exporter says; it is cheap.
 func (s *server) waitFor(t *testing.T, what string, cond func(metrics) bool) metrics {
 	t.Helper()
-	deadline := time.Now().Add(patience)
-	for {
-		m := s.scrape(t)
-		if cond(m) {
-			return m
-		}
-		if time.Now().After(deadline) {
-			var b strings.Builder
-			for _, name := range slices.Sorted(maps.Keys(m)) {
-				if strings.HasPrefix(name, "gpuops_") {
-					fmt.Fprintf(&b, "%s %v\n", name, m.series(name))
-				}
+	var m metrics
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, patience, true,
+		func(context.Context) (bool, error) { m = s.scrape(t); return cond(m), nil })
+	if err != nil {
+		var b strings.Builder
+		for _, name := range slices.Sorted(maps.Keys(m)) {
+			if strings.HasPrefix(name, "gpuops_") {
+				fmt.Fprintf(&b, "%s %v\n", name, m.series(name))
 			}
-			t.Fatalf("metrics never showed %s within %s; last scrape:\n%s", what, patience, b.String())
 		}
-		time.Sleep(100 * time.Millisecond)
+		t.Fatalf("metrics never showed %s within %s; last scrape:\n%s", what, patience, b.String())
 	}
+	return m
 }

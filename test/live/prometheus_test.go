@@ -2,6 +2,7 @@ package live_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/operand"
@@ -111,12 +113,11 @@ func (p *prometheus) alerts(t *testing.T) []alert {
 
 func (p *prometheus) waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(patience)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %s", what, patience)
-		}
-		time.Sleep(250 * time.Millisecond)
+	// Prometheus has no watch: asking again is the only way to learn.
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, patience, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("no %s within %s", what, patience)
 	}
 }
 
