@@ -262,6 +262,10 @@ func TestAPIServerStoppedDuringUp(t *testing.T) {
 	up := startGpuops(t, append(global, "up", "--lab", labSpec(t, env, first), "--workdir", work, "--timeout", "2m")...)
 	up.waitFor(t, "nvidia-driver-daemonset 0/1 ready")
 	server.Stop(t)
+	// The pause is the fault, its length what up must ride out: waiting on
+	// open watches, up sends nothing meanwhile, so no signal marks that it
+	// has been felt. 5 s stays short of the controllers' 10 s
+	// leader-election deadline (testcluster.APIServer).
 	time.Sleep(5 * time.Second)
 	server.Resume(t)
 	feed(t, env, first)
