@@ -102,6 +102,7 @@ func newApp(name string, stdout, stderr io.Writer) *cli.App {
 			orderCheckCommand(),
 			matrixCommand(),
 			summaryCommand(),
+			healthCommand(),
 			reportCommand(),
 			watchCommand(),
 			serveCommand(),

@@ -35,7 +35,7 @@ func serveCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			opts.Explain = true // the reasons are metrics too
+			opts.Explain, opts.Health = true, true // the reasons and each node's health are metrics too
 			j, cl, err := newLiveJudge(c, opts, false)
 			if err != nil {
 				return err

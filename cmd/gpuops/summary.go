@@ -18,7 +18,8 @@ func summaryCommand() *cli.Command {
 			"in the ClusterPolicy, deploy label \"false\", or the node's nvidia.com/gpu.deploy.operands=false); per\n" +
 			"start-up rule of order-check --all-rules, the nodes that break it. Then every node with a finding\n" +
 			"(missing, stuck past --stuck-after, or a broken rule), each with its reason as audit --explain gives\n" +
-			"it. Exit 1 if any node has a finding.",
+			"it. Per group too: its GPU nodes ready and unusable, with the top root causes (as gpuops health).\n" +
+			"Exit 1 if any node has a finding.",
 		Flags: append([]cli.Flag{outputFlag(report.Name)}, fleetFlags()...),
 		Action: func(c *cli.Context) error {
 			f, err := readJudgeFlags(c)
@@ -50,8 +51,8 @@ func fleetFlags() []cli.Flag {
 }
 
 // judgeFleet judges the cluster for a fleet view: every start-up rule the
-// roster allows, each finding with its reason.
+// roster allows, each finding with its reason, each node's health.
 func judgeFleet(c *cli.Context, f judgeFlags) (*pipeline.Result, error) {
-	f.opts.AllRules, f.opts.Explain = true, true
+	f.opts.AllRules, f.opts.Explain, f.opts.Health = true, true, true
 	return judgeCluster(c, f)
 }

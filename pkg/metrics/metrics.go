@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
@@ -37,6 +38,12 @@ var (
 	stuckDesc = prometheus.NewDesc("gpuops_operand_stuck",
 		"1 while a helper's pause of an operand on the node has lasted longer than --stuck-after (audit's STUCK).",
 		[]string{"node", "operand"}, nil)
+	usableDesc = prometheus.NewDesc("gpuops_node_usable",
+		"1 while the GPU node can run GPU work (gpuops health READY), 0 while it cannot; nodes without a GPU have no series.",
+		[]string{"node"}, nil)
+	causeDesc = prometheus.NewDesc("gpuops_node_unusable_cause",
+		"1 for each root cause that makes a GPU node unusable: a code of gpuops health and the operand (empty for the node itself).",
+		[]string{"node", "code", "operand"}, nil)
 	reasonDesc = prometheus.NewDesc("gpuops_operand_missing_reason",
 		"1 for each reason why an operand is missing on a node (the codes of gpuops audit --explain).",
 		[]string{"node", "operand", "reason"}, nil)
@@ -118,12 +125,22 @@ func sameFindings(a, b *verdict.Verdict) bool {
 	if b != nil {
 		bm, bs, bf = b.Audit.Missing, b.Audit.Stuck, b.Order.Findings
 	}
-	return slices.Equal(am, bm) && slices.Equal(as, bs) && slices.Equal(af, bf)
+	return slices.Equal(am, bm) && slices.Equal(as, bs) && slices.Equal(af, bf) && causeOf(a) == causeOf(b)
+}
+
+// causeOf is a verdict's root cause of health, zero when usable or not judged.
+func causeOf(v *verdict.Verdict) health.Cause {
+	if v == nil || v.Health == nil || v.Health.Cause == nil {
+		return health.Cause{}
+	}
+	c := *v.Health.Cause
+	c.Message = "" // its text may change with time alone
+	return c
 }
 
 // Describe sends the descriptors of every metric.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{missingDesc, stuckDesc, reasonDesc, violationDesc, nodesDesc, desiredDesc, runningDesc, lastChangeDesc, syncedDesc} {
+	for _, d := range []*prometheus.Desc{missingDesc, stuckDesc, usableDesc, causeDesc, reasonDesc, violationDesc, nodesDesc, desiredDesc, runningDesc, lastChangeDesc, syncedDesc} {
 		ch <- d
 	}
 	e.duration.Describe(ch)
@@ -156,6 +173,14 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		for _, o := range e.roster {
 			if v.Row.Present[o.Column] {
 				running[o.Name]++
+			}
+		}
+		if h := v.Health; h != nil && h.Judged {
+			gauge(usableDesc, bool01(h.Usable), v.Node)
+			if h.Cause != nil {
+				for _, c := range append([]health.Cause{*h.Cause}, h.Also...) {
+					gauge(causeDesc, 1, v.Node, c.Code, c.Operand)
+				}
 			}
 		}
 		if v.Audit.OK() && v.Order.OK() {

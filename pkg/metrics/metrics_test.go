@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/gpuops/gpuops/pkg/explain"
+	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/metrics"
 	"github.com/gpuops/gpuops/pkg/operand"
@@ -192,8 +193,8 @@ func TestDocsListEveryMetric(t *testing.T) {
 			t.Errorf("docs/metrics.md has no row for %s", m[1])
 		}
 	}
-	if n != 11 {
-		t.Errorf("%d metrics described, want 11", n)
+	if n != 13 {
+		t.Errorf("%d metrics described, want 13", n)
 	}
 }
 
@@ -214,6 +215,31 @@ gpuops_nodes{state="finding"} 1
 gpuops_nodes{state="ok"} 1
 `
 	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuops_operand_stuck", "gpuops_nodes"); err != nil {
+		t.Error(err)
+	}
+}
+
+// A GPU node's health is one series, and its root cause another with
+// bounded labels: a code and an operand, never a message.
+func TestNodeHealth(t *testing.T) {
+	e := metrics.New(synced)
+	ready := node("a", all, []string{}, []string{}, []string{"toolkit", "device-plugin"})
+	ready.Health = &health.Node{Node: "a", Judged: true, Usable: true}
+	broken := node("d", all, []string{}, []string{}, []string{"toolkit", "device-plugin"})
+	broken.Health = &health.Node{Node: "d", Judged: true, Cause: &health.Cause{Code: health.GPUsNotAdvertised, Operand: "device-plugin", Message: "0 of 8"}}
+	cpu := node("e", nil, []string{}, []string{}, nil)
+	cpu.Health = &health.Node{Node: "e", Usable: true}
+	e.Judged(verdict.Batch{Time: t0, Initial: true, Roster: roster, Rules: rules, Changes: []verdict.Change{{After: ready}, {After: broken}, {After: cpu}}})
+	want := `
+# HELP gpuops_node_usable 1 while the GPU node can run GPU work (gpuops health READY), 0 while it cannot; nodes without a GPU have no series.
+# TYPE gpuops_node_usable gauge
+gpuops_node_usable{node="a"} 1
+gpuops_node_usable{node="d"} 0
+# HELP gpuops_node_unusable_cause 1 for each root cause that makes a GPU node unusable: a code of gpuops health and the operand (empty for the node itself).
+# TYPE gpuops_node_unusable_cause gauge
+gpuops_node_unusable_cause{code="gpus-not-advertised",node="d",operand="device-plugin"} 1
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuops_node_usable", "gpuops_node_unusable_cause"); err != nil {
 		t.Error(err)
 	}
 }

@@ -1,6 +1,6 @@
 // Package pipeline is where every verdict gpuops gives is made. One call
 // takes the options (which nodes, which roster, which rules, how long a
-// pause may last, whether to say why) and a source — a snapshot read once
+// pause may last, whether to say why, whether each node is usable) and a source — a snapshot read once
 // (Run), or the live store's nodes (pkg/live, through Judge) — and returns
 // one Result: the roster and its notes, each node's verdict, the fleet's
 // counts. audit, order-check, matrix, summary, report, lab, watch, serve and
@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/discover"
 	"github.com/gpuops/gpuops/pkg/explain"
+	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/plan"
@@ -55,7 +56,10 @@ type Options struct {
 	NodeSelector string // label selector of the nodes judged; empty: all
 	// Node, when set, judges that one node from a read of it and its pods
 	// alone (order-check NODE): as quick on 5,000 nodes as on 3.
-	Node     string
+	Node string
+	// Nodes, when set, keeps only these nodes of the read (health NODE...);
+	// one that is not there is a NodeNotFoundError.
+	Nodes    []string
 	Roster   Choice
 	AllRules bool // every rule of the start-up order, not only the device rule
 	// StuckAfter is how long a helper's pause may last before it is STUCK;
@@ -64,6 +68,9 @@ type Options struct {
 	// Explain adds the reasons: why each MISSING and STUCK, unexpected pods,
 	// label warnings, the operands switched off.
 	Explain bool
+	// Health judges whether each node can run GPU work (pkg/health): pods
+	// Ready along the start-up chain, devices advertised, the root cause.
+	Health bool
 	// LabelsOnly judges the deploy labels alone, as the guard does: only the
 	// nodes are read, so only each verdict's LabelsBreak means anything.
 	LabelsOnly bool
@@ -111,6 +118,13 @@ type Result struct {
 // pods): every node's verdict depends only on the node, its pods, the
 // DaemonSets and the plan, so it is the verdict a whole read would give.
 func (p Plan) Judge(s *snapshot.Snapshot, now time.Time) (*Result, error) {
+	if len(p.Nodes) > 0 {
+		kept, err := only(s, p.Nodes)
+		if err != nil {
+			return nil, err
+		}
+		s = kept
+	}
 	audits := judge.Audit(s, p.Roster)
 	judge.Stuck(audits, s, p.Roster, now, p.StuckAfter)
 	orders, err := judge.OrderAll(s, p.Roster, p.Rules)
@@ -147,6 +161,12 @@ func (p Plan) Judge(s *snapshot.Snapshot, now time.Time) (*Result, error) {
 		}
 		for _, u := range x.Unexpected {
 			at[u.Node].Explain.Unexpected = append(at[u.Node].Explain.Unexpected, u)
+		}
+	}
+	if p.Health {
+		hs := health.Judge(s, p.Roster, now, p.StuckAfter)
+		for i := range hs {
+			at[hs[i].Node].Health = &hs[i]
 		}
 	}
 	if p.GroupBy != "" {
@@ -215,9 +235,28 @@ func (r *Result) Verdict(node string) (*verdict.Verdict, error) {
 // AuditFailed reports whether any node misses an operand or has one stuck.
 func (r *Result) AuditFailed() bool { return judge.AuditFailed(r.Audits()) }
 
+// Unusable reports whether a GPU node cannot run GPU work (with Health).
+func (r *Result) Unusable() bool {
+	return slices.ContainsFunc(r.Nodes, func(v verdict.Verdict) bool { return v.Health != nil && !v.Health.Usable })
+}
+
 // OrderFailed reports whether any node breaks a rule.
 func (r *Result) OrderFailed() bool {
 	return slices.ContainsFunc(r.Nodes, func(v verdict.Verdict) bool { return !v.Order.OK() })
+}
+
+// only is the snapshot with just the named nodes.
+func only(s *snapshot.Snapshot, names []string) (*snapshot.Snapshot, error) {
+	kept := *s
+	kept.Nodes = nil
+	for _, name := range names {
+		i := slices.IndexFunc(s.Nodes, func(n snapshot.Node) bool { return n.Name == name })
+		if i < 0 {
+			return nil, &judge.NodeNotFoundError{Node: name}
+		}
+		kept.Nodes = append(kept.Nodes, s.Nodes[i])
+	}
+	return &kept, nil
 }
 
 func nonNil[T any](s []T) []T {

@@ -99,7 +99,7 @@ func TestNodeByNodeAgreesWithTheFleet(t *testing.T) {
 	for seed := range uint64(300) {
 		s := randomCluster(rand.New(rand.NewPCG(seed, 1)))
 		for _, choice := range []discover.Choice{pipeline.LabRoster, pipeline.DiscoverRoster} {
-			p := pipeline.Decide(s, pipeline.Options{Namespace: s.Namespace, Roster: choice, AllRules: true, Explain: true, StuckAfter: time.Hour})
+			p := pipeline.Decide(s, pipeline.Options{Namespace: s.Namespace, Roster: choice, AllRules: true, Explain: true, Health: true, StuckAfter: time.Hour})
 			whole, err := p.Judge(s, now)
 			if err != nil {
 				t.Fatal(err)

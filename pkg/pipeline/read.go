@@ -21,19 +21,19 @@ func Run(ctx context.Context, c kubernetes.Interface, o Options) (*Result, error
 }
 
 // ReadOptions say what the judges of these options read, and no more: a
-// node's deploy labels unless the reasons (or the grouping label) need the
-// rest, the DaemonSets when the roster or the reasons need them, who wrote
+// node's deploy labels unless the reasons, health (readiness, devices, GFD's
+// count) or the grouping label need the rest, the DaemonSets when the roster or the reasons need them, who wrote
 // a helper's pause when pauses can be stuck.
 func (o Options) ReadOptions() read.Options {
 	ro := read.Options{
 		NodeSelector:     o.NodeSelector,
 		Node:             o.Node,
-		DeployLabelsOnly: !o.Explain && o.GroupBy == "",
+		DeployLabelsOnly: !o.Explain && o.GroupBy == "" && !o.Health,
 		DaemonSets:       !o.LabelsOnly && (o.Explain || o.Roster != LabRoster),
 		Operator:         !o.LabelsOnly,
 		NoPods:           o.LabelsOnly,
 	}
-	if o.StuckAfter > 0 || o.Explain {
+	if o.StuckAfter > 0 || o.Explain || o.Health {
 		ro.Trace = operand.Paused
 	}
 	return ro

@@ -5,8 +5,10 @@ import (
 	"html/template"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/summary"
 )
 
@@ -26,6 +28,7 @@ var fleetTemplate string
 var fleetPage = template.Must(template.New("fleet").Funcs(template.FuncMap{
 	"status":   func(kind string) string { return findingStatus[kind] },
 	"messages": messages,
+	"join":     strings.Join,
 }).Parse(fleetTemplate))
 
 // HTML writes the fleet as one self-contained page: the summary by group,
@@ -69,6 +72,12 @@ func HTML(w io.Writer, f summary.Fleet, src Source) error {
 			for _, fd := range r.Findings {
 				findings = append(findings, htmlFinding{Node: r.Name, Group: r.Group, Finding: fd})
 			}
+			if h := r.Health; h != nil && h.Judged && !h.Usable {
+				// The root cause of an unusable node, as gpuops health names it.
+				page.Unusable++
+				findings = append(findings, htmlFinding{Node: r.Name, Group: r.Group, Finding: summary.Finding{Kind: unusableKind,
+					Subject: strings.TrimSpace(h.Cause.Code + " " + h.Cause.Operand), Reasons: []explain.Reason{{Code: h.Cause.Code, Message: h.Cause.Message}}}})
+			}
 		}
 	}
 	page.FindingChunks = chunks(findings, findingRowHeight)
@@ -82,6 +91,7 @@ type htmlPage struct {
 	Groups          []*htmlGroup
 	Findings        int
 	FailingNodes    int
+	Unusable        int // GPU nodes that cannot run GPU work
 	FindingChunks   []htmlChunk[htmlFinding] // every finding, in the grid's order
 }
 

@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuops/gpuops/pkg/health"
+	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/report"
+	"github.com/gpuops/gpuops/pkg/summary"
 )
 
 var source = report.Source{Context: "prod-eu", Server: "https://10.0.0.1:6443", Namespace: "gpu-operator", Selector: "pool in (a100)",
@@ -89,5 +92,32 @@ func TestHTMLNoFindings(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), `class="verdict good"`) || !strings.Contains(b.String(), "<h2>Findings (0)</h2>") {
 		t.Error("a fleet without findings must say so")
+	}
+}
+
+// A node that cannot run GPU work shows its root cause in the grid's
+// health column and among the findings; its group counts it.
+func TestHTMLHealth(t *testing.T) {
+	f := summary.Fleet{GroupBy: "pool", Operands: operand.Lab[:1],
+		Groups: []summary.Group{{Name: "a100", Nodes: 2, Operands: []summary.OperandCounts{{Operand: "driver"}},
+			Health: &summary.HealthCounts{Ready: 1, Unusable: 1, Causes: []summary.CauseCount{{Code: "crash-loop", Operand: "driver", Nodes: 1}}}}},
+		Nodes: []summary.Node{
+			{Name: "gpu-1", Group: "a100", Cells: make([]summary.Cell, 1), Findings: []summary.Finding{}, Health: &health.Node{Node: "gpu-1", Judged: true, Usable: true}},
+			{Name: "gpu-2", Group: "a100", Cells: make([]summary.Cell, 1), Findings: []summary.Finding{},
+				Health: &health.Node{Node: "gpu-2", Judged: true, Cause: &health.Cause{Code: "crash-loop", Operand: "driver", Message: "the driver crash-loops"}, Blocked: []string{"container-toolkit"}}},
+		}}
+	var b bytes.Buffer
+	if err := report.HTML(&b, f, source); err != nil {
+		t.Fatal(err)
+	}
+	p := b.String()
+	for _, want := range []string{
+		`<th>Health</th>`, `✓ 1 ready`, `✗ 1 unusable`, `<code>crash-loop</code> driver ×1`,
+		`<span class="r">✓ ready</span>`, `<span class="m" title="the driver crash-loops">✗ crash-loop</span> <code>driver</code>`,
+		`1 unusable GPU node)`, `✗ UNUSABLE</span> <code>crash-loop driver</code>`,
+	} {
+		if !strings.Contains(p, want) {
+			t.Errorf("page lacks %q", want)
+		}
 	}
 }

@@ -26,7 +26,8 @@ func (p Printer) Notes(w io.Writer, r *pipeline.Result) {
 
 // Result prints what a judge says of the result, in the printer's format,
 // its notes on notes: audit's lines (with their reasons when explained),
-// order-check's verdict of the one node judged, the matrix, or the fleet summary.
+// order-check's verdict of the one node judged, the matrix, the fleet
+// summary or each node's health.
 func (p Printer) Result(w, notes io.Writer, r *pipeline.Result, view View) error {
 	p.Notes(notes, r)
 	switch view {
@@ -40,6 +41,8 @@ func (p Printer) Result(w, notes io.Writer, r *pipeline.Result, view View) error
 		return p.Matrix(w, r.Matrix())
 	case SummaryView:
 		return p.Summary(w, *r.Fleet)
+	case HealthView:
+		return p.Health(w, r.Nodes, r.Explain)
 	}
 	return p.Audit(w, r.Audits(), r.Why())
 }
@@ -53,4 +56,5 @@ const (
 	OrderView
 	MatrixView
 	SummaryView
+	HealthView
 )

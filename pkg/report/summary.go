@@ -12,7 +12,11 @@ import (
 
 // findingStatus is the word a finding is printed with, as audit prints
 // MISSING.
-var findingStatus = map[string]string{summary.MissingFinding: "MISSING", summary.StuckFinding: "STUCK", summary.OrderFinding: "ORDER"}
+var findingStatus = map[string]string{summary.MissingFinding: "MISSING", summary.StuckFinding: "STUCK", summary.OrderFinding: "ORDER", unusableKind: Unusable}
+
+// unusableKind is the report's finding of a GPU node that cannot run GPU
+// work (its root cause); summary's findings are the judges'.
+const unusableKind = "unusable"
 
 // Summary prints the fleet grouped by its label: per group the node count
 // and, per operand, the count of each state and the broken start-up rules;
@@ -58,6 +62,9 @@ func (p Printer) Summary(w io.Writer, f summary.Fleet) error {
 			b.WriteByte('\n')
 		}
 		fmt.Fprintf(&b, "  %-*s %s\n", width, "order", brokenRules(g))
+		if h := g.Health; h != nil {
+			fmt.Fprintf(&b, "  %-*s %s\n", width, "health", healthCounts(h))
+		}
 	}
 	for _, n := range failing {
 		for _, fd := range n.Findings {
@@ -67,6 +74,22 @@ func (p Printer) Summary(w io.Writer, f summary.Fleet) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// healthCounts is "ready=n unusable=m" and the top causes,
+// "code/operand=n".
+func healthCounts(h *summary.HealthCounts) string {
+	parts := []string{fmt.Sprintf("ready=%d", h.Ready), fmt.Sprintf("unusable=%d", h.Unusable)}
+	for i, c := range h.Causes {
+		if i == topCauses {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s=%d", strings.TrimSuffix(c.Code+"/"+c.Operand, "/"), c.Nodes))
+	}
+	return strings.Join(parts, " ")
+}
+
+// topCauses is how many root causes a group's health line names.
+const topCauses = 3
 
 // brokenRules is "rule=n ..." for the rules some node of the group breaks,
 // or "ok".

@@ -15,6 +15,7 @@ import (
 	"strconv"
 
 	"github.com/gpuops/gpuops/pkg/explain"
+	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
@@ -162,6 +163,40 @@ type Group struct {
 	Findings int             `json:"nodesWithFindings"`
 	Operands []OperandCounts `json:"operands"` // in roster order
 	Order    []RuleCount     `json:"order"`    // in rule order
+	// Health counts the group's GPU nodes that can run GPU work and those
+	// that cannot, with their root causes; nil when health was not judged.
+	Health *HealthCounts `json:"health,omitempty"`
+}
+
+// HealthCounts are a group's GPU nodes by health.
+type HealthCounts struct {
+	Ready    int          `json:"ready"`
+	Unusable int          `json:"unusable"`
+	Causes   []CauseCount `json:"causes"` // most nodes first
+}
+
+// CauseCount is how many of a group's nodes one root cause makes unusable.
+type CauseCount struct {
+	Code    string `json:"code"`
+	Operand string `json:"operand,omitempty"`
+	Nodes   int    `json:"nodes"`
+}
+
+func (h *HealthCounts) add(n *health.Node) {
+	if !n.Judged {
+		return
+	}
+	if n.Usable {
+		h.Ready++
+		return
+	}
+	h.Unusable++
+	i := slices.IndexFunc(h.Causes, func(c CauseCount) bool { return c.Code == n.Cause.Code && c.Operand == n.Cause.Operand })
+	if i < 0 {
+		h.Causes = append(h.Causes, CauseCount{Code: n.Cause.Code, Operand: n.Cause.Operand})
+		i = len(h.Causes) - 1
+	}
+	h.Causes[i].Nodes++
 }
 
 // Kinds of finding.
@@ -184,6 +219,8 @@ type Node struct {
 	Group    string    `json:"group"`
 	Cells    []Cell    `json:"-"` // by operand, in roster order
 	Findings []Finding `json:"findings"`
+	// Health is whether it can run GPU work; nil when not judged.
+	Health *health.Node `json:"health,omitempty"`
 }
 
 // Fleet is the whole view.
@@ -223,7 +260,13 @@ func Build(s *snapshot.Snapshot, verdicts []verdict.Verdict, roster []operand.Op
 			g = newGroup(name, roster, rules)
 			groups[name] = g
 		}
-		n := Node{Name: v.Node, Group: name, Cells: make([]Cell, len(roster)), Findings: []Finding{}}
+		n := Node{Name: v.Node, Group: name, Cells: make([]Cell, len(roster)), Findings: []Finding{}, Health: v.Health}
+		if v.Health != nil {
+			if g.Health == nil {
+				g.Health = &HealthCounts{Causes: []CauseCount{}}
+			}
+			g.Health.add(v.Health)
+		}
 		for j, o := range roster {
 			c := cellOf(l, o, v.Row.Present[o.Column])
 			n.Cells[j] = c
@@ -252,6 +295,9 @@ func Build(s *snapshot.Snapshot, verdicts []verdict.Verdict, roster []operand.Op
 		byGroup[name] = append(byGroup[name], n)
 	}
 	for _, g := range groups {
+		if h := g.Health; h != nil {
+			slices.SortStableFunc(h.Causes, func(a, b CauseCount) int { return cmp.Or(b.Nodes-a.Nodes, cmp.Compare(a.Code, b.Code), cmp.Compare(a.Operand, b.Operand)) })
+		}
 		f.Groups = append(f.Groups, *g)
 	}
 	slices.SortFunc(f.Groups, func(a, b Group) int { return compareGroups(a.Name, b.Name) })

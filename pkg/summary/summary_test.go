@@ -2,6 +2,8 @@ package summary_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -9,10 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuops/gpuops/pkg/explain"
+	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/summary"
+	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
 var (
@@ -256,4 +260,21 @@ func judged(s *snapshot.Snapshot, roster []operand.Operand, rules []operand.Rule
 		return summary.Fleet{}, err
 	}
 	return *r.Fleet, nil
+}
+
+// A group counts its GPU nodes ready and unusable, the causes with the most
+// nodes first; a node without a GPU is neither.
+func TestHealthCounts(t *testing.T) {
+	s := &snapshot.Snapshot{}
+	var verdicts []verdict.Verdict
+	for i, c := range []*health.Cause{nil, {Code: health.CrashLoop, Operand: "driver"}, {Code: health.Missing, Operand: "dcgm-exporter"}, {Code: health.CrashLoop, Operand: "driver"}, nil} {
+		name := fmt.Sprintf("n-%d", i)
+		s.Nodes = append(s.Nodes, snapshot.Node{Name: name, Labels: map[string]string{product: "H100"}})
+		verdicts = append(verdicts, verdict.Verdict{Node: name, Health: &health.Node{Node: name, Judged: i < 4, Usable: c == nil, Cause: c}})
+	}
+	f := summary.Build(s, verdicts, operand.Lab, nil, product)
+	want := &summary.HealthCounts{Ready: 1, Unusable: 3, Causes: []summary.CauseCount{{Code: "crash-loop", Operand: "driver", Nodes: 2}, {Code: "missing", Operand: "dcgm-exporter", Nodes: 1}}}
+	if got := f.Groups[0].Health; !reflect.DeepEqual(got, want) {
+		t.Errorf("health counts %+v, want %+v", got, want)
+	}
 }

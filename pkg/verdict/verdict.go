@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpuops/gpuops/pkg/explain"
+	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
 )
@@ -22,6 +23,9 @@ type Verdict struct {
 	// LabelsBreak are the rules the node's deploy labels break, judged on
 	// the labels alone with every rule, as the guard judges a change.
 	LabelsBreak []string
+	// Health is whether the node can run GPU work, and if not the root
+	// cause along the operator's start-up chain; nil unless asked for.
+	Health *health.Node
 }
 
 // OK reports whether nothing is missing and no rule is broken.

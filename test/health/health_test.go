@@ -58,7 +58,9 @@ var stack = []string{operand.Driver, operand.ContainerToolkit, operand.OperatorV
 // (operand.Inits), which the init-waiting stage steps through.
 func daemonSet(ns, id string, o operand.Operand, state string) *appsv1.DaemonSet {
 	name := variant(o, state)
-	ds := testcluster.DaemonSet(ns, name, map[string]string{selectorKey + o.Name: state + "." + id}, "16Mi")
+	// It selects the operand's deploy label too, as the operator's do, so
+	// that --discover finds it as a DaemonSet of the operand.
+	ds := testcluster.DaemonSet(ns, name, map[string]string{selectorKey + o.Name: state + "." + id, operand.LabelPrefix + o.Name: "true"}, "16Mi")
 	spec := &ds.Spec.Template.Spec
 	for _, i := range operand.InitsOf(o.Name) {
 		spec.InitContainers = append(spec.InitContainers, corev1.Container{Name: i.Container, Image: "registry.example/fake:1"})
@@ -272,6 +274,7 @@ func TestHealthOnKWOK(t *testing.T) {
 			}
 		})
 	}
+	t.Run("commands", func(t *testing.T) { checkCommands(t, env, got) })
 }
 
 func check(t *testing.T, v health.Node, sc scenario, code string) {

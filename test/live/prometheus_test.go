@@ -139,7 +139,8 @@ func find(alerts []alert, name string, labels map[string]string) *alert {
 // evaluates the shipped rule file. A label change that leaves a device
 // plugin without its toolkit makes GpuopsOrderViolation fire at once, and
 // the fix resolves it; an operand kept off a node by a taint makes
-// GpuopsOperandMissing pending (it fires only after 15 minutes).
+// GpuopsOperandMissing and GpuopsNodeUnusable pending (they fire only after
+// 15 minutes).
 func TestShippedAlertsOnRealPrometheus(t *testing.T) {
 	f := newFleet(t)
 	a := f.gpuNode(t, "a")
@@ -164,6 +165,17 @@ func TestShippedAlertsOnRealPrometheus(t *testing.T) {
 	missing := find(prom.alerts(t), "GpuopsOperandMissing", map[string]string{"node": b, "operand": operand.Driver})
 	if missing == nil || missing.State != "pending" || missing.Annotations["summary"] != "driver is not running on node "+b {
 		t.Errorf("GpuopsOperandMissing for %s: %+v, want pending, its summary naming node and operand", b, missing)
+	}
+
+	// The tainted node cannot run GPU work: its root cause is the driver,
+	// missing, and GpuopsNodeUnusable waits its 15 minutes under that name.
+	var unusable *alert
+	prom.waitFor(t, "GpuopsNodeUnusable pending for "+b, func() bool {
+		unusable = find(prom.alerts(t), "GpuopsNodeUnusable", map[string]string{"node": b, "code": "missing", "operand": operand.Driver})
+		return unusable != nil
+	})
+	if want := "node " + b + " cannot run GPU work: missing driver"; unusable.State != "pending" || unusable.Annotations["summary"] != want {
+		t.Errorf("GpuopsNodeUnusable for %s: %+v, want pending with summary %q", b, unusable, want)
 	}
 
 	f.env.LabelNode(t, a, toolkit.LabelKey(), "true")

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"github.com/urfave/cli/v2"
+
+	"github.com/gpuops/gpuops/pkg/pipeline"
+	"github.com/gpuops/gpuops/pkg/report"
+)
+
+func healthCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "health",
+		Usage:     "can each GPU node run GPU work? the root cause along the operator's start-up chain, and what it blocks",
+		ArgsUsage: "[NODE...]",
+		Description: "For every GPU node (nvidia.com/gpu.present=true or a deploy label; others are not judged), in\n" +
+			"natural name order: \"<node> READY\", or \"<node> UNUSABLE <code> <operand>\" for the root cause, the\n" +
+			"earliest link of the chain driver -> container toolkit -> validator -> device plugin, GFD, DCGM,\n" +
+			"exporter, MIG manager (the DRA and sandbox stacks likewise) that is not healthy, then \"blocks\"\n" +
+			"and the operands waiting behind it. Codes: missing, not-running, container-waiting, crash-loop,\n" +
+			"init-waiting, not-ready, paused, stuck (a pause older than --stuck-after), order, node-not-ready,\n" +
+			"gpus-not-advertised (device plugin ready, nothing allocatable), gpus-unhealthy (allocatable below\n" +
+			"capacity or GFD's count). A link the host provides or the ClusterPolicy switches off is healthy.\n" +
+			"--explain adds the evidence: container, reason, restarts, for how long. NODE... judges those\n" +
+			"nodes only (one that does not exist is an error, exit 2). Exit 1 if any GPU node is unusable.",
+		Flags: []cli.Flag{outputFlag(report.JUnit), noHeadersFlag(), judgeLabFlag(), selectorFlag(), explainFlag(), discoverFlag(), stuckAfterFlag()},
+		Action: func(c *cli.Context) error {
+			f, err := readJudgeFlags(c)
+			if err != nil {
+				return err
+			}
+			for _, n := range c.Args().Slice() {
+				if err := checkNodeName(n); err != nil {
+					return err
+				}
+			}
+			f.opts.Health, f.opts.Nodes = true, c.Args().Slice()
+			cl, err := connect(c)
+			if err != nil {
+				return err
+			}
+			r, err := pipeline.Run(c.Context, cl.Kube, f.opts)
+			if err != nil {
+				return err
+			}
+			if err := f.printer.Result(c.App.Writer, c.App.ErrWriter, r, report.HealthView); err != nil {
+				return err
+			}
+			return findingIf(r.Unusable())
+		},
+	}
+}

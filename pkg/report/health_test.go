@@ -1,0 +1,91 @@
+package report_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/gpuops/gpuops/pkg/health"
+	"github.com/gpuops/gpuops/pkg/report"
+	"github.com/gpuops/gpuops/pkg/verdict"
+)
+
+func healthVerdicts() []verdict.Verdict {
+	return []verdict.Verdict{
+		{Node: "cpu-1", Health: &health.Node{Node: "cpu-1", Usable: true}},
+		{Node: "gpu-1", Health: &health.Node{Node: "gpu-1", Judged: true, Usable: true}},
+		{Node: "gpu-2", Health: &health.Node{Node: "gpu-2", Judged: true,
+			Cause:    &health.Cause{Code: health.CrashLoop, Operand: "driver", Message: "driver crash-loops"},
+			Blocked:  []string{"container-toolkit", "device-plugin"},
+			Also:     []health.Cause{{Code: health.Missing, Operand: "dcgm-exporter", Message: "no pod"}},
+			Evidence: []string{"driver: pod d-1 Running, 5 restarts"}}},
+		{Node: "gpu-3", Health: &health.Node{Node: "gpu-3", Judged: true, Cause: &health.Cause{Code: health.NodeNotReady, Message: "node is NotReady"}}},
+	}
+}
+
+// Text: a line per GPU node and root cause, what the first blocks on its
+// line; --explain adds the messages and evidence; a CPU node is no GPU node.
+func TestHealthText(t *testing.T) {
+	for _, tc := range []struct {
+		why  bool
+		want string
+	}{
+		{false, "gpu-1 READY\n" +
+			"gpu-2 UNUSABLE crash-loop driver blocks container-toolkit,device-plugin\n" +
+			"gpu-2 UNUSABLE missing dcgm-exporter\n" +
+			"gpu-3 UNUSABLE node-not-ready\n"},
+		{true, "gpu-1 READY\n" +
+			"gpu-2 UNUSABLE crash-loop driver blocks container-toolkit,device-plugin\n  driver crash-loops\n" +
+			"gpu-2 UNUSABLE missing dcgm-exporter\n  no pod\n  driver: pod d-1 Running, 5 restarts\n" +
+			"gpu-3 UNUSABLE node-not-ready\n  node is NotReady\n"},
+	} {
+		var b bytes.Buffer
+		if err := (report.Printer{Format: report.Text}).Health(&b, healthVerdicts(), tc.why); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != tc.want {
+			t.Errorf("explain=%v:\n%s\nwant:\n%s", tc.why, b.String(), tc.want)
+		}
+	}
+}
+
+// JSON: every node, GPU or not, with "blocked" a list even when empty.
+func TestHealthJSON(t *testing.T) {
+	var b bytes.Buffer
+	if err := (report.Printer{Format: report.JSON}).Health(&b, healthVerdicts(), false); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Nodes []struct {
+			Node    string
+			Judged  bool
+			Usable  bool
+			Cause   *struct{ Code, Operand, Message string }
+			Blocked []string
+		}
+	}
+	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Nodes) != 4 || got.Nodes[0].Judged || !got.Nodes[1].Usable || got.Nodes[1].Blocked == nil ||
+		got.Nodes[2].Cause.Code != "crash-loop" || got.Nodes[2].Cause.Operand != "driver" || len(got.Nodes[2].Blocked) != 2 {
+		t.Errorf("health -o json: %s", b.String())
+	}
+}
+
+// JUnit: a case per GPU node, a failure per unusable one, its type the code.
+func TestHealthJUnit(t *testing.T) {
+	var b bytes.Buffer
+	if err := (report.Printer{Format: report.JUnit}).Health(&b, healthVerdicts(), true); err != nil {
+		t.Fatal(err)
+	}
+	s := parseJUnit(t, b.Bytes())
+	cases := s.Suites[0].Cases
+	if s.Tests != 3 || s.Failures != 2 || cases[1].Failure == nil || cases[1].Failure.Type != "crash-loop" ||
+		cases[1].Failure.Message != "UNUSABLE crash-loop driver blocks container-toolkit,device-plugin" {
+		t.Errorf("health -o junit:\n%s", b.String())
+	}
+	if err := validateJUnit(t, b.Bytes()); err != nil {
+		t.Error(err)
+	}
+}

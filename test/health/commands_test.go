@@ -1,0 +1,191 @@
+package health_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/gpuops/gpuops/internal/gpuopstest"
+	"github.com/gpuops/gpuops/internal/testcluster"
+	"github.com/gpuops/gpuops/pkg/health"
+	"github.com/gpuops/gpuops/pkg/pipeline"
+)
+
+// checkCommands: what the pure judge says of each node (want) is what
+// gpuops health -o json, summary, report --html and serve's metrics say,
+// through the one pipeline; health's text and exit code with it.
+func checkCommands(t *testing.T, env *testcluster.Env, want []health.Node) {
+	bin := gpuopstest.Binary(t)
+	args := func(cmd ...string) []string {
+		return append(append([]string{"--kubeconfig", env.Kubeconfig, "-n", env.Namespace}, cmd...), "--discover", "-l", testcluster.LabelTestID+"="+env.ID)
+	}
+	byNode := map[string]health.Node{}
+	ready, unusable := 0, 0
+	for _, h := range want {
+		byNode[h.Node] = h
+		switch {
+		case !h.Judged:
+		case h.Usable:
+			ready++
+		default:
+			unusable++
+		}
+	}
+
+	r := gpuopstest.Run(t, nil, bin, args("health", "-o", "json")...)
+	var got struct{ Nodes []health.Node }
+	if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil || r.Code != 1 {
+		t.Fatalf("health -o json: exit %d, %v\n%s%s", r.Code, err, r.Stdout, r.Stderr)
+	}
+	if len(got.Nodes) != len(want) {
+		t.Fatalf("health -o json: %d nodes, want %d", len(got.Nodes), len(want))
+	}
+	for _, g := range got.Nodes {
+		if w := byNode[g.Node]; !sameVerdict(g, w) {
+			t.Errorf("health -o json %s: %+v cause %+v, want %+v cause %+v", g.Node, g, g.Cause, w, w.Cause)
+		}
+	}
+
+	r = gpuopstest.Run(t, nil, bin, args("health")...)
+	lines := strings.Split(strings.TrimSuffix(r.Stdout, "\n"), "\n")
+	if r.Code != 1 || len(lines) < ready+unusable {
+		t.Errorf("health: exit %d, %d lines, want exit 1 and a line per GPU node and cause:\n%s%s", r.Code, len(lines), r.Stdout, r.Stderr)
+	}
+	for _, w := range want {
+		line := w.Node + " " + "READY"
+		if w.Cause != nil {
+			line = strings.TrimSpace(w.Node + " UNUSABLE " + w.Cause.Code + " " + w.Cause.Operand)
+			if len(w.Blocked) > 0 {
+				line += " blocks " + strings.Join(w.Blocked, ",")
+			}
+		}
+		if w.Judged && !strings.Contains(r.Stdout, line+"\n") {
+			t.Errorf("health: no line %q in\n%s", line, r.Stdout)
+		}
+		if !w.Judged && strings.Contains(r.Stdout, w.Node) {
+			t.Errorf("health: the node without a GPU %s is listed:\n%s", w.Node, r.Stdout)
+		}
+	}
+
+	r = gpuopstest.Run(t, nil, bin, args("summary", "-o", "json")...)
+	var sum struct {
+		Groups []struct {
+			Name   string
+			Health struct{ Ready, Unusable int }
+		}
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &sum); err != nil || len(sum.Groups) != 1 {
+		t.Fatalf("summary -o json: exit %d, %v\n%s%s", r.Code, err, r.Stdout, r.Stderr)
+	}
+	if h := sum.Groups[0].Health; h.Ready != ready || h.Unusable != unusable {
+		t.Errorf("summary: group %s health %+v, want %d ready and %d unusable", sum.Groups[0].Name, h, ready, unusable)
+	}
+
+	r = gpuopstest.Run(t, nil, bin, args("report", "--html", "-")...)
+	for _, w := range want {
+		if w.Cause != nil && !strings.Contains(r.Stdout, "✗ "+w.Cause.Code+"</span> <code>"+w.Cause.Operand+"</code>") {
+			t.Errorf("report --html: no health cell %s/%s for %s", w.Cause.Code, w.Cause.Operand, w.Node)
+		}
+	}
+
+	checkServe(t, bin, args("serve", "--listen", "127.0.0.1:0", "--stuck-after", pipeline.DefaultStuckAfter.String()), want)
+}
+
+// sameVerdict compares what does not change with time: usable, the
+// cause's code and operand, what it blocks.
+func sameVerdict(a, b health.Node) bool {
+	if a.Node != b.Node || a.Judged != b.Judged || a.Usable != b.Usable || strings.Join(a.Blocked, ",") != strings.Join(b.Blocked, ",") {
+		return false
+	}
+	if a.Cause == nil || b.Cause == nil {
+		return a.Cause == nil && b.Cause == nil
+	}
+	return a.Cause.Code == b.Cause.Code && a.Cause.Operand == b.Cause.Operand
+}
+
+// checkServe: serve exports each GPU node's usability and root cause.
+func checkServe(t *testing.T, bin string, args []string, want []health.Node) {
+	cmd := exec.Command(bin, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	var url string
+	for url == "" && sc.Scan() {
+		if m := regexp.MustCompile(`serving (http://\S+)/metrics`).FindStringSubmatch(sc.Text()); m != nil {
+			url = m[1]
+		}
+	}
+	go func() {
+		for sc.Scan() { // keep reading so serve never blocks on stderr
+		}
+	}()
+	var body string
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		resp, err := http.Get(url + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("serve at %q was not ready within a minute", url)
+	}
+	body = scrapeText(t, url+"/metrics")
+	for _, w := range want {
+		switch {
+		case !w.Judged:
+			if strings.Contains(body, `gpuops_node_usable{node="`+w.Node+`"}`) {
+				t.Errorf("serve: a series for the node without a GPU %s", w.Node)
+			}
+		case w.Usable:
+			if !strings.Contains(body, `gpuops_node_usable{node="`+w.Node+`"} 1`) {
+				t.Errorf("serve: %s not usable:\n%s", w.Node, grep(body, w.Node))
+			}
+		default:
+			if !strings.Contains(body, `gpuops_node_usable{node="`+w.Node+`"} 0`) ||
+				!strings.Contains(body, `gpuops_node_unusable_cause{code="`+w.Cause.Code+`",node="`+w.Node+`",operand="`+w.Cause.Operand+`"} 1`) {
+				t.Errorf("serve: %s, want unusable by %s/%s:\n%s", w.Node, w.Cause.Code, w.Cause.Operand, grep(body, w.Node))
+			}
+		}
+	}
+}
+
+func scrapeText(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		b.WriteString(sc.Text() + "\n")
+	}
+	return b.String()
+}
+
+func grep(body, s string) string {
+	var out []string
+	for _, l := range strings.Split(body, "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
