@@ -91,7 +91,7 @@ type htmlPage struct {
 	Groups          []*htmlGroup
 	Findings        int
 	FailingNodes    int
-	Unusable        int // GPU nodes that cannot run GPU work
+	Unusable        int                      // GPU nodes that cannot run GPU work
 	FindingChunks   []htmlChunk[htmlFinding] // every finding, in the grid's order
 }
 

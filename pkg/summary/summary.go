@@ -296,7 +296,9 @@ func Build(s *snapshot.Snapshot, verdicts []verdict.Verdict, roster []operand.Op
 	}
 	for _, g := range groups {
 		if h := g.Health; h != nil {
-			slices.SortStableFunc(h.Causes, func(a, b CauseCount) int { return cmp.Or(b.Nodes-a.Nodes, cmp.Compare(a.Code, b.Code), cmp.Compare(a.Operand, b.Operand)) })
+			slices.SortStableFunc(h.Causes, func(a, b CauseCount) int {
+				return cmp.Or(b.Nodes-a.Nodes, cmp.Compare(a.Code, b.Code), cmp.Compare(a.Operand, b.Operand))
+			})
 		}
 		f.Groups = append(f.Groups, *g)
 	}
