@@ -36,10 +36,12 @@ func lineUp(root string, bin func(string) string, fleet []fleetNode, recipe bool
 		cs = append(cs, contender{name: "gpuops " + c.cmd, argv: []string{bin("gpuops"), "-n", ns, c.cmd}, codes: []int{0, 1}, want: c.want})
 	}
 	// order-check reads one node and its pods, however large the fleet;
-	// audit --explain reads whole nodes (taints, conditions).
+	// audit --explain and health read whole nodes (taints, conditions;
+	// health also devices and every pod's container states).
 	cs = append(cs,
 		contender{name: "gpuops order-check NODE (one node)", argv: []string{bin("gpuops"), "-n", ns, "order-check", fleet[0].name}, codes: []int{0}, want: "ok\n"},
 		contender{name: "gpuops audit --explain (whole nodes)", argv: []string{bin("gpuops"), "-n", ns, "audit", "--explain"}, codes: []int{0, 1}},
+		contender{name: "gpuops health (whole nodes, pod health)", argv: []string{bin("gpuops"), "-n", ns, "health"}, codes: []int{0, 1}},
 	)
 	script := filepath.Join(root, "operand-audit.sh")
 	if data, err := os.ReadFile(script); err != nil || !bytes.Contains(data, []byte("kubectl")) {
