@@ -27,8 +27,8 @@
 #
 # Lab nodes: `up` reads the node names (the `- name:` items under `nodes:`)
 # from the lab spec file named by LAB_NODES (default lab/lab.yaml) and creates
-# each missing one as a plain KWOK fake node (Ready, capacity, no taint, no GPU
-# labels). Existing nodes are left as they are. LAB_NODES= (empty) creates none.
+# each missing one as a plain KWOK fake node (Ready, capacity with 8 GPUs, no
+# taint, no GPU labels). Existing nodes are left as they are. LAB_NODES= (empty) creates none.
 #
 # Heartbeats: kwokctl's --heartbeat-factor (default 5) stretches the node
 # lease, the node status updates and the controller manager's grace period
@@ -84,7 +84,9 @@ lab_node_names() {
 	' "$1"
 }
 
-# fake_node NAME: a KWOK fake node manifest.
+# fake_node NAME: a KWOK fake node manifest. Each advertises 8 GPUs
+# (nvidia.com/gpu), as a node whose device plugin has registered them does,
+# so that gpuops health sees usable GPU nodes when the operands run.
 fake_node() {
 	cat <<YAML
 ---
@@ -101,8 +103,8 @@ metadata:
     kubernetes.io/arch: amd64
     type: kwok
 status:
-  capacity: {cpu: "32", memory: 256Gi, pods: "110"}
-  allocatable: {cpu: "32", memory: 256Gi, pods: "110"}
+  capacity: {cpu: "32", memory: 256Gi, pods: "110", nvidia.com/gpu: "8"}
+  allocatable: {cpu: "32", memory: 256Gi, pods: "110", nvidia.com/gpu: "8"}
 YAML
 }
 
