@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -216,14 +216,7 @@ func labSpec(namespace string, fleet []fleetNode) ([]byte, error) {
 // waitPods watches the namespace's pods until as many are Running and as
 // many Pending unscheduled as the settled fleet has.
 func waitPods(ctx context.Context, c kubernetes.Interface, namespace string, running, pending int) error {
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.CoreV1().Pods(namespace).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return c.CoreV1().Pods(namespace).Watch(ctx, o)
-		},
-	}
+	lw := cache.NewListWatchFromClient(c.CoreV1().RESTClient(), "pods", namespace, fields.Everything())
 	// Counted as events come, not by a scan of every pod on every event:
 	// that was quadratic, a fifth of a core at 5,000 nodes.
 	state := map[types.UID]int{} // each pod's index in counts

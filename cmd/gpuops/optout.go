@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
@@ -92,22 +93,11 @@ func setDeploy(c *cli.Context, on bool, mode plan.Mode) error {
 	} else {
 		res, err = provision.OptOut(c.Context, cl.Kube, lab.Namespace, workspaceOf(c), r, opts)
 	}
-	if r.DryRun && res != nil {
-		if perr := p.Plan(c.App.Writer, res.Plan); perr != nil {
-			return perr
-		}
-		if err == nil && p.Format == report.Text {
-			_, err = fmt.Fprintf(c.App.Writer, "server dry run: the API server accepts the labels of %d node(s); nothing changed\n", len(res.Plan.Steps[len(res.Plan.Steps)-1].Nodes))
-		}
-		return err
+	if r.DryRun && res != nil && err != nil { // refused: the plan says what was sent
+		return cmp.Or(p.Plan(c.App.Writer, res.Plan), err)
 	}
 	if err != nil {
 		return err
 	}
-	for _, ch := range res.Changes {
-		if _, err := fmt.Fprintf(c.App.Writer, "daemonset.apps/%s desiredNumberScheduled %s -> %s\n", ch.DaemonSet, ch.Before, ch.After); err != nil {
-			return err
-		}
-	}
-	return nil
+	return p.Relabelled(c.App.Writer, res, r.DryRun)
 }

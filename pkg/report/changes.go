@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/gpuops/gpuops/pkg/guard"
 	"github.com/gpuops/gpuops/pkg/provision"
@@ -48,5 +49,24 @@ func GuardUninstalled(w io.Writer, installed bool) error {
 		return nil
 	}
 	_, err := io.WriteString(w, "guard: not installed\n")
+	return err
+}
+
+// Relabelled prints what an opt-out or opt-in did: on a dry run its plan
+// (and, in text, that the API server accepted the labels), else each
+// DaemonSet's desiredNumberScheduled before and after, kubectl-style.
+func (p Printer) Relabelled(w io.Writer, r *provision.Result, dryRun bool) error {
+	if dryRun {
+		if err := p.Plan(w, r.Plan); err != nil || p.Format != Text {
+			return err
+		}
+		_, err := fmt.Fprintf(w, "server dry run: the API server accepts the labels of %d node(s); nothing changed\n", len(r.Plan.Steps[len(r.Plan.Steps)-1].Nodes))
+		return err
+	}
+	var b strings.Builder
+	for _, ch := range r.Changes {
+		fmt.Fprintf(&b, "daemonset.apps/%s desiredNumberScheduled %s -> %s\n", ch.DaemonSet, ch.Before, ch.After)
+	}
+	_, err := io.WriteString(w, b.String())
 	return err
 }
