@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
@@ -22,14 +23,7 @@ func auditCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			r, err := judgeCluster(c, f)
-			if err != nil {
-				return err
-			}
-			if err := f.printer.Result(c.App.Writer, c.App.ErrWriter, r, report.AuditView); err != nil {
-				return err
-			}
-			return findingIf(r.AuditFailed())
+			return judgeAndReport(c, f, report.AuditView, (*pipeline.Result).AuditFailed)
 		},
 	}
 }

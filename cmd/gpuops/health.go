@@ -34,18 +34,7 @@ func healthCommand() *cli.Command {
 				}
 			}
 			f.opts.Health, f.opts.Nodes = true, c.Args().Slice()
-			cl, err := connect(c)
-			if err != nil {
-				return err
-			}
-			r, err := pipeline.Run(c.Context, cl.Kube, f.opts)
-			if err != nil {
-				return err
-			}
-			if err := f.printer.Result(c.App.Writer, c.App.ErrWriter, r, report.HealthView); err != nil {
-				return err
-			}
-			return findingIf(r.Unusable())
+			return judgeAndReport(c, f, report.HealthView, (*pipeline.Result).Unusable)
 		},
 	}
 }

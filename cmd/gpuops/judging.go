@@ -83,11 +83,16 @@ type judgeFlags struct {
 	opts    pipeline.Options
 }
 
-// readJudgeFlags reads the flags every judge shares (a command without one
-// of them gets its zero value): -o, -l, --discover, --all-rules,
+// readJudgeFlags reads the arguments and the flags every judge shares (a
+// command without one of them gets its zero value): -o, -l, --discover, --all-rules,
 // --stuck-after, --explain, --group-by and the namespace.
 func readJudgeFlags(c *cli.Context) (judgeFlags, error) {
 	var f judgeFlags
+	if c.Command.ArgsUsage == "" { // a command that takes arguments says which
+		if err := noArgs(c); err != nil {
+			return f, err
+		}
+	}
 	if c.String("output") != "" {
 		p, err := printerFor(c)
 		if err != nil {
@@ -129,16 +134,27 @@ func rosterChoice(c *cli.Context) pipeline.Choice {
 	return pipeline.LabRoster
 }
 
-// judgeCluster judges the whole cluster, or the nodes -l selects.
-func judgeCluster(c *cli.Context, f judgeFlags) (*pipeline.Result, error) {
-	if err := noArgs(c); err != nil {
-		return nil, err
-	}
+// judge runs the pipeline with the command's options (the whole cluster,
+// the nodes -l selects, or those f.opts names).
+func judge(c *cli.Context, f judgeFlags) (*pipeline.Result, error) {
 	cl, err := connect(c)
 	if err != nil {
 		return nil, err
 	}
 	return pipeline.Run(c.Context, cl.Kube, f.opts)
+}
+
+// judgeAndReport is a judging command's body: the pipeline, one view of its
+// result, and exit 1 when failed says the verdict is a finding.
+func judgeAndReport(c *cli.Context, f judgeFlags, view report.View, failed func(*pipeline.Result) bool) error {
+	r, err := judge(c, f)
+	if err != nil {
+		return err
+	}
+	if err := f.printer.Result(c.App.Writer, c.App.ErrWriter, r, view); err != nil {
+		return err
+	}
+	return findingIf(failed(r))
 }
 
 // noArgs refuses positional arguments for a command that takes none.

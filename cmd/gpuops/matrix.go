@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
@@ -19,11 +20,7 @@ func matrixCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			r, err := judgeCluster(c, f)
-			if err != nil {
-				return err
-			}
-			return f.printer.Result(c.App.Writer, c.App.ErrWriter, r, report.MatrixView)
+			return judgeAndReport(c, f, report.MatrixView, func(*pipeline.Result) bool { return false })
 		},
 	}
 }

@@ -33,18 +33,7 @@ func orderCheckCommand() *cli.Command {
 				return err
 			}
 			f.opts.Node = c.Args().First()
-			cl, err := connect(c)
-			if err != nil {
-				return err
-			}
-			r, err := pipeline.Run(c.Context, cl.Kube, f.opts)
-			if err != nil {
-				return err
-			}
-			if err := f.printer.Result(c.App.Writer, c.App.ErrWriter, r, report.OrderView); err != nil {
-				return err
-			}
-			return findingIf(r.OrderFailed())
+			return judgeAndReport(c, f, report.OrderView, (*pipeline.Result).OrderFailed)
 		},
 	}
 }

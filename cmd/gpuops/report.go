@@ -34,7 +34,8 @@ func reportCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			r, err := judgeFleet(c, f)
+			fleetOptions(&f)
+			r, err := judge(c, f)
 			if err != nil {
 				return err
 			}

@@ -28,9 +28,6 @@ func serveCommand() *cli.Command {
 				"(needs create and patch on events in the default namespace)"},
 		},
 		Action: func(c *cli.Context) error {
-			if err := noArgs(c); err != nil {
-				return err
-			}
 			opts, err := liveOptions(c)
 			if err != nil {
 				return err

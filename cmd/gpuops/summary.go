@@ -26,14 +26,8 @@ func summaryCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			r, err := judgeFleet(c, f)
-			if err != nil {
-				return err
-			}
-			if err := f.printer.Result(c.App.Writer, c.App.ErrWriter, r, report.SummaryView); err != nil {
-				return err
-			}
-			return findingIf(r.Fleet.Findings() > 0)
+			fleetOptions(&f)
+			return judgeAndReport(c, f, report.SummaryView, func(r *pipeline.Result) bool { return r.Fleet.Findings() > 0 })
 		},
 	}
 }
@@ -50,9 +44,8 @@ func fleetFlags() []cli.Flag {
 	}
 }
 
-// judgeFleet judges the cluster for a fleet view: every start-up rule the
-// roster allows, each finding with its reason, each node's health.
-func judgeFleet(c *cli.Context, f judgeFlags) (*pipeline.Result, error) {
+// fleetOptions are a fleet view's: every start-up rule the roster allows,
+// each finding with its reason, each node's health.
+func fleetOptions(f *judgeFlags) {
 	f.opts.AllRules, f.opts.Explain, f.opts.Health = true, true, true
-	return judgeCluster(c, f)
 }

@@ -32,9 +32,6 @@ func watchCommand() *cli.Command {
 			selectorFlag(), explainFlag(), discoverFlag(), allRulesFlag(), stuckAfterFlag(),
 		},
 		Action: func(c *cli.Context) error {
-			if err := noArgs(c); err != nil {
-				return err
-			}
 			f, err := report.ParseFormat(c.String("output"), extraFormats(c.Command)...)
 			if err != nil {
 				return usageError(err)
