@@ -190,10 +190,11 @@ func (j *Judge) Run(ctx context.Context) error {
 	j.ready.Store(true)
 	context.AfterFunc(ctx, j.queue.ShutDown)
 	for {
-		names := j.take(true)
-		if names == nil {
+		got := j.take(true)
+		if got == nil {
 			return nil
 		}
+		names := slices.Clone(got)
 		if slices.Contains(names, daemonSetsChanged) {
 			// The operator renders its DaemonSets from the ClusterPolicy: a
 			// change of one is when the policy may have changed too.
@@ -208,7 +209,7 @@ func (j *Judge) Run(ctx context.Context) error {
 			names = slices.Compact(names)
 		}
 		j.judge(names, false)
-		for _, n := range names {
+		for _, n := range got { // only what Get handed out: Done queues a dirty item again
 			j.queue.Done(n)
 		}
 	}
