@@ -79,6 +79,7 @@ func newApp(name string, stdout, stderr io.Writer) *cli.App {
 			orderCheckCommand(),
 			matrixCommand(),
 			summaryCommand(),
+			healthCommand(),
 			reportCommand(),
 			watchCommand(),
 			serveCommand(),
