@@ -115,7 +115,7 @@ func TestBashCompletion(t *testing.T) {
 		return bash(t, env, "source <(gpuops completion bash)", "__start_gpuops", append([]string{"gpuops"}, words...)...)
 	}
 	wantCandidates(t, "commands", complete(""),
-		"audit", "completion", "guard", "help", "lab", "matrix", "optin", "optout", "order-check", "report", "reset", "serve", "summary", "up", "version", "watch")
+		"audit", "completion", "guard", "health", "help", "lab", "matrix", "optin", "optout", "order-check", "report", "reset", "serve", "summary", "up", "version", "watch")
 	wantCandidates(t, "a command's prefix", complete("o"), "optin", "optout", "order-check")
 	wantCandidates(t, "operands", complete("optout", c.nodes[0], ""), operandNames()...)
 	wantCandidates(t, "an operand's prefix", complete("optin", c.nodes[0], "d"), "driver", "device-plugin", "dcgm-exporter")
@@ -123,6 +123,7 @@ func TestBashCompletion(t *testing.T) {
 	wantCandidates(t, "-o of order-check", complete("order-check", "-o", ""), "text", "json", "yaml", "table", "wide", "name", "junit")
 	wantCandidates(t, "-o of matrix", complete("matrix", "-o", ""), "text", "json", "yaml", "table")
 	wantCandidates(t, "-o of summary", complete("summary", "-o", ""), "text", "json", "yaml", "table", "name")
+	wantCandidates(t, "-o of health", complete("health", "-o", ""), "text", "json", "yaml", "table", "junit")
 	wantCandidates(t, "--no-headers", complete("matrix", "--no-h"), "--no-headers")
 	wantCandidates(t, "a flag", complete("audit", "--ex"), "--explain")
 	wantCandidates(t, "shells", complete("completion", ""), "bash", "zsh", "fish")
