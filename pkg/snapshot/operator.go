@@ -6,6 +6,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
@@ -27,6 +28,48 @@ type ClusterPolicy struct {
 	// NVIDIADriverCRD is spec.driver.useNvidiaDriverCRD: NVIDIADriver
 	// objects render the driver DaemonSets instead of the policy.
 	NVIDIADriverCRD bool
+	// UpgradePolicy is spec.driver.upgradePolicy, nil when the policy sets
+	// none (the upgrade controller then does nothing).
+	UpgradePolicy *UpgradePolicy
+}
+
+// UpgradePolicy is how the driver upgrade controller may upgrade the nodes
+// of one pool (DriverUpgradePolicySpec of NVIDIA/k8s-operator-libs
+// api/upgrade/v1alpha1), with the CRD's defaults filled in where a field is
+// left out.
+type UpgradePolicy struct {
+	AutoUpgrade bool `json:"autoUpgrade"`
+	// MaxParallelUpgrades is how many nodes may upgrade at once; 0: all.
+	MaxParallelUpgrades int `json:"maxParallelUpgrades"`
+	// MaxUnavailable is a count or a percentage of the pool's nodes; nil
+	// means all of them (the controller's rule when the CRD left it unset).
+	MaxUnavailable    *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+	WaitForCompletion WaitForCompletion   `json:"waitForCompletion"`
+	PodDeletion       PodDeletion         `json:"podDeletion"`
+	Drain             Drain               `json:"drain"`
+}
+
+// WaitForCompletion says which pods the controller waits for before it
+// deletes pods or drains; 0 seconds: without a limit.
+type WaitForCompletion struct {
+	PodSelector    string `json:"podSelector,omitempty"`
+	TimeoutSeconds int    `json:"timeoutSeconds"`
+}
+
+// PodDeletion is how the controller deletes the pods that use GPUs.
+type PodDeletion struct {
+	Force          bool `json:"force"`
+	TimeoutSeconds int  `json:"timeoutSeconds"`
+	DeleteEmptyDir bool `json:"deleteEmptyDir"`
+}
+
+// Drain is whether and how the controller drains a node.
+type Drain struct {
+	Enable         bool   `json:"enable"`
+	Force          bool   `json:"force"`
+	PodSelector    string `json:"podSelector,omitempty"`
+	TimeoutSeconds int    `json:"timeoutSeconds"`
+	DeleteEmptyDir bool   `json:"deleteEmptyDir"`
 }
 
 // NVIDIADriver is what a judge needs of an NVIDIADriver
@@ -34,6 +77,11 @@ type ClusterPolicy struct {
 type NVIDIADriver struct {
 	Name       string
 	DriverType string // gpu, vgpu or vgpu-host-manager
+	// NodeSelector is spec.nodeSelector: the node pool it serves.
+	NodeSelector map[string]string
+	// UpgradePolicy is spec.upgradePolicy with the defaults filled in (an
+	// NVIDIADriver without one upgrades automatically, with the defaults).
+	UpgradePolicy *UpgradePolicy
 }
 
 // LabelChange says who last wrote a node label and when: the field manager
@@ -49,26 +97,50 @@ type LabelChange struct {
 // latest one, should several share it) and the entry's time. Keys no entry
 // owns are left out.
 func LabelChangesFrom(entries []metav1.ManagedFieldsEntry, keys []string) map[string]LabelChange {
+	paths := make([]fieldpath.Path, len(keys))
+	for i, k := range keys {
+		paths[i] = fieldpath.MakePathOrDie("metadata", "labels", k)
+	}
+	// Parse only entries that name a key somewhere: most own other labels
+	// (NFD's own a hundred), and parsing is most of the cost.
+	names := func(raw []byte) bool {
+		return slices.ContainsFunc(keys, func(k string) bool { return bytes.Contains(raw, []byte(`"f:`+k+`"`)) })
+	}
 	out := map[string]LabelChange{}
-	for _, e := range entries {
-		if e.FieldsV1 == nil || e.Time == nil || e.Subresource != "" {
-			continue
+	for i, c := range lastWriters(entries, paths, names) {
+		if c != nil {
+			out[keys[i]] = *c
 		}
-		// Parse only entries that name a key somewhere: most own other
-		// labels (NFD's own a hundred), and parsing is most of the cost.
-		if !slices.ContainsFunc(keys, func(k string) bool { return bytes.Contains(e.FieldsV1.Raw, []byte(`"f:`+k+`"`)) }) {
+	}
+	return out
+}
+
+// CordonFrom reads who last set a node's spec.unschedulable from its
+// managedFields, as LabelChangesFrom does for a label; nil when no entry
+// owns it.
+func CordonFrom(entries []metav1.ManagedFieldsEntry) *LabelChange {
+	return lastWriters(entries, []fieldpath.Path{unschedulablePath}, func(raw []byte) bool { return bytes.Contains(raw, []byte(`"f:unschedulable"`)) })[0]
+}
+
+var unschedulablePath = fieldpath.MakePathOrDie("spec", "unschedulable")
+
+// lastWriters finds, for each path, the latest entry that owns it (nil when
+// none does), parsing only the entries whose raw fields names accepts.
+// Entries of a subresource (the kubelet's status) and without a time are
+// left out.
+func lastWriters(entries []metav1.ManagedFieldsEntry, paths []fieldpath.Path, names func([]byte) bool) []*LabelChange {
+	out := make([]*LabelChange, len(paths))
+	for _, e := range entries {
+		if e.FieldsV1 == nil || e.Time == nil || e.Subresource != "" || !names(e.FieldsV1.Raw) {
 			continue
 		}
 		var set fieldpath.Set
 		if err := set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
 			continue // a malformed entry says nothing
 		}
-		for _, k := range keys {
-			if !set.Has(fieldpath.MakePathOrDie("metadata", "labels", k)) {
-				continue
-			}
-			if prev, ok := out[k]; !ok || e.Time.After(prev.Time) {
-				out[k] = LabelChange{Manager: e.Manager, Time: e.Time.UTC()}
+		for i, p := range paths {
+			if set.Has(p) && (out[i] == nil || e.Time.After(out[i].Time)) {
+				out[i] = &LabelChange{Manager: e.Manager, Time: e.Time.UTC()}
 			}
 		}
 	}

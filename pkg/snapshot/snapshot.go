@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gpuops/gpuops/pkg/daemonset"
+	"github.com/gpuops/gpuops/pkg/operand"
 )
 
 // Snapshot is the cluster state at one moment.
@@ -29,6 +30,14 @@ type Snapshot struct {
 	// were not read, empty when there are none).
 	Policy        *ClusterPolicy
 	NVIDIADrivers []NVIDIADriver
+	// Revisions are, by DaemonSet name, the controller-revision-hash of the
+	// DaemonSet's latest ControllerRevision: its pods with another hash run
+	// an older template. Nil unless the read was for upgrades.
+	Revisions map[string]string
+	// UpgradeEvents are, by node, the driver upgrade controller's latest
+	// Event on it (operand.UpgradeEventReason): its latest warning, when it
+	// gave one, else its latest word. Nil unless the read was for upgrades.
+	UpgradeEvents map[string]Event
 	// Notes say what the reader skipped and why (a CRD that is not served,
 	// a list the user may not make), for --explain.
 	Notes []string
@@ -44,6 +53,13 @@ type Node struct {
 	// LabelChanges says who last wrote some of the labels, and when: only
 	// those the reader was asked to trace (a helper's pause), nil otherwise.
 	LabelChanges map[string]LabelChange
+	// Annotations are the driver upgrade controller's annotations of the
+	// node (operand.IsUpgradeAnnotation), nil when it has none: the others
+	// are left out, they can outweigh the rest of the node.
+	Annotations map[string]string
+	// Cordon says who last set spec.unschedulable, and when: only on a
+	// cordoned node an upgrades read traced, nil otherwise.
+	Cordon *LabelChange
 	// Devices are the NVIDIA device counts of status.capacity and
 	// .allocatable, by resource name: nvidia.com/gpu and the MIG resources
 	// nvidia.com/mig-<profile> of the mixed strategy. Nil when the node
@@ -79,7 +95,18 @@ type Pod struct {
 	// controller pins it with a metadata.name node affinity), known before
 	// the pod is scheduled; empty for other pods.
 	Target string
-	Health PodHealth
+	// Revision is a DaemonSet pod's controller-revision-hash label: the
+	// template it was made from. Only an upgrades read keeps it.
+	Revision string
+	Health   PodHealth
+}
+
+// Event is what a judge needs of an Event: its type (Normal or Warning),
+// message and when it last happened.
+type Event struct {
+	Type    string
+	Message string
+	Time    time.Time
 }
 
 // PodHealth is what a health judge needs of a pod's containers, without the
@@ -148,6 +175,14 @@ func (n Node) API() *corev1.Node {
 // NodeFrom converts an API node.
 func NodeFrom(n *corev1.Node) Node {
 	out := Node{Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Unschedulable: n.Spec.Unschedulable}
+	for k, v := range n.Annotations {
+		if operand.IsUpgradeAnnotation(k) {
+			if out.Annotations == nil {
+				out.Annotations = map[string]string{}
+			}
+			out.Annotations[k] = v
+		}
+	}
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			out.Ready = c.Status == corev1.ConditionTrue
@@ -182,6 +217,7 @@ func PodFrom(p *corev1.Pod) Pod {
 	}
 	if out.DaemonSet != "" {
 		out.Target = daemonset.TargetNode(p)
+		out.Revision = p.Labels[operand.RevisionHashLabel]
 	}
 	if out.Reason == "" && out.Phase != corev1.PodRunning {
 		out.Reason = statusReason(&p.Status)
@@ -315,4 +351,33 @@ func DaemonSetFrom(d *appsv1.DaemonSet) DaemonSet {
 		out.Controller = ref.Kind + "." + schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind).Group
 	}
 	return out
+}
+
+// EventFrom converts an API Event. Its time is the latest the Event records:
+// the series' last observation, else lastTimestamp, else eventTime (the
+// events.k8s.io writers set only that), else firstTimestamp.
+func EventFrom(e *corev1.Event) Event {
+	out := Event{Type: e.Type, Message: e.Message}
+	switch {
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		out.Time = e.Series.LastObservedTime.Time
+	case !e.LastTimestamp.IsZero():
+		out.Time = e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		out.Time = e.EventTime.Time
+	default:
+		out.Time = e.FirstTimestamp.Time
+	}
+	out.Time = out.Time.UTC()
+	return out
+}
+
+// Supersedes reports whether e says more than old about a node's upgrade: a
+// warning over a normal Event (the controller's success message on entering
+// upgrade-failed comes after the warning that says why), else the later one.
+func (e Event) Supersedes(old Event) bool {
+	if w, wasW := e.Type == corev1.EventTypeWarning, old.Type == corev1.EventTypeWarning; w != wasW {
+		return w
+	}
+	return e.Time.After(old.Time)
 }

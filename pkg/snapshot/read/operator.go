@@ -8,12 +8,16 @@ import (
 	"slices"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fieldsel "k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
@@ -57,7 +61,8 @@ func readOperator(ctx context.Context, rc rest.Interface, s *snapshot.Snapshot) 
 	default: // a cluster that does not serve them has none
 		s.NVIDIADrivers = []snapshot.NVIDIADriver{}
 		for _, d := range drivers.Items {
-			s.NVIDIADrivers = append(s.NVIDIADrivers, snapshot.NVIDIADriver{Name: d.Metadata.Name, DriverType: d.Spec.DriverType})
+			s.NVIDIADrivers = append(s.NVIDIADrivers, snapshot.NVIDIADriver{Name: d.Metadata.Name, DriverType: d.Spec.DriverType,
+				NodeSelector: d.Spec.NodeSelector, UpgradePolicy: d.Spec.UpgradePolicy.resolve(operand.DefaultNVIDIADriverAutoUpgrade)})
 		}
 	}
 	return nil
@@ -80,7 +85,78 @@ type clusterPolicy struct {
 
 type nvidiaDriver struct {
 	Metadata struct{ Name string }
-	Spec     struct{ DriverType string }
+	Spec     struct {
+		DriverType    string
+		NodeSelector  map[string]string
+		UpgradePolicy *upgradePolicy
+	}
+}
+
+// upgradePolicy is a DriverUpgradePolicySpec as the API serves it; a field
+// left out is nil, so that resolve can tell it from a zero.
+type upgradePolicy struct {
+	AutoUpgrade         *bool
+	MaxParallelUpgrades *int
+	MaxUnavailable      *intstr.IntOrString
+	WaitForCompletion   *struct {
+		PodSelector    string
+		TimeoutSeconds int // default 0
+	}
+	PodDeletion *struct {
+		Force, DeleteEmptyDir bool
+		TimeoutSeconds        *int
+	}
+	Drain *struct {
+		Enable, Force, DeleteEmptyDir bool
+		PodSelector                   string
+		TimeoutSeconds                *int
+	}
+}
+
+// resolve fills in the CRD's defaults (operand.DefaultMaxParallelUpgrades
+// and the rest) where the policy leaves a field out, with autoUpgrade's
+// default of its kind. A nil policy resolves to the defaults when
+// autoUpgrade defaults to true (an NVIDIADriver: GetUpgradePolicyWithDefaults),
+// else to nil (a ClusterPolicy without one upgrades nothing).
+func (p *upgradePolicy) resolve(autoUpgrade bool) *snapshot.UpgradePolicy {
+	if p == nil {
+		if !autoUpgrade {
+			return nil
+		}
+		p = &upgradePolicy{}
+	}
+	or := func(v *int, def int) int {
+		if v == nil {
+			return def
+		}
+		return *v
+	}
+	maxUnavailable := intstr.FromString(operand.DefaultMaxUnavailable)
+	if p.MaxUnavailable != nil {
+		maxUnavailable = *p.MaxUnavailable
+	}
+	out := &snapshot.UpgradePolicy{
+		AutoUpgrade:         autoUpgrade,
+		MaxParallelUpgrades: or(p.MaxParallelUpgrades, operand.DefaultMaxParallelUpgrades),
+		MaxUnavailable:      &maxUnavailable,
+		PodDeletion:         snapshot.PodDeletion{TimeoutSeconds: operand.DefaultUpgradeTimeoutSeconds},
+		Drain:               snapshot.Drain{TimeoutSeconds: operand.DefaultUpgradeTimeoutSeconds},
+	}
+	if p.AutoUpgrade != nil {
+		out.AutoUpgrade = *p.AutoUpgrade
+	}
+	if w := p.WaitForCompletion; w != nil {
+		out.WaitForCompletion = snapshot.WaitForCompletion{PodSelector: w.PodSelector, TimeoutSeconds: w.TimeoutSeconds}
+	}
+	if d := p.PodDeletion; d != nil {
+		out.PodDeletion = snapshot.PodDeletion{Force: d.Force, DeleteEmptyDir: d.DeleteEmptyDir,
+			TimeoutSeconds: or(d.TimeoutSeconds, operand.DefaultUpgradeTimeoutSeconds)}
+	}
+	if d := p.Drain; d != nil {
+		out.Drain = snapshot.Drain{Enable: d.Enable, Force: d.Force, DeleteEmptyDir: d.DeleteEmptyDir, PodSelector: d.PodSelector,
+			TimeoutSeconds: or(d.TimeoutSeconds, operand.DefaultUpgradeTimeoutSeconds)}
+	}
+	return out
 }
 
 // pick returns the ClusterPolicy the operator acts on: it marks every other
@@ -98,6 +174,7 @@ func pick(items []clusterPolicy) *snapshot.ClusterPolicy {
 			Enabled            *bool
 			Mode               string
 			UseNvidiaDriverCRD *bool
+			UpgradePolicy      *upgradePolicy
 		}
 		if json.Unmarshal(raw, &f) != nil {
 			continue // not an object: no switch
@@ -108,48 +185,63 @@ func pick(items []clusterPolicy) *snapshot.ClusterPolicy {
 		if field == "sandboxWorkloads" {
 			out.SandboxMode = f.Mode
 		}
-		if field == "driver" && f.UseNvidiaDriverCRD != nil {
+		if field != "driver" {
+			continue
+		}
+		if f.UseNvidiaDriverCRD != nil {
 			out.NVIDIADriverCRD = *f.UseNvidiaDriverCRD
 		}
+		out.UpgradePolicy = f.UpgradePolicy.resolve(operand.DefaultClusterPolicyAutoUpgrade)
 	}
 	return out
 }
 
-// trace keeps who last wrote the node's labels that pick selects. whole is
-// the node's protobuf bytes, or nil when n was decoded whole (JSON).
-func trace(node *snapshot.Node, n *corev1.Node, whole []byte, pick func(key, value string) bool) error {
+// trace keeps who last wrote the node's labels that pick selects and, with
+// cordon, who cordoned it. whole is the node's protobuf bytes, or nil when
+// n was decoded whole (JSON).
+func trace(node *snapshot.Node, n *corev1.Node, whole []byte, pick func(key, value string) bool, cordon bool) error {
 	var keys []string
 	for k, v := range node.Labels {
 		if pick(k, v) {
 			keys = append(keys, k)
 		}
 	}
-	if len(keys) == 0 {
+	cordon = cordon && node.Unschedulable
+	if len(keys) == 0 && !cordon {
 		return nil
 	}
 	entries := n.ManagedFields
 	if whole != nil {
+		needles := keys
+		if cordon {
+			needles = append(needles[:len(needles):len(needles)], "f:unschedulable")
+		}
 		var err error
-		if entries, err = managedFields(whole, keys); err != nil {
+		if entries, err = managedFields(whole, needles); err != nil {
 			return err
 		}
 	}
-	node.LabelChanges = snapshot.LabelChangesFrom(entries, keys)
+	if len(keys) > 0 {
+		node.LabelChanges = snapshot.LabelChangesFrom(entries, keys)
+	}
+	if cordon {
+		node.Cordon = snapshot.CordonFrom(entries)
+	}
 	return nil
 }
 
 // managedFields decodes the managedFields entries of a node's protobuf
-// bytes that name one of keys: the others (the kubelet's status, NFD's
+// bytes that name one of needles: the others (the kubelet's status, NFD's
 // hundred labels) can outweigh the rest of what a judge keeps, so they are
 // not even copied.
-func managedFields(node []byte, keys []string) ([]metav1.ManagedFieldsEntry, error) {
+func managedFields(node []byte, needles []string) ([]metav1.ManagedFieldsEntry, error) {
 	meta, err := field(node, 1) // metadata
 	if err != nil {
 		return nil, err
 	}
 	var out []metav1.ManagedFieldsEntry
 	err = eachField(meta, 17, func(b []byte) error { // managedFields
-		if !slices.ContainsFunc(keys, func(k string) bool { return bytes.Contains(b, []byte(k)) }) {
+		if !slices.ContainsFunc(needles, func(k string) bool { return bytes.Contains(b, []byte(k)) }) {
 			return nil
 		}
 		var e metav1.ManagedFieldsEntry
@@ -159,5 +251,83 @@ func managedFields(node []byte, keys []string) ([]metav1.ManagedFieldsEntry, err
 		out = append(out, e)
 		return nil
 	})
+	return out, err
+}
+
+// readUpgrades reads what the driver upgrade verdict needs besides nodes,
+// pods and the policy, one LIST each: the namespace's ControllerRevisions,
+// for the latest template of each DaemonSet, and the upgrade controller's
+// Events on nodes. A list the user may not make is skipped with a note.
+func readUpgrades(ctx context.Context, c kubernetes.Interface, namespace string, pageSize int64) (revisions map[string]string, events map[string]snapshot.Event, notes []string, err error) {
+	revisions, err = readRevisions(ctx, c.AppsV1().RESTClient(), namespace, pageSize)
+	switch {
+	case apierrors.IsForbidden(err):
+		notes = append(notes, "ControllerRevisions not read (whether a driver pod runs its DaemonSet's latest template is unknown): the user may not list controllerrevisions in namespace "+namespace)
+	case err != nil:
+		return nil, nil, nil, fmt.Errorf("list controllerrevisions in namespace %s: %w", namespace, err)
+	}
+	events, err = readUpgradeEvents(ctx, c.CoreV1().RESTClient(), pageSize)
+	switch {
+	case apierrors.IsForbidden(err):
+		notes = append(notes, "driver upgrade Events not read (a failed upgrade's cause may be unknown): the user may not list events in namespace "+metav1.NamespaceDefault)
+	case err != nil:
+		return nil, nil, nil, fmt.Errorf("list %s events: %w", operand.UpgradeEventReason, err)
+	}
+	return revisions, events, notes, nil
+}
+
+// readRevisions maps each DaemonSet of the namespace to the hash of its
+// highest-numbered ControllerRevision, as the upgrade controller finds a
+// DaemonSet's current template (GetDaemonsetControllerRevisionHash): the
+// revision's controller-revision-hash label, else its name past "<ds>-".
+func readRevisions(ctx context.Context, apps rest.Interface, namespace string, pageSize int64) (map[string]string, error) {
+	type latest struct {
+		revision int64
+		hash     string
+	}
+	found := map[string]latest{}
+	err := readList(ctx, func() *rest.Request { return apps.Get().Namespace(namespace).Resource("controllerrevisions") },
+		metav1.ListOptions{Limit: pageSize}, revisionFields, &appsv1.ControllerRevisionList{},
+		func(r *appsv1.ControllerRevision, _ []byte) error {
+			ref := metav1.GetControllerOf(r)
+			if ref == nil || ref.Kind != "DaemonSet" {
+				return nil
+			}
+			if prev, ok := found[ref.Name]; ok && prev.revision >= r.Revision {
+				return nil
+			}
+			hash, ok := r.Labels[operand.RevisionHashLabel]
+			if !ok {
+				hash = strings.TrimPrefix(r.Name, ref.Name+"-")
+			}
+			found[ref.Name] = latest{r.Revision, hash}
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(found))
+	for ds, l := range found {
+		out[ds] = l.hash
+	}
+	return out, nil
+}
+
+// readUpgradeEvents keeps, per node, the upgrade controller's Event that
+// says most (snapshot.Event.Supersedes). The recorder files the Events of
+// a node, a cluster-scoped object, in namespace default.
+func readUpgradeEvents(ctx context.Context, core rest.Interface, pageSize int64) (map[string]snapshot.Event, error) {
+	sel := fieldsel.AndSelectors(fieldsel.OneTermEqualSelector("reason", operand.UpgradeEventReason),
+		fieldsel.OneTermEqualSelector("involvedObject.kind", "Node"))
+	out := map[string]snapshot.Event{}
+	err := readList(ctx, func() *rest.Request { return core.Get().Namespace(metav1.NamespaceDefault).Resource("events") },
+		metav1.ListOptions{Limit: pageSize, FieldSelector: sel.String()}, eventFields, &corev1.EventList{},
+		func(e *corev1.Event, _ []byte) error {
+			node, ev := e.InvolvedObject.Name, snapshot.EventFrom(e)
+			if prev, ok := out[node]; !ok || ev.Supersedes(prev) {
+				out[node] = ev
+			}
+			return nil
+		})
 	return out, err
 }

@@ -4,7 +4,15 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
@@ -39,5 +47,97 @@ func TestPickClusterPolicy(t *testing.T) {
 	}
 	if got := pick(list.Items[:1]); got != nil {
 		t.Errorf("only ignored policies: %+v, want none", got)
+	}
+}
+
+func TestUpgradePolicy(t *testing.T) {
+	body := `{"items": [{"metadata": {"name": "cluster-policy"},
+	   "spec": {"driver": {"upgradePolicy": {"autoUpgrade": true, "maxParallelUpgrades": 0, "maxUnavailable": 2,
+	     "drain": {"enable": true, "podSelector": "app=x"}, "waitForCompletion": {"podSelector": "job=y", "timeoutSeconds": 60}}}}}]}`
+	var list struct{ Items []clusterPolicy }
+	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		t.Fatal(err)
+	}
+	two := intstr.FromInt32(2)
+	want := &snapshot.UpgradePolicy{AutoUpgrade: true, MaxParallelUpgrades: 0, MaxUnavailable: &two,
+		WaitForCompletion: snapshot.WaitForCompletion{PodSelector: "job=y", TimeoutSeconds: 60},
+		PodDeletion:       snapshot.PodDeletion{TimeoutSeconds: 300},
+		Drain:             snapshot.Drain{Enable: true, PodSelector: "app=x", TimeoutSeconds: 300}}
+	if got := pick(list.Items).UpgradePolicy; !reflect.DeepEqual(got, want) {
+		t.Errorf("ClusterPolicy's:\n got %+v\nwant %+v", got, want)
+	}
+
+	// Left out: the CRDs' defaults; autoUpgrade's depends on the kind.
+	quarter := intstr.FromString("25%")
+	defaults := &snapshot.UpgradePolicy{MaxParallelUpgrades: 1, MaxUnavailable: &quarter,
+		PodDeletion: snapshot.PodDeletion{TimeoutSeconds: 300}, Drain: snapshot.Drain{TimeoutSeconds: 300}}
+	if got := (&upgradePolicy{}).resolve(false); !reflect.DeepEqual(got, defaults) {
+		t.Errorf("empty ClusterPolicy upgradePolicy:\n got %+v\nwant %+v", got, defaults)
+	}
+	if got := (*upgradePolicy)(nil).resolve(false); got != nil {
+		t.Errorf("ClusterPolicy without upgradePolicy: %+v, want none", got)
+	}
+	var d nvidiaDriver
+	if err := json.Unmarshal([]byte(`{"metadata": {"name": "a100"}, "spec": {"nodeSelector": {"pool": "a100"}}}`), &d); err != nil {
+		t.Fatal(err)
+	}
+	defaults.AutoUpgrade = true
+	if got := d.Spec.UpgradePolicy.resolve(true); !reflect.DeepEqual(got, defaults) || d.Spec.NodeSelector["pool"] != "a100" {
+		t.Errorf("NVIDIADriver without upgradePolicy:\n got %+v\nwant %+v", got, defaults)
+	}
+}
+
+// The trimmed ControllerRevision and Event keep what the upgrades read
+// takes of them, and not a revision's data (its DaemonSet's template).
+func TestTrimRevisionAndEvent(t *testing.T) {
+	yes := true
+	rev := appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{Name: "nvidia-driver-daemonset-5f7d", Labels: map[string]string{operand.RevisionHashLabel: "5f7d"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "nvidia-driver-daemonset", Controller: &yes}}},
+		Data:     runtime.RawExtension{Raw: []byte(`{"spec":{"template":{}}}`)},
+		Revision: 7,
+	}
+	var got appsv1.ControllerRevision
+	decodeTrimmed(t, &rev, &got, revisionFields)
+	if got.Revision != 7 || got.Labels[operand.RevisionHashLabel] != "5f7d" || metav1.GetControllerOf(&got).Name != "nvidia-driver-daemonset" || got.Data.Raw != nil {
+		t.Errorf("trimmed revision %+v", got)
+	}
+
+	at := metav1.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	for _, e := range []corev1.Event{
+		{InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "gpu-1"}, Reason: operand.UpgradeEventReason, Type: "Warning", Message: "Failed to drain the node", LastTimestamp: at},
+		{InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "gpu-1"}, Type: "Normal", EventTime: metav1.NewMicroTime(at.Time)},
+		{InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "gpu-1"}, Series: &corev1.EventSeries{Count: 2, LastObservedTime: metav1.NewMicroTime(at.Time)}, FirstTimestamp: metav1.Unix(1, 0)},
+	} {
+		var got corev1.Event
+		decodeTrimmed(t, &e, &got, eventFields)
+		if want, have := snapshot.EventFrom(&e), snapshot.EventFrom(&got); want != have || !have.Time.Equal(at.Time) || got.InvolvedObject.Name != "gpu-1" {
+			t.Errorf("trimmed event %+v, want %+v at %v", have, want, at)
+		}
+	}
+}
+
+// Tracing a cordoned node reads who set spec.unschedulable, from protobuf
+// bytes as from a whole node, only when asked.
+func TestTraceCordon(t *testing.T) {
+	n := gpuNode(t, false)
+	n.Spec.Unschedulable = true
+	at := metav1.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)
+	n.ManagedFields = append(n.ManagedFields, metav1.ManagedFieldsEntry{Manager: operand.UpgradeManager, Operation: "Update", APIVersion: "v1",
+		Time: &at, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:unschedulable":{}}}`)}})
+	whole, err := n.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := snapshot.LabelChange{Manager: operand.UpgradeManager, Time: at.Time}
+	for _, bytes := range [][]byte{whole, nil} {
+		node := snapshot.NodeFrom(n)
+		if err := trace(&node, n, bytes, operand.UpgradeTraced, true); err != nil || node.Cordon == nil || *node.Cordon != want {
+			t.Errorf("cordon traced (protobuf %v): %+v, %v; want %+v", bytes != nil, node.Cordon, err, want)
+		}
+		node = snapshot.NodeFrom(n)
+		if err := trace(&node, n, bytes, operand.UpgradeTraced, false); err != nil || node.Cordon != nil {
+			t.Errorf("cordon traced unasked: %+v, %v", node.Cordon, err)
+		}
 	}
 }

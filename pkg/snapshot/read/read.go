@@ -57,6 +57,14 @@ type Options struct {
 	// nodes with such a label pay for decoding them. It sees the labels the
 	// read keeps (with DeployLabelsOnly, the deploy labels alone).
 	Trace func(key, value string) bool
+	// Upgrades also reads what the driver upgrade verdict (pkg/upgrade)
+	// needs: whole nodes (it overrides DeployLabelsOnly) with the upgrade
+	// controller's annotations, who wrote their upgrade state label
+	// (operand.UpgradeTraced, besides Trace's) and who cordoned them; each
+	// DaemonSet pod's template hash; the namespace's ControllerRevisions
+	// (Snapshot.Revisions) and the controller's Events on nodes
+	// (Snapshot.UpgradeEvents), one LIST each.
+	Upgrades bool
 }
 
 // Snapshot takes a snapshot with one LIST call per page of objects, never one
@@ -69,12 +77,20 @@ type Options struct {
 func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opts Options) (*snapshot.Snapshot, error) {
 	s := &snapshot.Snapshot{Namespace: namespace}
 	core := c.CoreV1().RESTClient()
+	pick := opts.Trace
+	if opts.Upgrades {
+		opts.DeployLabelsOnly = false
+		pick = operand.UpgradeTraced
+		if opts.Trace != nil {
+			pick = func(k, v string) bool { return operand.UpgradeTraced(k, v) || opts.Trace(k, v) }
+		}
+	}
 	// The lists are not cancelled when one fails: each ends with its own
 	// error, in its slot, so that a failure every list meets (a bad token)
 	// is said as the node list met it, whichever list failed first. Failing
 	// is the rare path; waiting there for the slowest list costs little.
 	var g errgroup.Group
-	var errs [4]error
+	var errs [5]error
 	run := func(slot int, f func() error) { g.Go(func() error { errs[slot] = f(); return errs[slot] }) }
 	run(0, func() error {
 		err := readNodes(ctx, core, opts, func(n *corev1.Node, whole []byte) error {
@@ -82,8 +98,8 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 			if opts.DeployLabelsOnly {
 				node.Labels = operand.DeployLabels(node.Labels)
 			}
-			if opts.Trace != nil {
-				if err := trace(&node, n, whole, opts.Trace); err != nil {
+			if pick != nil {
+				if err := trace(&node, n, whole, pick, opts.Upgrades); err != nil {
 					return fmt.Errorf("node %s: %w", node.Name, err)
 				}
 			}
@@ -121,6 +137,13 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 	if opts.Operator {
 		run(3, func() error { return Operator(ctx, c, s) })
 	}
+	var notes []string // apart: Operator writes s.Notes meanwhile
+	if opts.Upgrades {
+		run(4, func() (err error) {
+			s.Revisions, s.UpgradeEvents, notes, err = readUpgrades(ctx, c, namespace, opts.PageSize)
+			return err
+		})
+	}
 	if g.Wait() != nil {
 		for _, err := range errs {
 			if err != nil {
@@ -128,6 +151,7 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 			}
 		}
 	}
+	s.Notes = append(s.Notes, notes...)
 	return s, nil
 }
 
@@ -135,9 +159,13 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 // them in parts side by side (podparts.go), merged back into the order of
 // one LIST (by name).
 func readPods(ctx context.Context, core rest.Interface, namespace string, opts Options) ([]snapshot.Pod, error) {
+	keep := podFields
+	if opts.Upgrades {
+		keep = upgradePodFields
+	}
 	list := func(o metav1.ListOptions, pods *[]snapshot.Pod) error {
 		return readList(ctx, func() *rest.Request { return core.Get().Namespace(namespace).Resource("pods") }, o,
-			podFields, &corev1.PodList{}, func(p *corev1.Pod, _ []byte) error { *pods = append(*pods, snapshot.PodFrom(p)); return nil })
+			keep, &corev1.PodList{}, func(p *corev1.Pod, _ []byte) error { *pods = append(*pods, snapshot.PodFrom(p)); return nil })
 	}
 	if opts.Node != "" {
 		var pods []snapshot.Pod
@@ -177,7 +205,11 @@ func readNodes(ctx context.Context, core rest.Interface, opts Options, add func(
 				return add(&corev1.Node{ObjectMeta: m.ObjectMeta}, whole)
 			})
 	}
-	return readList(ctx, func() *rest.Request { return core.Get().Resource("nodes") }, list, nodeFields, &corev1.NodeList{}, add)
+	keep := nodeFields
+	if opts.Upgrades {
+		keep = upgradeNodeFields
+	}
+	return readList(ctx, func() *rest.Request { return core.Get().Resource("nodes") }, list, keep, &corev1.NodeList{}, add)
 }
 
 // message is an API type with its generated protobuf decoder.

@@ -72,6 +72,45 @@ var nodeFields = fields{
 	},
 }
 
+// An upgrades read also keeps a pod's labels (its controller-revision-hash)
+// and a node's annotations (the upgrade controller's): the other reads leave
+// them out, a real node's annotations alone can outweigh what they keep.
+var (
+	upgradePodFields = fields{
+		1: {1: nil, 9: nil, 11: nil, 13: nil}, // name, deletionTimestamp, labels, ownerReferences
+		2: podFields[2],
+		3: podFields[3],
+	}
+	upgradeNodeFields = fields{
+		1: {1: nil, 11: nil, 12: nil}, // name, labels, annotations
+		2: nodeFields[2],
+		3: nodeFields[3],
+	}
+)
+
+// revisionFields are what an upgrades read keeps of a ControllerRevision:
+// not its data, the whole template of its DaemonSet.
+var revisionFields = fields{
+	1: { // metadata
+		1:  nil, // name
+		11: nil, // labels
+		13: nil, // ownerReferences
+	},
+	3: nil, // revision
+}
+
+// eventFields are what snapshot.EventFrom reads of an Event, and the node it
+// is about.
+var eventFields = fields{
+	2:  nil, // involvedObject
+	4:  nil, // message
+	6:  nil, // firstTimestamp
+	7:  nil, // lastTimestamp
+	9:  nil, // type
+	10: nil, // eventTime
+	11: nil, // series
+}
+
 // metadataFields are what NodeFrom reads of a PartialObjectMetadata: its
 // field 1 is metadata, as a node's is.
 var metadataFields = fields{1: nodeFields[1]}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/randfill"
 
+	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
@@ -104,12 +105,37 @@ func TestTrimKeepsWhatConversionReads(t *testing.T) {
 			node.Status.Capacity["nvidia.com/gpu"] = *resource.NewQuantity(8, resource.DecimalSI)
 			node.Status.Allocatable["nvidia.com/mig-1g.10gb"] = *resource.NewQuantity(seed, resource.DecimalSI)
 		}
+		// An upgrades read keeps a DaemonSet pod's template hash and the
+		// upgrade controller's annotations of a node.
+		if seed%2 == 0 {
+			if pod.Labels == nil {
+				pod.Labels = map[string]string{}
+			}
+			pod.Labels[operand.RevisionHashLabel] = "5f7d"
+			if node.Annotations == nil {
+				node.Annotations = map[string]string{}
+			}
+			node.Annotations[operand.UpgradeValidationStart] = "1777636200"
+		}
+		var upgradePod corev1.Pod
+		decodeTrimmed(t, &pod, &upgradePod, upgradePodFields)
+		if want, have := snapshot.PodFrom(&pod), snapshot.PodFrom(&upgradePod); !semantic.DeepEqual(want, have) || seed%2 == 0 && have.DaemonSet != "" && have.Revision != "5f7d" {
+			t.Fatalf("seed %d: pod from upgrade-trimmed bytes\n got %+v\nwant %+v", seed, have, want)
+		}
+		var upgradeNode corev1.Node
+		decodeTrimmed(t, &node, &upgradeNode, upgradeNodeFields)
+		if want, have := snapshot.NodeFrom(&node), snapshot.NodeFrom(&upgradeNode); !semantic.DeepEqual(want, have) || seed%2 == 0 && have.Annotations[operand.UpgradeValidationStart] == "" {
+			t.Fatalf("seed %d: node from upgrade-trimmed bytes\n got %+v\nwant %+v", seed, have, want)
+		}
+
 		var gotNode corev1.Node
 		decodeTrimmed(t, &node, &gotNode, nodeFields)
 		if seed%3 == 0 && snapshot.NodeFrom(&gotNode).Devices["nvidia.com/gpu"].Capacity != 8 {
 			t.Fatalf("seed %d: GPU capacity not read: %+v", seed, snapshot.NodeFrom(&gotNode).Devices)
 		}
-		if want, have := snapshot.NodeFrom(&node), snapshot.NodeFrom(&gotNode); !semantic.DeepEqual(want, have) {
+		want := snapshot.NodeFrom(&node)
+		want.Annotations = nil // only an upgrades read keeps them
+		if have := snapshot.NodeFrom(&gotNode); !semantic.DeepEqual(want, have) {
 			t.Fatalf("seed %d: node from trimmed bytes\n got %+v\nwant %+v", seed, have, want)
 		}
 
@@ -117,7 +143,8 @@ func TestTrimKeepsWhatConversionReads(t *testing.T) {
 		meta := metav1.PartialObjectMetadata{ObjectMeta: node.ObjectMeta}
 		var gotMeta metav1.PartialObjectMetadata
 		decodeTrimmed(t, &meta, &gotMeta, metadataFields)
-		want := snapshot.NodeFrom(&corev1.Node{ObjectMeta: node.ObjectMeta})
+		want = snapshot.NodeFrom(&corev1.Node{ObjectMeta: node.ObjectMeta})
+		want.Annotations = nil
 		if have := snapshot.NodeFrom(&corev1.Node{ObjectMeta: gotMeta.ObjectMeta}); !semantic.DeepEqual(want, have) {
 			t.Fatalf("seed %d: node from trimmed metadata\n got %+v\nwant %+v", seed, have, want)
 		}
