@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/summary"
 )
 
@@ -73,10 +72,7 @@ func HTML(w io.Writer, f summary.Fleet, src Source) error {
 				findings = append(findings, htmlFinding{Node: r.Name, Group: r.Group, Finding: fd})
 			}
 			if h := r.Health; h != nil && h.Judged && !h.Usable {
-				// The root cause of an unusable node, as gpuops health names it.
 				page.Unusable++
-				findings = append(findings, htmlFinding{Node: r.Name, Group: r.Group, Finding: summary.Finding{Kind: unusableKind,
-					Subject: strings.TrimSpace(h.Cause.Code + " " + h.Cause.Operand), Reasons: []explain.Reason{{Code: h.Cause.Code, Message: h.Cause.Message}}}})
 			}
 		}
 	}
@@ -91,7 +87,7 @@ type htmlPage struct {
 	Groups          []*htmlGroup
 	Findings        int
 	FailingNodes    int
-	Unusable        int                      // GPU nodes that cannot run GPU work
+	Unusable        int                      // GPU nodes that cannot run GPU work (their cause is in the grid)
 	FindingChunks   []htmlChunk[htmlFinding] // every finding, in the grid's order
 }
 

@@ -12,11 +12,7 @@ import (
 
 // findingStatus is the word a finding is printed with, as audit prints
 // MISSING.
-var findingStatus = map[string]string{summary.MissingFinding: "MISSING", summary.StuckFinding: "STUCK", summary.OrderFinding: "ORDER", unusableKind: Unusable}
-
-// unusableKind is the report's finding of a GPU node that cannot run GPU
-// work (its root cause); summary's findings are the judges'.
-const unusableKind = "unusable"
+var findingStatus = map[string]string{summary.MissingFinding: "MISSING", summary.StuckFinding: "STUCK", summary.OrderFinding: "ORDER"}
 
 // Summary prints the fleet grouped by its label: per group the node count
 // and, per operand, the count of each state and the broken start-up rules;
