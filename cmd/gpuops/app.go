@@ -80,6 +80,7 @@ func newApp(name string, stdout, stderr io.Writer) *cli.App {
 			matrixCommand(),
 			summaryCommand(),
 			healthCommand(),
+			upgradesCommand(),
 			reportCommand(),
 			watchCommand(),
 			serveCommand(),

@@ -24,6 +24,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/plan"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/summary"
+	"github.com/gpuops/gpuops/pkg/upgrade"
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
@@ -71,6 +72,10 @@ type Options struct {
 	// Health judges whether each node can run GPU work (pkg/health): pods
 	// Ready along the start-up chain, devices advertised, the root cause.
 	Health bool
+	// Upgrades judges the driver upgrade as the operator's upgrade
+	// controller walks it (pkg/upgrade): per node done, in progress,
+	// waiting for the budget, stuck, failed and why, left cordoned.
+	Upgrades bool
 	// LabelsOnly judges the deploy labels alone, as the guard does: only the
 	// nodes are read, so only each verdict's LabelsBreak means anything.
 	LabelsOnly bool
@@ -111,6 +116,8 @@ type Result struct {
 	Disabled []explain.Off
 	// Fleet is the grouped view, when Options.GroupBy is set.
 	Fleet *summary.Fleet
+	// Rollout is the driver upgrade, when Options.Upgrades is set.
+	Rollout *upgrade.Rollout
 }
 
 // Judge judges every node of the snapshot by the plan as of now. The live
@@ -168,6 +175,10 @@ func (p Plan) Judge(s *snapshot.Snapshot, now time.Time) (*Result, error) {
 		for i := range hs {
 			at[hs[i].Node].Health = &hs[i]
 		}
+	}
+	if p.Upgrades {
+		ro := upgrade.Judge(s, p.Roster, now, p.StuckAfter)
+		r.Rollout = &ro
 	}
 	if p.GroupBy != "" {
 		f := summary.Build(s, r.Nodes, p.Roster, p.Rules, p.GroupBy)
@@ -238,6 +249,14 @@ func (r *Result) AuditFailed() bool { return judge.AuditFailed(r.Audits()) }
 // Unusable reports whether a GPU node cannot run GPU work (with Health).
 func (r *Result) Unusable() bool {
 	return slices.ContainsFunc(r.Nodes, func(v verdict.Verdict) bool { return v.Health != nil && !v.Health.Usable })
+}
+
+// UpgradeFailed reports whether a node's driver upgrade failed, is stuck
+// or left the node cordoned (with Upgrades).
+func (r *Result) UpgradeFailed() bool {
+	return r.Rollout != nil && slices.ContainsFunc(r.Rollout.Nodes, func(n upgrade.Node) bool {
+		return n.Verdict == upgrade.Failed || n.Verdict == upgrade.Stuck || n.Verdict == upgrade.LeftCordoned
+	})
 }
 
 // OrderFailed reports whether any node breaks a rule.

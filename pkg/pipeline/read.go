@@ -32,6 +32,7 @@ func (o Options) ReadOptions() read.Options {
 		DaemonSets:       !o.LabelsOnly && (o.Explain || o.Roster != LabRoster),
 		Operator:         !o.LabelsOnly,
 		NoPods:           o.LabelsOnly,
+		Upgrades:         o.Upgrades,
 	}
 	if o.StuckAfter > 0 || o.Explain || o.Health {
 		ro.Trace = operand.Paused

@@ -27,7 +27,7 @@ func (p Printer) Notes(w io.Writer, r *pipeline.Result) {
 // Result prints what a judge says of the result, in the printer's format,
 // its notes on notes: audit's lines (with their reasons when explained),
 // order-check's verdict of the one node judged, the matrix, the fleet
-// summary or each node's health.
+// summary, each node's health or the driver rollout.
 func (p Printer) Result(w, notes io.Writer, r *pipeline.Result, view View) error {
 	p.Notes(notes, r)
 	switch view {
@@ -43,6 +43,8 @@ func (p Printer) Result(w, notes io.Writer, r *pipeline.Result, view View) error
 		return p.Summary(w, *r.Fleet)
 	case HealthView:
 		return p.Health(w, r.Nodes, r.Explain)
+	case UpgradesView:
+		return p.Upgrades(w, r.Rollout)
 	}
 	return p.Audit(w, r.Audits(), r.Why())
 }
@@ -57,4 +59,5 @@ const (
 	MatrixView
 	SummaryView
 	HealthView
+	UpgradesView
 )

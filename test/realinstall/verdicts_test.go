@@ -97,6 +97,9 @@ func TestVerdicts(t *testing.T) {
 	t.Run("stuck-after", func(t *testing.T) { in.checkStuckAfter(t) })
 	in.switchTo(t, modeStates["driver-disabled"])
 	t.Run("least privilege", func(t *testing.T) { in.checkLeastPrivilege(t) })
+	// Last: it changes the policy, state labels and cordons.
+	in.switchTo(t, modeStates["default"])
+	t.Run("upgrades", func(t *testing.T) { in.checkUpgrades(t) })
 }
 
 // checkStuckAfter: --stuck-after moves the line between a pause and a stuck
