@@ -98,7 +98,7 @@ func guardStatusCommand() *cli.Command {
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			p, err := printerNoTable(c)
+			p, err := printerFor(c, report.Plain...)
 			if err != nil {
 				return err
 			}
@@ -150,19 +150,6 @@ func connectWith(c *cli.Context, needs []access.Need) (*kube.Clients, error) {
 	}
 	return cl, access.Check(c.Context, cl.Kube.AuthorizationV1(), needs)
 }
-
-// printerNoTable validates --output for the commands that print text, JSON
-// or YAML, but no table.
-func printerNoTable(c *cli.Context) (report.Printer, error) {
-	f, err := report.ParseFormatOf(c.String("output"), noTableFormats...)
-	if err != nil {
-		return report.Printer{}, usageError(err)
-	}
-	return report.Printer{Format: f}, nil
-}
-
-// noTableFormats are the formats of the commands without a table.
-var noTableFormats = []report.Format{report.Text, report.JSON, report.YAML}
 
 // noTableOutputFlag is --output of the commands without a table.
 func noTableOutputFlag(what string) cli.Flag {

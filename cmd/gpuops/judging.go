@@ -66,14 +66,13 @@ func selectorFlag() cli.Flag {
 	}
 }
 
-// printerFor validates the --output flag; a table gets colour only on a terminal.
-func printerFor(c *cli.Context) (report.Printer, error) {
-	f, err := report.ParseFormat(c.String("output"), extraFormats(c.Command)...)
+// printerFor validates the --output flag against the command's formats.
+func printerFor(c *cli.Context, only ...report.Format) (report.Printer, error) {
+	p, err := report.NewPrinter(c.String("output"), c.App.Writer, c.Bool("no-headers"), only, extraFormats(c.Command)...)
 	if err != nil {
-		return report.Printer{}, usageError(err)
+		return p, usageError(err)
 	}
-	tabular := f == report.Table || f == report.Wide
-	return report.Printer{Format: f, Color: tabular && report.ColorFor(c.App.Writer), NoHeaders: c.Bool("no-headers")}, nil
+	return p, nil
 }
 
 // judgeFlags are a judging command's flags, read and checked once, before

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
-
 	"github.com/urfave/cli/v2"
 
 	gpuops "github.com/gpuops/gpuops"
@@ -65,13 +62,5 @@ func namespace(c *cli.Context) (string, error) {
 
 // givenLab is the --lab spec, nil when the flag is not given.
 func givenLab(c *cli.Context) (*labspec.Lab, error) {
-	f := c.String("lab")
-	if f == "" {
-		return nil, nil
-	}
-	data, err := os.ReadFile(f)
-	if err != nil {
-		return nil, fmt.Errorf("lab spec: %w", err)
-	}
-	return labspec.Parse(data, operand.Lab)
+	return labspec.Load(c.String("lab"), operand.Lab)
 }

@@ -74,7 +74,7 @@ func setDeploy(c *cli.Context, on bool, mode plan.Mode) error {
 			return err
 		}
 	}
-	p, err := printerNoTable(c)
+	p, err := printerFor(c, report.Plain...)
 	if err != nil {
 		return err
 	}

@@ -83,21 +83,12 @@ func liveOptions(c *cli.Context) (live.Options, error) {
 	return live.Options{Options: f.opts}, err
 }
 
-// newLiveJudge connects and sets up the live judge of the namespace. A
-// person waits (watch): a cluster that does not answer within
-// --request-timeout is an error, as for audit; an exporter (serve) waits on.
+// newLiveJudge connects and sets up the live judge of the namespace.
 func newLiveJudge(c *cli.Context, opts live.Options, personWaits bool) (*live.Judge, *kube.Clients, error) {
 	cl, err := connect(c)
 	if err != nil {
 		return nil, nil, err
 	}
-	if personWaits {
-		opts.SyncTimeout = cl.Config.Timeout
-	}
-	client, err := cl.ForWatching()
-	if err != nil {
-		return nil, nil, err
-	}
-	j, err := live.New(client, opts)
+	j, err := live.NewFor(cl, opts, personWaits)
 	return j, cl, err
 }

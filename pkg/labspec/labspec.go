@@ -4,6 +4,7 @@ package labspec
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -33,6 +34,18 @@ type Node struct {
 type Target struct {
 	Node    string `json:"node"`
 	Operand string `json:"operand"`
+}
+
+// Load reads and parses the lab spec file; no file ("") is no spec (nil).
+func Load(file string, roster []operand.Operand) (*Lab, error) {
+	if file == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("lab spec: %w", err)
+	}
+	return Parse(data, roster)
 }
 
 // Parse decodes and validates a lab spec against the operand roster.

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/gpuops/gpuops/pkg/judge"
+	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/snapshot/read"
@@ -108,6 +109,22 @@ func (j *Judge) mark(names ...string) {
 	for _, n := range names {
 		j.queue.Add(n)
 	}
+}
+
+// NewFor sets up the live judge on the clients of a connection. When a
+// person waits (watch), a cluster that does not answer within the
+// connection's --request-timeout is an error, as for audit; an exporter
+// (serve) waits on. The watches run without that timeout, which would cut
+// every long watch short.
+func NewFor(cl *kube.Clients, opts Options, personWaits bool) (*Judge, error) {
+	if personWaits {
+		opts.SyncTimeout = cl.Config.Timeout
+	}
+	client, err := cl.ForWatching()
+	if err != nil {
+		return nil, err
+	}
+	return New(client, opts)
 }
 
 func (j *Judge) add(name string, inf cache.SharedIndexInformer, trim cache.TransformFunc, h cache.ResourceEventHandler) error {

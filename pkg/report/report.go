@@ -137,3 +137,25 @@ func yesNo(b bool) string {
 	}
 	return "no"
 }
+
+// Plain are the formats of the commands that print no table (guard status,
+// optout's plan).
+var Plain = []Format{Text, JSON, YAML}
+
+// NewPrinter validates an -o value against the formats a command prints
+// (Formats and its extra ones; with only, exactly those) and makes its
+// printer for out: a table gets colour only on a terminal.
+func NewPrinter(value string, out io.Writer, noHeaders bool, only []Format, extra ...Format) (Printer, error) {
+	var f Format
+	var err error
+	if only != nil {
+		f, err = ParseFormatOf(value, only...)
+	} else {
+		f, err = ParseFormat(value, extra...)
+	}
+	if err != nil {
+		return Printer{}, err
+	}
+	tabular := f == Table || f == Wide
+	return Printer{Format: f, Color: tabular && ColorFor(out), NoHeaders: noHeaders}, nil
+}
