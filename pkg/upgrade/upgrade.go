@@ -398,7 +398,7 @@ func failure(s *snapshot.Snapshot, m *member, now time.Time) string {
 	if e, ok := s.UpgradeEvents[m.node.Name]; ok {
 		return e.Message + " (" + e.Time.Format(time.RFC3339) + ")"
 	}
-	return "the controller says not why"
+	return "no cause left to read: the driver and validator pods are fine and no GPUDriverUpgrade Event says why (a drain or pod deletion that failed leaves only the Event)"
 }
 
 // detail says what a stuck node waits for, where the snapshot tells.
