@@ -159,13 +159,9 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 // them in parts side by side (podparts.go), merged back into the order of
 // one LIST (by name).
 func readPods(ctx context.Context, core rest.Interface, namespace string, opts Options) ([]snapshot.Pod, error) {
-	keep := podFields
-	if opts.Upgrades {
-		keep = upgradePodFields
-	}
 	list := func(o metav1.ListOptions, pods *[]snapshot.Pod) error {
 		return readList(ctx, func() *rest.Request { return core.Get().Namespace(namespace).Resource("pods") }, o,
-			keep, &corev1.PodList{}, func(p *corev1.Pod, _ []byte) error { *pods = append(*pods, snapshot.PodFrom(p)); return nil })
+			podFields, &corev1.PodList{}, func(p *corev1.Pod, _ []byte) error { *pods = append(*pods, snapshot.PodFrom(p)); return nil })
 	}
 	if opts.Node != "" {
 		var pods []snapshot.Pod

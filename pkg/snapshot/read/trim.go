@@ -29,6 +29,7 @@ var podFields = fields{
 	1: { // metadata
 		1:  nil, // name
 		9:  nil, // deletionTimestamp
+		11: nil, // labels: a DaemonSet pod's controller-revision-hash (a few, unlike a node's hundred)
 		13: nil, // ownerReferences
 	},
 	2: { // spec
@@ -72,21 +73,14 @@ var nodeFields = fields{
 	},
 }
 
-// An upgrades read also keeps a pod's labels (its controller-revision-hash)
-// and a node's annotations (the upgrade controller's): the other reads leave
-// them out, a real node's annotations alone can outweigh what they keep.
-var (
-	upgradePodFields = fields{
-		1: {1: nil, 9: nil, 11: nil, 13: nil}, // name, deletionTimestamp, labels, ownerReferences
-		2: podFields[2],
-		3: podFields[3],
-	}
-	upgradeNodeFields = fields{
-		1: {1: nil, 11: nil, 12: nil}, // name, labels, annotations
-		2: nodeFields[2],
-		3: nodeFields[3],
-	}
-)
+// An upgrades read also keeps a node's annotations (the upgrade
+// controller's): the other reads leave them out, a real node's annotations
+// alone can outweigh what they keep.
+var upgradeNodeFields = fields{
+	1: {1: nil, 11: nil, 12: nil}, // name, labels, annotations
+	2: nodeFields[2],
+	3: nodeFields[3],
+}
 
 // revisionFields are what an upgrades read keeps of a ControllerRevision:
 // not its data, the whole template of its DaemonSet.

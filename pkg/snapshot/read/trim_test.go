@@ -118,7 +118,7 @@ func TestTrimKeepsWhatConversionReads(t *testing.T) {
 			node.Annotations[operand.UpgradeValidationStart] = "1777636200"
 		}
 		var upgradePod corev1.Pod
-		decodeTrimmed(t, &pod, &upgradePod, upgradePodFields)
+		decodeTrimmed(t, &pod, &upgradePod, podFields)
 		if want, have := snapshot.PodFrom(&pod), snapshot.PodFrom(&upgradePod); !semantic.DeepEqual(want, have) || seed%2 == 0 && have.DaemonSet != "" && have.Revision != "5f7d" {
 			t.Fatalf("seed %d: pod from upgrade-trimmed bytes\n got %+v\nwant %+v", seed, have, want)
 		}
