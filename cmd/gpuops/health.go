@@ -17,7 +17,8 @@ func healthCommand() *cli.Command {
 			"earliest link of the chain driver -> container toolkit -> validator -> device plugin, GFD, DCGM,\n" +
 			"exporter, MIG manager (the DRA and sandbox stacks likewise) that is not healthy, then \"blocks\"\n" +
 			"and the operands waiting behind it. Codes: missing, not-running, container-waiting, crash-loop,\n" +
-			"init-waiting, not-ready, paused, stuck (a pause older than --stuck-after), order, node-not-ready,\n" +
+			"init-waiting, not-ready, paused, stuck (a pause older than --stuck-after), upgrade-failed and\n" +
+			"upgrade-stuck (the driver's upgrade, see gpuops upgrades), order, node-not-ready,\n" +
 			"gpus-not-advertised (device plugin ready, nothing allocatable), gpus-unhealthy (allocatable below\n" +
 			"capacity or GFD's count). A link the host provides or the ClusterPolicy switches off is healthy.\n" +
 			"--explain adds the evidence: container, reason, restarts, for how long. NODE... judges those\n" +

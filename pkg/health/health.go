@@ -48,6 +48,11 @@ const (
 	// Fewer devices are allocatable than the node has (the device plugin
 	// reports unhealthy ones), or than GFD counts.
 	GPUsUnhealthy = "gpus-unhealthy"
+	// The driver upgrade failed on the node (its state label is
+	// upgrade-failed), or has held one state longer than allowed: the
+	// driver is the link that is down, whatever its pod shows.
+	UpgradeFailed = "upgrade-failed"
+	UpgradeStuck  = "upgrade-stuck"
 )
 
 // Cause is why a node cannot run GPU work.
@@ -159,6 +164,7 @@ func (c chain) judge(n snapshot.Node, pods []*snapshot.Pod, now time.Time, stuck
 	for i := range links {
 		c.state(&links[i], n, now, stuckAfter)
 	}
+	c.upgrade(links, n, now, stuckAfter)
 	c.order(links, n.Labels)
 	c.devices(links, n)
 	c.blockers(links)
@@ -252,6 +258,25 @@ func (c chain) state(l *link, n snapshot.Node, now time.Time, stuckAfter time.Du
 		l.fail(CrashLoop, fmt.Sprintf("container %s of pod %s failed and is not ready", h.Container, p.Name)+restarts(h), ev)
 	default:
 		l.fail(NotReady, fmt.Sprintf("pod %s runs but is not Ready%s", p.Name, sinceText(now, h.ReadySince)), ev)
+	}
+}
+
+// upgrade makes a failed or stuck driver upgrade the driver's failure: the
+// upgrade controller walks only nodes with a driver pod, so a driver the
+// host provides is never upgrading.
+func (c chain) upgrade(links []link, n snapshot.Node, now time.Time, stuckAfter time.Duration) {
+	i := c.index(operand.Driver)
+	state := n.Labels[operand.UpgradeStateLabel]
+	if i < 0 || state == "" || !(links[i].asked || links[i].pod != nil) {
+		return
+	}
+	l, ev := &links[i], "label "+operand.UpgradeStateLabel+"="+state
+	since := n.LabelChanges[operand.UpgradeStateLabel].Time
+	switch {
+	case state == operand.UpgradeFailed:
+		l.fail(UpgradeFailed, "the driver upgrade failed on the node (gpuops upgrades says why)", ev)
+	case operand.UpgradeInProgress(state) && stuckAfter > 0 && !since.IsZero() && now.Sub(since) > stuckAfter:
+		l.fail(UpgradeStuck, fmt.Sprintf("the driver upgrade has been in %s since %s (%s), longer than %s", state, since.UTC().Format(time.RFC3339), age(now, since), stuckAfter), ev)
 	}
 }
 

@@ -337,3 +337,49 @@ func TestLabRoster(t *testing.T) {
 		t.Errorf("got cause %+v blocked %q, want container-toolkit blocking device-plugin", v.Cause, v.Blocked)
 	}
 }
+
+// A failed driver upgrade, or one held in a state too long, is the driver's
+// failure, whatever the driver pod shows; a
+// host-provided driver is never upgrading.
+func TestUpgradeIsTheDriversCause(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	roster := operand.Lab
+	ready := func(o operand.Operand, node string) snapshot.Pod {
+		return snapshot.Pod{Name: o.DaemonSet + "-" + node, Node: node, DaemonSet: o.DaemonSet, Phase: corev1.PodRunning, Health: snapshot.PodHealth{Ready: true}}
+	}
+	for _, tc := range []struct {
+		name, state, driver string
+		since               time.Duration
+		code                string
+	}{
+		{"failed", "upgrade-failed", "true", time.Minute, health.UpgradeFailed},
+		{"stuck", "pod-restart-required", "true", 2 * time.Hour, health.UpgradeStuck},
+		{"moving", "pod-restart-required", "true", 10 * time.Minute, ""},
+		{"required", "upgrade-required", "true", 3 * time.Hour, ""},
+		{"host driver", "upgrade-failed", "pre-installed", time.Minute, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := snapshot.Node{Name: "n", Ready: true, Labels: map[string]string{operand.GPUPresent: "true", operand.UpgradeStateLabel: tc.state},
+				LabelChanges: map[string]snapshot.LabelChange{operand.UpgradeStateLabel: {Manager: "gpu-operator", Time: now.Add(-tc.since)}},
+				Devices:      map[string]snapshot.DeviceCount{"nvidia.com/gpu": {Capacity: 8, Allocatable: 8}}}
+			s := &snapshot.Snapshot{Nodes: []snapshot.Node{n}}
+			for _, o := range roster {
+				v := "true"
+				if o.Name == operand.Driver {
+					v = tc.driver
+				}
+				n.Labels[o.LabelKey()] = v
+				if v == "true" {
+					s.Pods = append(s.Pods, ready(o, "n"))
+				}
+			}
+			got := health.Judge(s, roster, now, time.Hour)[0]
+			switch {
+			case tc.code == "" && !got.Usable:
+				t.Errorf("want usable, got %+v", got.Cause)
+			case tc.code != "" && (got.Cause == nil || got.Cause.Code != tc.code || got.Cause.Operand != operand.Driver):
+				t.Errorf("want %s of the driver, got %+v", tc.code, got.Cause)
+			}
+		})
+	}
+}

@@ -34,8 +34,17 @@ func (o Options) ReadOptions() read.Options {
 		NoPods:           o.LabelsOnly,
 		Upgrades:         o.Upgrades,
 	}
-	if o.StuckAfter > 0 || o.Explain || o.Health {
+	switch {
+	case o.Health:
+		ro.Trace = pausedOrUpgrading
+	case o.StuckAfter > 0 || o.Explain:
 		ro.Trace = operand.Paused
 	}
 	return ro
+}
+
+// pausedOrUpgrading picks the labels whose age health reads: a helper's
+// pause, and the driver upgrade's state (stuck when held too long).
+func pausedOrUpgrading(key, value string) bool {
+	return operand.Paused(key, value) || operand.UpgradeTraced(key, value)
 }

@@ -140,7 +140,8 @@ func find(alerts []alert, name string, labels map[string]string) *alert {
 // plugin without its toolkit makes GpuopsOrderViolation fire at once, and
 // the fix resolves it; an operand kept off a node by a taint makes
 // GpuopsOperandMissing and GpuopsNodeUnusable pending (they fire only after
-// 15 minutes).
+// 15 minutes); a node the upgrade controller gave up on makes
+// GpuopsDriverUpgradeFailed fire at once.
 func TestShippedAlertsOnRealPrometheus(t *testing.T) {
 	f := newFleet(t)
 	a := f.gpuNode(t, "a")
@@ -177,6 +178,15 @@ func TestShippedAlertsOnRealPrometheus(t *testing.T) {
 	if want := "node " + b + " cannot run GPU work: missing driver"; unusable.State != "pending" || unusable.Annotations["summary"] != want {
 		t.Errorf("GpuopsNodeUnusable for %s: %+v, want pending with summary %q", b, unusable, want)
 	}
+
+	// The upgrade controller gives up on a: its driver is the root cause,
+	// and GpuopsDriverUpgradeFailed fires at once.
+	f.env.LabelNode(t, a, operand.UpgradeStateLabel, operand.UpgradeFailed)
+	prom.waitFor(t, "GpuopsDriverUpgradeFailed firing for "+a, func() bool {
+		u := find(prom.alerts(t), "GpuopsDriverUpgradeFailed", map[string]string{"node": a, "operand": operand.Driver})
+		return u != nil && u.State == "firing" && u.Annotations["summary"] == "the driver upgrade failed on node "+a
+	})
+	f.env.UnlabelNode(t, a, operand.UpgradeStateLabel)
 
 	f.env.LabelNode(t, a, toolkit.LabelKey(), "true")
 	prom.waitFor(t, "GpuopsOrderViolation resolved", func() bool {
