@@ -70,7 +70,7 @@ func newApp(name string, stdout, stderr io.Writer) *cli.App {
 		},
 		Metadata: map[string]any{configFlagsKey: cf},
 		Commands: []*cli.Command{
-			// one file per command; each adds itself here
+			// one file per command (xCommand in x.go); a new one is listed here
 			upCommand(),
 			optOutCommand(),
 			optInCommand(),
