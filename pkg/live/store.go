@@ -47,13 +47,7 @@ func trimNode(deployOnly bool, trace func(key, value string) bool) cache.Transfo
 				node.Labels = interned(node.Labels)
 			}
 			if trace != nil {
-				var keys []string
-				for k, v := range node.Labels {
-					if trace(k, v) {
-						keys = append(keys, k)
-					}
-				}
-				if len(keys) > 0 {
+				if keys := snapshot.TracedKeys(node.Labels, trace); len(keys) > 0 {
 					node.LabelChanges = snapshot.LabelChangesFrom(n.ManagedFields, keys)
 				}
 			}

@@ -150,9 +150,11 @@ func (p Plan) Judge(s *snapshot.Snapshot, now time.Time) (*Result, error) {
 		r.Nodes[i] = verdict.Verdict{Node: a.Node, Audit: a, Order: orders[i], Row: m.Rows[i]}
 		at[a.Node] = &r.Nodes[i]
 	}
-	for _, n := range s.Nodes {
-		for _, b := range plan.Broken(n.Labels, operand.AllRules) {
-			at[n.Name].LabelsBreak = append(at[n.Name].LabelsBreak, b.Finding)
+	if p.LabelsOnly { // the guard's judgement of the labels alone
+		for _, n := range s.Nodes {
+			for _, b := range plan.Broken(n.Labels, operand.AllRules) {
+				at[n.Name].LabelsBreak = append(at[n.Name].LabelsBreak, b.Finding)
+			}
 		}
 	}
 	if p.Explain {

@@ -16,20 +16,20 @@ func TestChanges(t *testing.T) {
 	changed := report.Changes(&b)
 	for _, ch := range []provision.ObjectChange{
 		{Object: "namespace/gpu-operator", Action: "created"},
-		{Object: "node/lab-node-1", Action: "labelled"},
-		{Object: "node/lab-node-10", Action: "unchanged"},
+		{Object: "node/gpu-node-1", Action: "labelled"},
+		{Object: "node/gpu-node-10", Action: "unchanged"},
 		{Object: "daemonset.apps/nvidia-driver-daemonset", Action: "configured"},
 		{Object: "daemonset.apps/nvidia-driver-daemonset", Action: "kept", Why: `also managed by ["kubectl"]`},
-		{Object: "node/lab-node-1", Action: "unlabelled"},
+		{Object: "node/gpu-node-1", Action: "unlabelled"},
 	} {
 		changed(ch)
 	}
 	want := "namespace/gpu-operator created\n" +
-		"node/lab-node-1 labelled\n" +
-		"node/lab-node-10 unchanged\n" +
+		"node/gpu-node-1 labelled\n" +
+		"node/gpu-node-10 unchanged\n" +
 		"daemonset.apps/nvidia-driver-daemonset configured\n" +
 		"daemonset.apps/nvidia-driver-daemonset kept: also managed by [\"kubectl\"]\n" +
-		"node/lab-node-1 unlabelled\n"
+		"node/gpu-node-1 unlabelled\n"
 	if b.String() != want {
 		t.Errorf("changes:\n%s\nwant:\n%s", b.String(), want)
 	}

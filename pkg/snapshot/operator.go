@@ -95,6 +95,18 @@ type LabelChange struct {
 // LabelChangesFrom reads who last wrote each of the label keys from a node's
 // managedFields: the manager whose entry owns metadata.labels.<key> (the
 // latest one, should several share it) and the entry's time. Keys no entry
+// TracedKeys are the keys of the labels pick selects: those whose last
+// writer a reader keeps (LabelChangesFrom).
+func TracedKeys(labels map[string]string, pick func(key, value string) bool) []string {
+	var keys []string
+	for k, v := range labels {
+		if pick(k, v) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
 // owns are left out.
 func LabelChangesFrom(entries []metav1.ManagedFieldsEntry, keys []string) map[string]LabelChange {
 	paths := make([]fieldpath.Path, len(keys))

@@ -21,7 +21,8 @@ type Verdict struct {
 	Row     judge.MatrixRow    // which operands run there
 	Explain explain.Report     // why, when asked for; else empty
 	// LabelsBreak are the rules the node's deploy labels break, judged on
-	// the labels alone with every rule, as the guard judges a change.
+	// the labels alone with every rule, as the guard judges a change (with
+	// the pipeline's LabelsOnly).
 	LabelsBreak []string
 	// Health is whether the node can run GPU work, and if not the root
 	// cause along the operator's start-up chain; nil unless asked for.

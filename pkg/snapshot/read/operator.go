@@ -200,12 +200,7 @@ func pick(items []clusterPolicy) *snapshot.ClusterPolicy {
 // cordon, who cordoned it. whole is the node's protobuf bytes, or nil when
 // n was decoded whole (JSON).
 func trace(node *snapshot.Node, n *corev1.Node, whole []byte, pick func(key, value string) bool, cordon bool) error {
-	var keys []string
-	for k, v := range node.Labels {
-		if pick(k, v) {
-			keys = append(keys, k)
-		}
-	}
+	keys := snapshot.TracedKeys(node.Labels, pick)
 	cordon = cordon && node.Unschedulable
 	if len(keys) == 0 && !cordon {
 		return nil
