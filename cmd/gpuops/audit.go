@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/pkg/clusters"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
 )
@@ -17,7 +18,7 @@ func auditCommand() *cli.Command {
 			"off is never missing. \"<node> STUCK <operand>\" is a helper's pause older than --stuck-after.\n" +
 			"Exit 1 if anything is missing or stuck (UNEXPECTED pods and WARNINGs of --explain inform, they\n" +
 			"do not change the exit code).",
-		Flags: []cli.Flag{outputFlag(report.Wide, report.Name, report.JUnit), noHeadersFlag(), judgeLabFlag(), selectorFlag(), explainFlag(), discoverFlag(), stuckAfterFlag()},
+		Flags: append([]cli.Flag{outputFlag(report.Wide, report.Name, report.JUnit), noHeadersFlag(), judgeLabFlag(), selectorFlag(), explainFlag(), discoverFlag(), stuckAfterFlag()}, clusters.Flags()...),
 		Action: func(c *cli.Context) error {
 			f, err := readJudgeFlags(c)
 			if err != nil {

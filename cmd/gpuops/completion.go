@@ -43,6 +43,8 @@ func flagValues(cmd *cli.Command, flag string) kubectlcli.Completer {
 		return kubectlcli.Files("yaml", "yml")
 	case "workdir":
 		return kubectlcli.Dirs
+	case "contexts":
+		return kubectlcli.Contexts
 	}
 	return nil
 }

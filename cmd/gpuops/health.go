@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/pkg/clusters"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
 )
@@ -23,7 +24,7 @@ func healthCommand() *cli.Command {
 			"capacity or GFD's count). A link the host provides or the ClusterPolicy switches off is healthy.\n" +
 			"--explain adds the evidence: container, reason, restarts, for how long. NODE... judges those\n" +
 			"nodes only (one that does not exist is an error, exit 2). Exit 1 if any GPU node is unusable.",
-		Flags: []cli.Flag{outputFlag(report.JUnit), noHeadersFlag(), judgeLabFlag(), selectorFlag(), explainFlag(), discoverFlag(), stuckAfterFlag()},
+		Flags: append([]cli.Flag{outputFlag(report.JUnit), noHeadersFlag(), judgeLabFlag(), selectorFlag(), explainFlag(), discoverFlag(), stuckAfterFlag()}, clusters.Flags()...),
 		Action: func(c *cli.Context) error {
 			f, err := readJudgeFlags(c)
 			if err != nil {

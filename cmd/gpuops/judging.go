@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-
 	"strings"
 
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/gpuops/gpuops/pkg/clusters"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
 )
@@ -80,6 +80,9 @@ func printerFor(c *cli.Context, only ...report.Format) (report.Printer, error) {
 type judgeFlags struct {
 	printer report.Printer
 	opts    pipeline.Options
+	// clusters is a run across clusters (--contexts, --all-contexts); nil
+	// judges the one the connection flags name.
+	clusters *clusters.Run
 }
 
 // readJudgeFlags reads the arguments and the flags every judge shares (a
@@ -114,6 +117,9 @@ func readJudgeFlags(c *cli.Context) (judgeFlags, error) {
 	if err != nil {
 		return f, err
 	}
+	if f.clusters, err = clusters.FromFlags(c, configFlags(c)); err != nil {
+		return f, usageError(err)
+	}
 	f.opts = pipeline.Options{
 		Namespace: ns, NodeSelector: sel, Roster: rosterChoice(c), AllRules: c.Bool("all-rules"),
 		StuckAfter: c.Duration("stuck-after"), GroupBy: group,
@@ -146,6 +152,13 @@ func judge(c *cli.Context, f judgeFlags) (*pipeline.Result, error) {
 // judgeAndReport is a judging command's body: the pipeline, one view of its
 // result, and exit 1 when failed says the verdict is a finding.
 func judgeAndReport(c *cli.Context, f judgeFlags, view report.View, failed func(*pipeline.Result) bool) error {
+	if f.clusters != nil {
+		cs := f.clusters.Judge(c.Context, c.App.ErrWriter, f.opts)
+		if err := f.printer.Clusters(c.App.Writer, c.App.ErrWriter, cs, view, c.Command.Name); err != nil {
+			return err
+		}
+		return clustersExit(cs, failed)
+	}
 	r, err := judge(c, f)
 	if err != nil {
 		return err
@@ -162,4 +175,14 @@ func noArgs(c *cli.Context) error {
 		return usageError(fmt.Errorf("unexpected arguments %q", c.Args().Slice()))
 	}
 	return nil
+}
+
+// clustersExit is a run's exit across clusters: 2 when one could not be
+// judged, else 1 when one has a finding.
+func clustersExit(cs []report.Cluster, failed func(*pipeline.Result) bool) error {
+	found, err := clusters.Verdict(cs, failed)
+	if err != nil {
+		return err
+	}
+	return findingIf(found)
 }

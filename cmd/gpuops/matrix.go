@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/pkg/clusters"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
 )
@@ -14,7 +15,7 @@ func matrixCommand() *cli.Command {
 		Description: "One line per node in natural name order, \"<node> driver=yes|no toolkit=... device-plugin=...\n" +
 			"gfd=... dcgm=...\", then TOTAL_PODS=<n>: Running pods of any DaemonSet in the namespace\n" +
 			"(the lab's out/matrix.txt).",
-		Flags: []cli.Flag{outputFlag(), noHeadersFlag(), judgeLabFlag(), selectorFlag(), discoverFlag()},
+		Flags: append([]cli.Flag{outputFlag(), noHeadersFlag(), judgeLabFlag(), selectorFlag(), discoverFlag()}, clusters.Flags()...),
 		Action: func(c *cli.Context) error {
 			f, err := readJudgeFlags(c)
 			if err != nil {

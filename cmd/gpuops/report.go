@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/workspace"
 )
@@ -35,6 +36,9 @@ func reportCommand() *cli.Command {
 				return err
 			}
 			fleetOptions(&f)
+			if f.clusters != nil {
+				return reportClusters(c, f, file)
+			}
 			r, err := judge(c, f)
 			if err != nil {
 				return err
@@ -46,18 +50,38 @@ func reportCommand() *cli.Command {
 			if err := report.HTML(&page, *r.Fleet, src); err != nil {
 				return err
 			}
-			if file == "-" {
-				_, err = c.App.Writer.Write(page.Bytes())
-			} else {
-				err = workspace.New(filepath.Dir(file)).WriteFile(filepath.Base(file), page.Bytes(), 0o644)
-				if err == nil {
-					fmt.Fprintf(c.App.Writer, "wrote %s: %d nodes, %d findings\n", file, len(r.Fleet.Nodes), r.Fleet.Findings())
-				}
-			}
-			if err != nil {
+			if err := writePage(c, file, page.Bytes(), fmt.Sprintf("%d nodes, %d findings", len(r.Fleet.Nodes), r.Fleet.Findings())); err != nil {
 				return err
 			}
 			return findingIf(r.Fleet.Findings() > 0)
 		},
 	}
+}
+
+// reportClusters is report --html across clusters: one page, grouped by
+// cluster, then by pool.
+func reportClusters(c *cli.Context, f judgeFlags, file string) error {
+	cs := f.clusters.Judge(c.Context, c.App.ErrWriter, f.opts)
+	var page bytes.Buffer
+	holds, err := report.ClustersHTML(&page, cs, report.Source{Namespace: f.opts.Namespace, Selector: f.opts.NodeSelector})
+	if err != nil {
+		return err
+	}
+	if err := writePage(c, file, page.Bytes(), holds); err != nil {
+		return err
+	}
+	return clustersExit(cs, func(r *pipeline.Result) bool { return r.Fleet.Findings() > 0 })
+}
+
+// writePage writes the page to file (- for stdout), saying what it holds.
+func writePage(c *cli.Context, file string, page []byte, holds string) error {
+	if file == "-" {
+		_, err := c.App.Writer.Write(page)
+		return err
+	}
+	if err := workspace.New(filepath.Dir(file)).WriteFile(filepath.Base(file), page, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "wrote %s: %s\n", file, holds)
+	return nil
 }

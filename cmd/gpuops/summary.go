@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/pkg/clusters"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
 )
@@ -35,13 +36,13 @@ func summaryCommand() *cli.Command {
 // Flags and plumbing shared by the fleet views (summary, report).
 
 func fleetFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringFlag{
 			Name: "group-by", Value: pipeline.DefaultGroupBy,
 			Usage: "node label whose value groups the nodes, e.g. a node-pool label (nodes without it: " + pipeline.NoGroup + ")",
 		},
 		judgeLabFlag(), selectorFlag(), discoverFlag(), stuckAfterFlag(),
-	}
+	}, clusters.Flags()...)
 }
 
 // fleetOptions are a fleet view's: every start-up rule the roster allows,

@@ -52,6 +52,10 @@ var (
 	current    *cluster // the cluster the tests use
 	startErr   error
 	owned      *cluster // the cluster this binary started, deleted by stop
+
+	secondOnce sync.Once
+	second     *cluster // NewSecond's, deleted by stop
+	secondErr  error
 )
 
 // Main runs the tests of a package that uses this harness; call it from
@@ -195,10 +199,13 @@ func launch(root, name string, env []string) (*cluster, error) {
 
 // stop deletes the cluster this binary started, if any.
 func stop() error {
-	if owned == nil {
-		return nil
+	var errs []error
+	for _, c := range []*cluster{owned, second} {
+		if c != nil {
+			errs = append(errs, c.delete())
+		}
 	}
-	return owned.delete()
+	return errors.Join(errs...)
 }
 
 // delete deletes a cluster that launch started, through its watchdog.

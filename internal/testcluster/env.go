@@ -38,7 +38,31 @@ type Env struct {
 // none.
 func New(t testing.TB) *Env {
 	t.Helper()
-	c := get(t)
+	return newEnv(t, get(t))
+}
+
+// NewSecond is New on a second cluster of this test binary, for tests of
+// one run across clusters: started on first use (never the
+// GPUOPS_TEST_KUBECONFIG one) and deleted when Main ends, like the first.
+func NewSecond(t testing.TB) *Env {
+	t.Helper()
+	get(t)
+	secondOnce.Do(func() {
+		root, err := repoRoot()
+		if err != nil {
+			secondErr = err
+			return
+		}
+		second, secondErr = launch(root, clusterName(), nil)
+	})
+	if secondErr != nil {
+		t.Fatalf("testcluster: no second cluster: %v", secondErr)
+	}
+	return newEnv(t, second)
+}
+
+func newEnv(t testing.TB, c *cluster) *Env {
+	t.Helper()
 	e := &Env{
 		Kubeconfig: c.kubeconfig,
 		RESTConfig: rest.CopyConfig(c.restConfig),

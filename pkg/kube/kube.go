@@ -4,6 +4,9 @@ package kube
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -150,4 +153,30 @@ func (f *Flags) Target() (context, server string) {
 		server = cfg.Host
 	}
 	return context, server
+}
+
+// ForContext is the same connection flags with --context name: another
+// kubeconfig context reached with the same kubeconfig, timeout and
+// impersonation. Every exported field is carried over by reflection, so a
+// flag cli-runtime adds later is not silently dropped; copying the struct
+// itself would copy its locks and cached clients.
+func (f *Flags) ForContext(name string) *Flags {
+	cf := genericclioptions.NewConfigFlags(false)
+	src, dst := reflect.ValueOf(f.ConfigFlags).Elem(), reflect.ValueOf(cf).Elem()
+	for i := range src.NumField() {
+		if src.Type().Field(i).IsExported() {
+			dst.Field(i).Set(src.Field(i))
+		}
+	}
+	cf.Context = &name
+	return &Flags{ConfigFlags: cf, RequestTimeout: f.RequestTimeout}
+}
+
+// Contexts are the names of the contexts the kubeconfig defines, sorted.
+func (f *Flags) Contexts() ([]string, error) {
+	raw, err := f.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return slices.Sorted(maps.Keys(raw.Contexts)), nil
 }

@@ -234,3 +234,23 @@ func fromKubeconfig(cf *kube.Flags, names func(clientcmdapi.Config) []string) co
 		return names(raw), cobra.ShellCompDirectiveNoFileComp
 	}
 }
+
+// Contexts offers the kubeconfig's contexts for a flag that takes a list
+// of them, a,b,…: after "a," it offers "a,<context>" for each context not
+// yet in the list, and leaves the cursor there for another comma.
+func Contexts(cf *kube.Flags) cobra.CompletionFunc {
+	return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		names, err := cf.Contexts()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		given := toComplete[:strings.LastIndex(toComplete, ",")+1]
+		var out []cobra.Completion
+		for _, n := range names {
+			if !slices.Contains(strings.Split(given, ","), n) {
+				out = append(out, given+n)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+	}
+}

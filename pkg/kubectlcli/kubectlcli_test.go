@@ -23,8 +23,11 @@ import (
 var plugin = kubectlcli.Plugin{Name: "gpuops", Completion: kubectlcli.Completion{
 	Args: map[string]kubectlcli.Completer{"OPERAND": kubectlcli.Words("driver\tDaemonSet nvidia-driver-daemonset", "dcgm")},
 	Flag: func(cmd *cli.Command, flag string) kubectlcli.Completer {
-		if flag == "output" {
+		switch flag {
+		case "output":
 			return kubectlcli.Words("text", cmd.Name)
+		case "contexts":
+			return kubectlcli.Contexts
 		}
 		return nil
 	},
@@ -43,7 +46,7 @@ func newApp(cf *kube.Flags, stdout io.Writer, cmds ...*cli.Command) *cli.App {
 			{Name: "optout", ArgsUsage: "NODE OPERAND", Flags: []cli.Flag{
 				&cli.DurationFlag{Name: "timeout"}, &cli.StringFlag{Name: "selector", Aliases: []string{"l"}}, &cli.IntFlag{Name: "max-unavailable"},
 			}},
-			{Name: "audit", Flags: []cli.Flag{output}},
+			{Name: "audit", Flags: []cli.Flag{output, &cli.StringSliceFlag{Name: "contexts"}}},
 			{Name: "matrix"},
 			{Name: "guard", Subcommands: []*cli.Command{{Name: "install", Flags: []cli.Flag{&cli.StringFlag{Name: "mode"}}}}},
 		}, cmds...),
@@ -188,6 +191,9 @@ func TestCompletion(t *testing.T) {
 		{"optout -l ", ":4\n"},
 		{"completion ", "bash\nzsh\nfish\n:4\n"},
 		{"--kubeconfig " + kubeconfig + " --context ", "a\nb\n:4\n"},
+		// a list of contexts: those not yet in it, after it, for another comma (4|2: no space)
+		{"--kubeconfig " + kubeconfig + " audit --contexts ", "a\nb\n:6\n"},
+		{"--kubeconfig " + kubeconfig + " audit --contexts b,", "b,a\n:6\n"},
 		{"o", "optout\norder-check\n:4\n"},
 	} {
 		var out bytes.Buffer

@@ -37,6 +37,11 @@ var fleetPage = template.Must(template.New("fleet").Funcs(template.FuncMap{
 // security policy forbids every fetch, so it reads the same offline, from a
 // file, attached to a ticket, or printed.
 func HTML(w io.Writer, f summary.Fleet, src Source) error {
+	return fleetPage.Execute(w, newPage(f, src))
+}
+
+// newPage is the page of a fleet.
+func newPage(f summary.Fleet, src Source) htmlPage {
 	page := htmlPage{Source: src, Taken: src.Taken.UTC().Format("2006-01-02 15:04:05 MST"), TakenISO: src.Taken.UTC().Format(time.RFC3339),
 		Fleet: f, Findings: f.Findings()}
 	byGroup := map[string]*htmlGroup{}
@@ -77,7 +82,7 @@ func HTML(w io.Writer, f summary.Fleet, src Source) error {
 		}
 	}
 	page.FindingChunks = chunks(findings, findingRowHeight)
-	return fleetPage.Execute(w, page)
+	return page
 }
 
 type htmlPage struct {
@@ -89,6 +94,8 @@ type htmlPage struct {
 	FailingNodes    int
 	Unusable        int                      // GPU nodes that cannot run GPU work (their cause is in the grid)
 	FindingChunks   []htmlChunk[htmlFinding] // every finding, in the grid's order
+	Clusters        []htmlCluster            // of a run across clusters (ClustersHTML)
+	Total           htmlCluster              // the Clusters' total
 }
 
 type htmlGroup struct {

@@ -33,6 +33,7 @@ type junitSuite struct {
 	Errors   int         `xml:"errors,attr"`
 	Skipped  int         `xml:"skipped,attr"`
 	Time     string      `xml:"time,attr"`
+	Hostname string      `xml:"hostname,attr,omitempty"` // the API server, when a run judges many clusters
 	Cases    []junitCase `xml:"testcase"`
 }
 
@@ -41,6 +42,7 @@ type junitCase struct {
 	Classname string        `xml:"classname,attr"`
 	Time      string        `xml:"time,attr"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
+	Error     *junitFailure `xml:"error,omitempty"` // a cluster that could not be judged
 }
 
 type junitFailure struct {
@@ -62,9 +64,13 @@ func writeJUnit(w io.Writer, command string, cases []junitCase) error {
 			failures++
 		}
 	}
-	doc := junitSuites{Name: name, Tests: len(cases), Failures: failures, Time: noTime, Suites: []junitSuite{{
+	return writeSuites(w, junitSuites{Name: name, Tests: len(cases), Failures: failures, Time: noTime, Suites: []junitSuite{{
 		Name: name, Tests: len(cases), Failures: failures, Time: noTime, Cases: nonNil(cases),
-	}}}
+	}}})
+}
+
+// writeSuites writes a JUnit document.
+func writeSuites(w io.Writer, doc junitSuites) error {
 	b, err := xml.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err

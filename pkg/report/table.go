@@ -33,6 +33,10 @@ const gap = 3
 // write writes the table, with its header or, as kubectl --no-headers,
 // without it: then the columns are only as wide as their cells.
 func (t table) write(w io.Writer, color, header bool) error {
+	if c, ok := w.(*capture); ok { // one cluster's, aligned with the others' later
+		c.table(t, header)
+		return nil
+	}
 	cols := t
 	if !header {
 		cols.header = make([]string, len(t.header))
