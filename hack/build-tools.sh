@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the offline lab control plane from pinned Go source modules into
 # .lab/bin (git-ignored): etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl, kwok, kwokctl; and prometheus and promtool, for the
-# tests of gpuops serve's alerts.
+# kube-scheduler (links to one binary, kube), kubectl, kwok, kwokctl; and
+# prometheus and promtool, for the tests of gpuops serve's alerts.
 #
 # Each tools module under hack/tools/ is built only when its inputs changed
 # (go.mod, go.sum, tools.go, the build arguments, the Go version) or a binary
@@ -11,8 +11,12 @@
 # runs packages in parallel) are serialised with flock on .lab/.tools.lock.
 # The end prints how long each step took.
 #
-# A cold build is mostly compiling Kubernetes. To keep it short: the four
-# Kubernetes commands are one `go build` (their packages are compiled once);
+# A cold build is mostly compiling Kubernetes. To keep it short: the
+# Kubernetes commands are one `go build` (their packages are compiled once),
+# and kube-apiserver, kube-controller-manager and kube-scheduler are one
+# binary, .lab/bin/kube (hack/tools/kube/main.go), which they are links to:
+# one link of the packages the three share instead of three (less CPU, disk
+# and linker memory; figures in bench/RESULTS.md, "The first build");
 # the etcd and kwok modules depend on the same module versions as the kube
 # module (hack/tools/align.sh), so after it they compile only their own
 # packages; and a kubectl already on PATH whose minor version is within one of
@@ -122,7 +126,8 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 
 # Kubernetes first: etcd and kwok then find most of their packages compiled.
-kube_bins="kube-apiserver kube-controller-manager kube-scheduler"
+# The module's own package is the multi-call binary `kube`.
+kube_bins="kube" kube_pkgs=(.)
 if kubectl=$(path_kubectl); then
 	start=${EPOCHREALTIME/[.,]/}
 	ln -sfn "$kubectl" "$BIN/kubectl"
@@ -130,10 +135,15 @@ if kubectl=$(path_kubectl); then
 else
 	[[ ! -L "$BIN/kubectl" ]] || rm -f "$BIN/kubectl" # linked by an earlier run, no longer fit
 	kube_bins+=" kubectl"
+	kube_pkgs+=(k8s.io/kubernetes/cmd/kubectl)
 fi
-kube_pkgs=()
-for b in $kube_bins; do kube_pkgs+=("k8s.io/kubernetes/cmd/$b"); done
 build kube "$kube_bins" -- -ldflags "$kube_ldflags" -o "$BIN/" "${kube_pkgs[@]}"
+# The command names kwokctl runs: links to kube, which picks the command by
+# the name it is run as. A link is replaced only when it is not one already,
+# so that a cluster starting meanwhile always finds its binary.
+for b in kube-apiserver kube-controller-manager kube-scheduler; do
+	[[ -L "$BIN/$b" && "$(readlink "$BIN/$b")" == kube ]] || ln -sfn kube "$BIN/$b"
+done
 build etcd "etcd" -- \
 	-ldflags "-s -w" -o "$BIN/etcd" go.etcd.io/etcd/server/v3
 build kwok "kwok kwokctl" -- \

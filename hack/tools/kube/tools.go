@@ -1,12 +1,9 @@
 //go:build tools
 
-// Package tools records the commands this module builds, so that `go mod tidy`
-// keeps their dependencies.
-package tools
+// The other command this module builds (main.go is the control plane's), so
+// that `go mod tidy` keeps its dependencies.
+package main
 
 import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
-	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
 )
