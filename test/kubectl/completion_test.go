@@ -130,6 +130,9 @@ func TestBashCompletion(t *testing.T) {
 
 	prefix := "t-" + c.env.ID + "-"
 	wantCandidates(t, "contexts of --kubeconfig", complete("--kubeconfig", c.kubeconfig, "--context", ""), "elsewhere", "lab")
+	wantCandidates(t, "contexts for --contexts", complete("--kubeconfig", c.kubeconfig, "audit", "--contexts", ""), "elsewhere", "lab")
+	// Cobra's script quotes the word it inserts, as for a file name: the shell reads lab,elsewhere.
+	wantCandidates(t, "the rest of a list of contexts", complete("--kubeconfig", c.kubeconfig, "summary", "--contexts", "lab,"), `lab\,elsewhere`)
 	wantCandidates(t, "nodes through --context", complete("--kubeconfig", c.kubeconfig, "--context", "lab", "order-check", prefix), c.nodes...)
 	wantCandidates(t, "nodes, flags after the command", complete("optout", "--context=lab", "--kubeconfig", c.kubeconfig, prefix), c.nodes...)
 	wantCandidates(t, "nodes of an unreachable current context", complete("--kubeconfig", c.kubeconfig, "order-check", prefix))
