@@ -338,6 +338,34 @@ func testAllContexts(t *testing.T, f *fleet) {
 	if n := strings.Count(r.Stderr, "contexts: "); n != 4 || !strings.Contains(r.Stderr, "contexts: 4/4 judged (") {
 		errorf(t, r, "%d progress lines on stderr, want 4", n)
 	}
+	// Every judge, in text: every context by name, each reachable one as alone.
+	for _, j := range f.judges() {
+		r := f.gpuops(t, with(j.args, "--all-contexts")...)
+		if r.Code != 2 {
+			errorf(t, r, "%s: exit %d, want 2", j, r.Code)
+		}
+		var order []string
+		for line := range strings.Lines(r.Stdout) {
+			if c, _, _ := strings.Cut(line, ": "); !slices.Contains(order, c) {
+				order = append(order, c)
+			}
+		}
+		if j.args[0] == "summary" {
+			order = slices.DeleteFunc(order, func(c string) bool { return c == "(fleet)" })
+		}
+		if !slices.Equal(order, []string{broken, down, forbidden, healthy}) {
+			errorf(t, r, "%s: contexts %q, want all of them by name", j, order)
+		}
+		parts := stamped(t, r)
+		for _, c := range []string{healthy, broken} {
+			if alone := f.alone(t, c, j.args...); parts[c] != alone.Stdout {
+				errorf(t, r, "%s: %s's part differs from alone:\n%s", j, c, alone.Stdout)
+			}
+		}
+		if !strings.HasPrefix(parts[forbidden], "error: ") || !strings.Contains(parts[forbidden], "forbidden") {
+			errorf(t, r, "%s: forbidden's part %q", j, parts[forbidden])
+		}
+	}
 }
 
 func testContextMatch(t *testing.T, f *fleet) {
