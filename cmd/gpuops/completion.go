@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/kubectlcli"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/rehearsal"
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
@@ -45,6 +46,8 @@ func flagValues(cmd *cli.Command, flag string) kubectlcli.Completer {
 		return kubectlcli.Dirs
 	case "contexts":
 		return kubectlcli.Contexts
+	case "scenario":
+		return kubectlcli.Words(rehearsal.Scenarios...)
 	}
 	return nil
 }

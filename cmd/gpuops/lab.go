@@ -5,6 +5,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/access"
 	"github.com/gpuops/gpuops/pkg/labrun"
+	"github.com/gpuops/gpuops/pkg/rehearsal"
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
@@ -16,11 +17,17 @@ func labCommand() *cli.Command {
 			"(step 6), optin of its optin: node and operand (step 7), order check of every lab node\n" +
 			"and the matrix (steps 7-8). Leaves k8s/ (five manifests), out/ (roster, driver, optout,\n" +
 			"audit, order and matrix .txt) and the two scripts in --workdir, then prints the matrix.\n" +
-			"After `gpuops reset`, running it again writes the same out/ byte for byte.",
-		Flags: []cli.Flag{labFlag(), workdirFlag(), timeoutFlag(), forceFlag()},
+			"After `gpuops reset`, running it again writes the same out/ byte for byte.\n\n" +
+			"--scenario driver-upgrade then replays a driver upgrade on the lab's driver nodes, as the GPU Operator\n" +
+			"walks it, the last node failing and recovered, and cleans up; each step shows gpuops upgrades and health.",
+		Flags: []cli.Flag{labFlag(), workdirFlag(), timeoutFlag(), forceFlag(),
+			&cli.StringFlag{Name: "scenario", Usage: "after the lab, rehearse `NAME` (driver-upgrade; default: none, the plain lab)"}},
 		Action: func(c *cli.Context) error {
 			if err := noArgs(c); err != nil {
 				return err
+			}
+			if err := rehearsal.Known(c.String("scenario")); err != nil {
+				return usageError(err)
 			}
 			lab, cl, err := prepare(c, func(ns string) []access.Need {
 				return append(access.Provision(ns), access.Relabel(ns)...)
@@ -32,7 +39,10 @@ func labCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return report.Printer{Format: report.Text}.Matrix(c.App.Writer, m)
+			if err := (report.Printer{Format: report.Text}).Matrix(c.App.Writer, m); err != nil || c.String("scenario") == "" {
+				return err
+			}
+			return rehearsal.Lab(c.Context, cl.Kube, c.App.Writer, lab, c.Duration("timeout"))
 		},
 	}
 }
