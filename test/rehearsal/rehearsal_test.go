@@ -1,0 +1,297 @@
+// Package rehearsal_test rehearses a driver upgrade on a real control plane
+// (pkg/rehearsal: the upgrade controller's and the driver manager's writes,
+// the real DaemonSet controller making the driver pods again, KWOK holding
+// one crash-looping) and checks, at every step, what gpuops says of it:
+// gpuops upgrades, audit and health as a user runs them, and a gpuops serve
+// process judging live all along.
+package rehearsal_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuops/gpuops"
+	"github.com/gpuops/gpuops/internal/gpuopstest"
+	"github.com/gpuops/gpuops/internal/testcluster"
+	"github.com/gpuops/gpuops/pkg/health"
+	"github.com/gpuops/gpuops/pkg/labspec"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/provision"
+	"github.com/gpuops/gpuops/pkg/rehearsal"
+	"github.com/gpuops/gpuops/pkg/upgrade"
+	"github.com/gpuops/gpuops/pkg/workspace"
+)
+
+func TestMain(m *testing.M) { testcluster.Main(m) }
+
+// Short names of the verdicts and health causes in the table.
+const (
+	O = upgrade.Outdated
+	W = upgrade.Waiting // upgrade-required: the cluster has no ClusterPolicy, so autoUpgrade is off
+	P = upgrade.InProgress
+	F = upgrade.Failed
+	D = upgrade.Done
+
+	ok = ""                                             // READY
+	pa = health.Paused + "/" + operand.ContainerToolkit // the driver manager's pause: the toolkit is the first link it stops
+	cl = health.CrashLoop + "/" + operand.Driver        // the new driver pod crash-loops
+	uf = health.UpgradeFailed + "/" + operand.Driver    // the controller failed the upgrade
+)
+
+// row is what gpuops must say after one step of the walk: of nodes a, b
+// and c, the upgrade verdict (pkg/upgrade's rules: no state and the driver
+// pod on the latest template is done, on an older one outdated;
+// upgrade-required waits, as no policy turns autoUpgrade on; the states in
+// between are in progress, none held past --stuck-after; upgrade-failed is
+// failed; upgrade-done on the latest template is done, also while cordoned
+// by someone other than the controller) and the health causes, root and
+// further ones (pkg/health: ready but for the driver manager's pause of the
+// toolkit and what waits behind it, the crash-looping driver, and the
+// failed upgrade, which is the driver's failure whatever its pod shows).
+type row struct {
+	node, state string // the node the step acted on ("" all) and its state label after it
+	verdicts    [3]string
+	health      [3]string
+}
+
+// The walk of a (schedulable), b (cordoned by someone before the upgrade:
+// it is not cordoned again, skips uncordon-required and stays cordoned) and
+// c (the last, made to fail, then recovered), one node at a time.
+var table = []row{
+	{"", "", [3]string{O, O, O}, [3]string{ok, ok, ok}}, // the new driver template
+	{"a", operand.UpgradeRequired, [3]string{W, O, O}, [3]string{ok, ok, ok}},
+	{"b", operand.UpgradeRequired, [3]string{W, W, O}, [3]string{ok, ok, ok}},
+	{"c", operand.UpgradeRequired, [3]string{W, W, W}, [3]string{ok, ok, ok}},
+
+	{"a", operand.UpgradeCordonRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
+	{"a", operand.UpgradeCordonRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}}, // cordoned
+	{"a", operand.UpgradeWaitForJobsRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
+	{"a", operand.UpgradePodDeletionRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
+	{"a", operand.UpgradeDrainRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
+	{"a", operand.UpgradePodRestartRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
+	{"a", operand.UpgradePodRestartRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}}, // new driver pod
+	{"a", operand.UpgradePodRestartRequired, [3]string{P, W, W}, [3]string{pa, ok, ok}}, // paused
+	{"a", operand.UpgradePodRestartRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}}, // resumed
+	{"a", operand.UpgradeValidationRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
+	{"a", operand.UpgradeUncordonRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
+	{"a", operand.UpgradeUncordonRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}}, // uncordoned
+	{"a", operand.UpgradeDone, [3]string{D, W, W}, [3]string{ok, ok, ok}},
+
+	{"b", operand.UpgradeCordonRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
+	{"b", operand.UpgradeWaitForJobsRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
+	{"b", operand.UpgradePodDeletionRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
+	{"b", operand.UpgradeDrainRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
+	{"b", operand.UpgradePodRestartRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
+	{"b", operand.UpgradePodRestartRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
+	{"b", operand.UpgradePodRestartRequired, [3]string{D, P, W}, [3]string{ok, pa, ok}},
+	{"b", operand.UpgradePodRestartRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
+	{"b", operand.UpgradeValidationRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
+	{"b", operand.UpgradeDone, [3]string{D, D, W}, [3]string{ok, ok, ok}},
+
+	{"c", operand.UpgradeCordonRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
+	{"c", operand.UpgradeCordonRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
+	{"c", operand.UpgradeWaitForJobsRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
+	{"c", operand.UpgradePodDeletionRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
+	{"c", operand.UpgradeDrainRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
+	{"c", operand.UpgradePodRestartRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
+	{"c", operand.UpgradePodRestartRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
+	{"c", operand.UpgradePodRestartRequired, [3]string{D, D, P}, [3]string{ok, ok, pa}},
+	{"c", operand.UpgradePodRestartRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
+	{"c", operand.UpgradePodRestartRequired, [3]string{D, D, P}, [3]string{ok, ok, cl}}, // crash-loops
+	{"c", operand.UpgradeFailed, [3]string{D, D, F}, [3]string{ok, ok, uf}},
+	{"c", operand.UpgradeFailed, [3]string{D, D, F}, [3]string{ok, ok, uf}},            // fixed: a new driver pod
+	{"c", operand.UpgradeFailed, [3]string{D, D, F}, [3]string{ok, ok, uf + "+" + pa}}, // its driver manager pauses
+	{"c", operand.UpgradeFailed, [3]string{D, D, F}, [3]string{ok, ok, uf}},
+	{"c", operand.UpgradeUncordonRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
+	{"c", operand.UpgradeUncordonRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
+	{"c", operand.UpgradeDone, [3]string{D, D, D}, [3]string{ok, ok, ok}},
+
+	{"", "", [3]string{D, D, D}, [3]string{ok, ok, ok}}, // the template rolled back
+	{"", "", [3]string{D, D, D}, [3]string{ok, ok, ok}}, // the controller's labels off
+	{"", "", [3]string{D, D, D}, [3]string{ok, ok, ok}}, // the deploy labels back under gpuops
+}
+
+// TestDriverUpgradeRehearsal walks three driver nodes beside one whose host
+// has the driver (never part of the rollout, always ready) and one without
+// a GPU, and checks gpuops at every step against the table.
+func TestDriverUpgradeRehearsal(t *testing.T) {
+	env := testcluster.New(t)
+	env.Timeout = 2 * time.Minute
+	ctx := context.Background()
+	gpus := testcluster.WithCapacity(corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")})
+	names := map[string]string{}
+	for _, short := range []string{"a", "b", "c", "host", "cpu"} {
+		names[short] = env.NodeName(short)
+		opts := []testcluster.NodeOption{gpus}
+		if short == "b" {
+			opts = append(opts, testcluster.Unschedulable())
+		}
+		env.AddNode(t, names[short], nil, opts...)
+	}
+	spec := fmt.Sprintf(`namespace: %s
+nodes:
+- {name: %s, labels: {%s: "true"}, operands: {driver: true, container-toolkit: true, device-plugin: true, gpu-feature-discovery: true, dcgm-exporter: true}}
+- {name: %s, labels: {%s: "true"}, operands: {driver: true, container-toolkit: true, device-plugin: true, gpu-feature-discovery: true, dcgm-exporter: true}}
+- {name: %s, labels: {%s: "true"}, operands: {driver: true, container-toolkit: true, device-plugin: true, gpu-feature-discovery: true, dcgm-exporter: true}}
+- {name: %s, labels: {%s: "true"}, operands: {driver: false, container-toolkit: true, device-plugin: true, gpu-feature-discovery: true, dcgm-exporter: true}}
+- {name: %s}
+`, env.Namespace, names["a"], operand.GPUPresent, names["b"], operand.GPUPresent, names["c"], operand.GPUPresent,
+		names["host"], operand.GPUPresent, names["cpu"])
+	lab, err := labspec.Parse([]byte(spec), operand.Lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assets := provision.Assets{Kustomize: gpuops.Kustomize, Scripts: gpuops.Scripts}
+	ws := workspace.New(t.TempDir())
+	if _, err := provision.Up(ctx, env.Client, lab, assets, ws, provision.Options{Timeout: env.Timeout}); err != nil {
+		t.Fatal(err)
+	}
+
+	g := &gpuopsView{t: t, bin: gpuopstest.Binary(t), env: env, names: names}
+	g.startServe()
+	var nodes []string
+	for _, n := range lab.Nodes {
+		nodes = append(nodes, n.Name)
+	}
+	steps := 0
+	err = rehearsal.Run(ctx, env.Client, rehearsal.Options{Namespace: env.Namespace, Nodes: nodes, FailLast: true, Timeout: env.Timeout,
+		Step: func(ctx context.Context, s rehearsal.Step) error {
+			steps++
+			if s.N > len(table) {
+				t.Errorf("step %d (%s): the table has %d rows", s.N, s.What, len(table))
+				return nil
+			}
+			want := table[s.N-1]
+			if s.Node != names[want.node] || s.State != want.state {
+				t.Fatalf("step %d (%s): on %q in %q, the table says %q in %q", s.N, s.What, s.Node, s.State, names[want.node], want.state)
+			}
+			g.check(ctx, s, want)
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if steps != len(table) {
+		t.Errorf("%d steps, the table has %d", steps, len(table))
+	}
+	g.checkEvents(ctx)
+
+	// Restorable: up finds nothing foreign, reset leaves no deploy label,
+	// and the whole lab with the rehearsal runs again from the command.
+	if _, err := provision.Up(ctx, env.Client, lab, assets, ws, provision.Options{Timeout: env.Timeout}); err != nil {
+		t.Fatalf("up after the rehearsal: %v", err)
+	}
+	if err := provision.Reset(ctx, env.Client, env.Namespace, provision.Options{Timeout: env.Timeout}); err != nil {
+		t.Fatalf("reset after the rehearsal: %v", err)
+	}
+	for _, name := range names {
+		n, err := env.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range n.Labels {
+			if operand.IsDeployLabel(k) || k == operand.UpgradeStateLabel {
+				t.Errorf("after reset, node %s keeps %s=%s", name, k, n.Labels[k])
+			}
+		}
+	}
+	g.checkCommand(spec)
+}
+
+// gpuopsView runs gpuops as a user does and keeps a serve process.
+type gpuopsView struct {
+	t       *testing.T
+	bin     string
+	env     *testcluster.Env
+	names   map[string]string
+	metrics string // serve's /metrics URL
+}
+
+func (g *gpuopsView) args(cmd ...string) []string {
+	return append(append([]string{"--kubeconfig", g.env.Kubeconfig, "-n", g.env.Namespace}, cmd...), "-l", testcluster.LabelTestID+"="+g.env.ID)
+}
+
+// check compares what gpuops says after the step with the table.
+func (g *gpuopsView) check(ctx context.Context, s rehearsal.Step, want row) {
+	t := g.t
+	t.Helper()
+	at := fmt.Sprintf("step %d (%s)", s.N, s.What)
+	walked := []string{g.names["a"], g.names["b"], g.names["c"]}
+
+	r := gpuopstest.Run(t, nil, g.bin, g.args("upgrades", "-o", "json")...)
+	var rollout struct{ Nodes []upgrade.Node }
+	if err := json.Unmarshal([]byte(r.Stdout), &rollout); err != nil {
+		t.Fatalf("%s: upgrades -o json: exit %d, %v\n%s%s", at, r.Code, err, r.Stdout, r.Stderr)
+	}
+	failed := slices.Contains(want.verdicts[:], F)
+	if code := map[bool]int{false: 0, true: 1}[failed]; r.Code != code {
+		t.Errorf("%s: upgrades exit %d, want %d\n%s", at, r.Code, code, r.Stderr)
+	}
+	got := map[string]upgrade.Node{}
+	for _, n := range rollout.Nodes {
+		got[n.Node] = n
+	}
+	if len(got) != len(walked) {
+		t.Errorf("%s: upgrades lists %d nodes, want the %d with a driver pod: %+v", at, len(got), len(walked), rollout.Nodes)
+	}
+	for i, n := range walked {
+		if got[n].Verdict != want.verdicts[i] {
+			t.Errorf("%s: upgrades %s: %s (%s, %s), want %s", at, n, got[n].Verdict, got[n].State, got[n].Cause, want.verdicts[i])
+		}
+	}
+	if s.State == operand.UpgradeFailed && want.health[2] == uf && table[s.N-2].state != operand.UpgradeFailed {
+		// the controller has just failed c: the cause is its driver pod's restarts
+		if c := got[g.names["c"]].Cause; !strings.Contains(c, fmt.Sprintf("restarted %d times", operand.UpgradeMaxRestarts+1)) {
+			t.Errorf("%s: the failed node's cause %q does not name the driver pod's restarts", at, c)
+		}
+	}
+
+	// No finding on any node, whatever the driver manager paused.
+	r = gpuopstest.Run(t, nil, g.bin, g.args("audit")...)
+	if r.Code != 0 || strings.Count(r.Stdout, " OK\n") != len(g.names) {
+		t.Errorf("%s: audit: exit %d\n%s%s", at, r.Code, r.Stdout, r.Stderr)
+	}
+
+	wantHealth := map[string]string{g.names["host"]: ok}
+	for i, n := range walked {
+		wantHealth[n] = want.health[i]
+	}
+	r = gpuopstest.Run(t, nil, g.bin, g.args("health", "-o", "json")...)
+	var hs struct{ Nodes []health.Node }
+	if err := json.Unmarshal([]byte(r.Stdout), &hs); err != nil {
+		t.Fatalf("%s: health -o json: exit %d, %v\n%s%s", at, r.Code, err, r.Stdout, r.Stderr)
+	}
+	for _, h := range hs.Nodes {
+		w, judged := wantHealth[h.Node]
+		if judged != h.Judged {
+			t.Errorf("%s: health %s judged %v, want %v", at, h.Node, h.Judged, judged)
+		}
+		if judged && causes(h) != w {
+			t.Errorf("%s: health %s: %q, want %q", at, h.Node, causes(h), w)
+		}
+	}
+	g.checkServe(ctx, at, wantHealth)
+	g.checkManagers(ctx, at, s)
+}
+
+// causes is a node's health as the table writes it: the root cause, then
+// the further ones, code/operand joined by "+"; "" when ready.
+func causes(h health.Node) string {
+	if h.Cause == nil {
+		return ok
+	}
+	out := []string{h.Cause.Code + "/" + h.Cause.Operand}
+	for _, c := range h.Also {
+		out = append(out, c.Code+"/"+c.Operand)
+	}
+	return strings.Join(out, "+")
+}

@@ -1,0 +1,201 @@
+package rehearsal_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/gpuops/gpuops/internal/gpuopstest"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/pipeline"
+	"github.com/gpuops/gpuops/pkg/rehearsal"
+)
+
+// startServe runs gpuops serve on the test's nodes for the whole walk.
+func (g *gpuopsView) startServe() {
+	t := g.t
+	cmd := exec.Command(g.bin, g.args("serve", "--listen", "127.0.0.1:0", "--stuck-after", pipeline.DefaultStuckAfter.String())...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	for g.metrics == "" && sc.Scan() {
+		if m := regexp.MustCompile(`serving (http://\S+)/metrics`).FindStringSubmatch(sc.Text()); m != nil {
+			g.metrics = m[1] + "/metrics"
+		}
+	}
+	go func() {
+		for sc.Scan() { // keep reading so serve never blocks on stderr
+		}
+	}()
+	if g.metrics == "" {
+		t.Fatal("serve did not say where it serves")
+	}
+}
+
+var series = regexp.MustCompile(`^(gpuops_[a-z_]+)\{([^}]*)\} (\S+)$`)
+
+// checkServe waits until serve, judging live, says of every GPU node what
+// health does after the step (usable, and its causes), and finds nothing
+// missing or stuck on any node.
+func (g *gpuopsView) checkServe(ctx context.Context, at string, want map[string]string) {
+	t := g.t
+	t.Helper()
+	var last []string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		resp, err := http.Get(g.metrics)
+		if err != nil {
+			return false, nil
+		}
+		defer resp.Body.Close()
+		got := map[string][]string{}
+		last = last[:0]
+		sc := bufio.NewScanner(resp.Body)
+		findings := false
+		for sc.Scan() {
+			m := series.FindStringSubmatch(sc.Text())
+			if m == nil {
+				continue
+			}
+			node := regexp.MustCompile(`node="([^"]*)"`).FindStringSubmatch(m[2])
+			switch {
+			case node == nil || !slices.Contains(mapValues(g.names), node[1]):
+			case m[1] == "gpuops_node_usable":
+				got[node[1]] = append(got[node[1]], "usable="+m[3])
+				last = append(last, sc.Text())
+			case m[1] == "gpuops_node_unusable_cause" && m[3] == "1":
+				code := regexp.MustCompile(`code="([^"]*)"`).FindStringSubmatch(m[2])[1]
+				op := regexp.MustCompile(`operand="([^"]*)"`).FindStringSubmatch(m[2])[1]
+				got[node[1]] = append(got[node[1]], code+"/"+op)
+				last = append(last, sc.Text())
+			case (m[1] == "gpuops_operand_missing" || m[1] == "gpuops_operand_stuck" || m[1] == "gpuops_order_violation") && m[3] == "1":
+				findings = true
+				last = append(last, sc.Text())
+			}
+		}
+		if findings || len(got) != len(want) {
+			return false, nil
+		}
+		for node, causes := range want {
+			exp := []string{"usable=1"}
+			if causes != ok {
+				exp = append([]string{"usable=0"}, strings.Split(causes, "+")...)
+			}
+			slices.Sort(exp)
+			have := slices.Sorted(slices.Values(got[node]))
+			if !slices.Equal(have, exp) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Errorf("%s: serve does not say what health says (%v) within 30s:\n%s", at, want, strings.Join(last, "\n"))
+	}
+}
+
+func mapValues(m map[string]string) []string {
+	var out []string
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+// checkManagers: the state label is the controller's, the cordon its, a
+// paused deploy label the driver manager's, as managedFields records them.
+func (g *gpuopsView) checkManagers(ctx context.Context, at string, s rehearsal.Step) {
+	t := g.t
+	t.Helper()
+	if s.Node == "" {
+		return
+	}
+	n, err := g.env.Client.CoreV1().Nodes().Get(ctx, s.Node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owns := func(manager, field string) bool {
+		return slices.ContainsFunc(n.ManagedFields, func(e metav1.ManagedFieldsEntry) bool {
+			return e.Manager == manager && e.FieldsV1 != nil && strings.Contains(string(e.FieldsV1.Raw), `"f:`+field+`"`)
+		})
+	}
+	if s.State != "" && !owns(operand.UpgradeManager, operand.UpgradeStateLabel) {
+		t.Errorf("%s: %s is not %s's", at, operand.UpgradeStateLabel, operand.UpgradeManager)
+	}
+	if strings.Contains(s.What, ": cordoned (") && !owns(operand.UpgradeManager, "unschedulable") {
+		t.Errorf("%s: the cordon is not %s's", at, operand.UpgradeManager)
+	}
+	if strings.Contains(s.What, "paused") && !owns(operand.DriverUpgrade.Manager, operand.LabelPrefix+operand.ContainerToolkit) {
+		t.Errorf("%s: the paused label is not %s's", at, operand.DriverUpgrade.Manager)
+	}
+}
+
+// checkEvents: a's every state change has the controller's Event, where
+// its recorder files a node's (namespace default).
+func (g *gpuopsView) checkEvents(ctx context.Context) {
+	t := g.t
+	evs, err := g.env.Client.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.name=" + g.names["a"] + ",reason=" + operand.UpgradeEventReason})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said []string
+	for _, e := range evs.Items {
+		said = append(said, strings.TrimPrefix(e.Message, "Successfully updated node state label to "))
+	}
+	for _, s := range []string{operand.UpgradeRequired, operand.UpgradeCordonRequired, operand.UpgradeWaitForJobsRequired,
+		operand.UpgradePodDeletionRequired, operand.UpgradeDrainRequired, operand.UpgradePodRestartRequired,
+		operand.UpgradeValidationRequired, operand.UpgradeUncordonRequired, operand.UpgradeDone} {
+		if !slices.Contains(said, s) {
+			t.Errorf("no %s Event of node %s moving to %s: %q", operand.UpgradeEventReason, g.names["a"], s, said)
+		}
+	}
+}
+
+// checkCommand: gpuops lab --scenario refuses a scenario it does not know
+// with nothing changed, and runs the lab and the rehearsal again.
+func (g *gpuopsView) checkCommand(spec string) {
+	t := g.t
+	file := filepath.Join(t.TempDir(), "lab.yaml")
+	if err := os.WriteFile(file, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	lab := func(scenario string) gpuopstest.Result {
+		return gpuopstest.Run(t, nil, g.bin, "--kubeconfig", g.env.Kubeconfig, "lab", "--lab", file, "--workdir", dir, "--scenario", scenario)
+	}
+	r := lab("nope")
+	if r.Code != 2 || r.Stderr != "error: unknown scenario \"nope\" (known: "+rehearsal.DriverUpgrade+") (see --help)\n" {
+		t.Errorf("lab --scenario nope: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	dss, err := g.env.Client.AppsV1().DaemonSets(g.env.Namespace).List(context.Background(), metav1.ListOptions{})
+	if entries, _ := os.ReadDir(dir); err != nil || len(dss.Items) > 0 || len(entries) > 0 {
+		t.Errorf("lab --scenario nope changed something: %d DaemonSets, %d files in the workdir (%v)", len(dss.Items), len(entries), err)
+	}
+
+	r = lab(rehearsal.DriverUpgrade)
+	last := fmt.Sprintf("rehearsal: step %d: clean-up: ", len(table))
+	if r.Code != 0 || !strings.Contains(r.Stdout, last) || !strings.Contains(r.Stdout, "  "+g.names["c"]+" failed upgrade-failed since ") ||
+		!strings.Contains(r.Stdout, "  "+g.names["c"]+" UNUSABLE upgrade-failed driver") {
+		t.Errorf("lab --scenario %s: exit %d\n%s%s", rehearsal.DriverUpgrade, r.Code, r.Stdout, r.Stderr)
+	}
+	if r := gpuopstest.Run(t, nil, g.bin, "lab", "--help"); !strings.Contains(r.Stdout, "--scenario NAME") {
+		t.Errorf("lab --help does not explain --scenario:\n%s", r.Stdout)
+	}
+}
