@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -149,5 +151,47 @@ func TestJudgeAtMostParallel(t *testing.T) {
 	found, err := clusters.Verdict(cs, func(*pipeline.Result) bool { return true })
 	if found || err == nil || !strings.HasPrefix(err.Error(), "6 of 6 contexts could not be judged: c0: ") {
 		t.Errorf("Verdict: %v, %v", found, err)
+	}
+}
+
+// A cluster that accepts connections and never answers costs its own
+// --request-timeout, not the run: it is an error, and the others are judged.
+func TestJudgeHangingCluster(t *testing.T) {
+	hang, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hang.Close() })
+	go func() {
+		for {
+			c, err := hang.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() }) // held open, never answered
+		}
+	}()
+	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,"message":"forbidden: nobody may"}`)
+	}))
+	t.Cleanup(refuse.Close)
+	f := kubeconfig(t, "http://"+hang.Addr().String(), refuse.URL)
+	f.RequestTimeout = "1s"
+	ts, err := clusters.Resolve(f, clusters.Selection{All: true, Parallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	cs := (&clusters.Run{Targets: ts, Parallel: 1}).Judge(context.Background(), io.Discard, pipeline.Options{Namespace: "gpu-operator"})
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("the run took %s with --request-timeout 1s", took)
+	}
+	if cs[0].Err == nil || !strings.Contains(cs[0].Err.Error(), "Timeout") && !strings.Contains(cs[0].Err.Error(), "deadline") {
+		t.Errorf("the hanging cluster: %v, want its timeout", cs[0].Err)
+	}
+	if cs[1].Err == nil || !strings.Contains(cs[1].Err.Error(), "forbidden") {
+		t.Errorf("the other cluster after it: %v, want judged (forbidden)", cs[1].Err)
 	}
 }
