@@ -18,7 +18,7 @@ func auditCommand() *cli.Command {
 			"off is never missing. \"<node> STUCK <operand>\" is a helper's pause older than --stuck-after.\n" +
 			"Exit 1 if anything is missing or stuck (UNEXPECTED pods and WARNINGs of --explain inform, they\n" +
 			"do not change the exit code).",
-		Flags: append([]cli.Flag{outputFlag(report.Wide, report.Name, report.JUnit), noHeadersFlag(), judgeLabFlag(), selectorFlag(), explainFlag(), discoverFlag(), stuckAfterFlag()}, clusters.Flags()...),
+		Flags: append([]cli.Flag{outputFlag(report.Wide, report.Name, report.JUnit, report.OpenReports), noHeadersFlag(), judgeLabFlag(), selectorFlag(), explainFlag(), discoverFlag(), stuckAfterFlag()}, clusters.Flags()...),
 		Action: func(c *cli.Context) error {
 			f, err := readJudgeFlags(c)
 			if err != nil {

@@ -23,8 +23,8 @@ func TestFleetViewsRefuseBadInput(t *testing.T) {
 	}{
 		{[]string{"summary", "-o", "junit"}, `unknown output format "junit" (want text, json, yaml, table, name)`},
 		{[]string{"matrix", "-o", "junit"}, `unknown output format "junit"`},
-		{[]string{"audit", "-o", "html"}, `(want text, json, yaml, table, wide, name, junit)`},
-		{[]string{"order-check", "n", "-o", "html"}, `(want text, json, yaml, table, wide, name, junit)`},
+		{[]string{"audit", "-o", "html"}, `(want text, json, yaml, table, wide, name, junit, openreports)`},
+		{[]string{"order-check", "n", "-o", "html"}, `(want text, json, yaml, table, wide, name, junit, openreports)`},
 		{[]string{"matrix", "-o", "name"}, `unknown output format "name" (want text, json, yaml, table)`},
 		{[]string{"matrix", "-o", "wide"}, `unknown output format "wide"`},
 		{[]string{"summary", "-o", "wide"}, `unknown output format "wide" (want text, json, yaml, table, name)`},

@@ -24,7 +24,7 @@ func healthCommand() *cli.Command {
 			"capacity or GFD's count). A link the host provides or the ClusterPolicy switches off is healthy.\n" +
 			"--explain adds the evidence: container, reason, restarts, for how long. NODE... judges those\n" +
 			"nodes only (one that does not exist is an error, exit 2). Exit 1 if any GPU node is unusable.",
-		Flags: append([]cli.Flag{outputFlag(report.JUnit), noHeadersFlag(), judgeLabFlag(), selectorFlag(), explainFlag(), discoverFlag(), stuckAfterFlag()}, clusters.Flags()...),
+		Flags: append([]cli.Flag{outputFlag(report.JUnit, report.OpenReports), noHeadersFlag(), judgeLabFlag(), selectorFlag(), explainFlag(), discoverFlag(), stuckAfterFlag()}, clusters.Flags()...),
 		Action: func(c *cli.Context) error {
 			f, err := readJudgeFlags(c)
 			if err != nil {

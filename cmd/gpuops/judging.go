@@ -21,6 +21,8 @@ var extraUsage = map[report.Format]string{
 	report.JUnit: "junit: JUnit XML for CI, one test case per check, a failure with its reason per finding",
 	report.Wide:  "wide: the table with a WHY column, the reason of each finding (audit: as --explain gives it)",
 	report.Name:  "name: node/NAME of each node with a finding, one a line, for kubectl (| xargs kubectl describe)",
+	report.OpenReports: "openreports: every check as OpenReports ClusterReports (openreports.io/v1alpha1), a List for\n" +
+		"kubectl apply -f - (Policy Reporter, Kyverno)",
 }
 
 // outputFlag is -o with the formats every judge prints and the command's

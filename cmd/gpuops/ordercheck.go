@@ -21,7 +21,7 @@ func orderCheckCommand() *cli.Command {
 			"broken rule of the start-up order is a finding; the first is printed. -o junit has one test case\n" +
 			"per rule judged, failed when broken. It reads NODE's labels and the pods bound to it, not the\n" +
 			"fleet: as quick on 5,000 nodes as on 3.",
-		Flags: append([]cli.Flag{outputFlag(report.Wide, report.Name, report.JUnit), noHeadersFlag(), judgeLabFlag(), allRulesFlag(), discoverFlag()}, clusters.Flags()...),
+		Flags: append([]cli.Flag{outputFlag(report.Wide, report.Name, report.JUnit, report.OpenReports), noHeadersFlag(), judgeLabFlag(), allRulesFlag(), discoverFlag()}, clusters.Flags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageError(fmt.Errorf("want exactly one NODE, got %d arguments", c.NArg()))

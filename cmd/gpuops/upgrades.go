@@ -22,7 +22,7 @@ func upgradesCommand() *cli.Command {
 			"cause the controller would have), skipped, left-cordoned (done, cordoned by the controller),\n" +
 			"outdated (the driver pod runs an older template and no upgrade is under way). Exit 1 if a node\n" +
 			"is failed, stuck or left cordoned.",
-		Flags: append([]cli.Flag{outputFlag(), noHeadersFlag(), judgeLabFlag(), selectorFlag(), discoverFlag(), stuckAfterFlag()}, clusters.Flags()...),
+		Flags: append([]cli.Flag{outputFlag(report.OpenReports), noHeadersFlag(), judgeLabFlag(), selectorFlag(), discoverFlag(), stuckAfterFlag()}, clusters.Flags()...),
 		Action: func(c *cli.Context) error {
 			f, err := readJudgeFlags(c)
 			if err != nil {

@@ -73,8 +73,9 @@ func ParseFormatOf(s string, allowed ...Format) (Format, error) {
 func (f Format) Data() bool { return f == JSON || f == YAML }
 
 // Explained reports whether the format always carries the reasons of
-// --explain: the data formats, and JUnit, whose failures say why.
-func (f Format) Explained() bool { return f.Data() || f == JUnit }
+// --explain: the data formats, and JUnit and OpenReports, whose failures
+// say why.
+func (f Format) Explained() bool { return f.Data() || f == JUnit || f == OpenReports }
 
 // ColorFor reports whether output to w may be coloured: w is a terminal and
 // NO_COLOR (https://no-color.org) is unset or empty.

@@ -13,7 +13,7 @@ import (
 // formats carry them in their own fields, and the lab's exact lines come
 // alone.
 func (p Printer) Notes(w io.Writer, r *pipeline.Result) {
-	if p.Format.Data() || p.Format == JUnit || p.Format == Name || !(r.Explain || p.Format == Table || p.Format == Wide) {
+	if p.Format.Data() || p.Format == JUnit || p.Format == Name || p.Format == OpenReports || !(r.Explain || p.Format == Table || p.Format == Wide) {
 		return
 	}
 	for _, n := range r.Notes {
@@ -30,6 +30,9 @@ func (p Printer) Notes(w io.Writer, r *pipeline.Result) {
 // summary, each node's health or the driver rollout.
 func (p Printer) Result(w, notes io.Writer, r *pipeline.Result, view View) error {
 	p.Notes(notes, r)
+	if p.Format == OpenReports {
+		return p.openReports(w, r, view)
+	}
 	switch view {
 	case OrderView:
 		v, err := r.Verdict(r.Node)

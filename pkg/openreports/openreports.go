@@ -1,0 +1,419 @@
+// Package openreports turns gpuops' verdicts into OpenReports ClusterReports
+// (openreports.io/v1alpha1, github.com/openreports/reports-api), the API
+// that Policy Reporter and Kyverno's UI read: a result per check gpuops
+// makes, with the node (and a pod, where the verdict names one) as its
+// resource. It is pure: verdicts in, objects out; pkg/report prints them
+// and pkg/reportsync keeps them current in a cluster.
+//
+// The checks are the ones the judges already make, one result each, as
+// -o junit lists them:
+//
+//   - policy audit, rule <operand>: a node asks for the operand (its deploy
+//     label is "true"): pass when it runs there, fail when it is MISSING; a
+//     helper's pause past --stuck-after fails too (STUCK). A deploy label
+//     value that says more than yes or no (a pause within its time, a host
+//     driver, an odd value; the rule is the label's operand, else its key)
+//     and an operand pod on a node that asks for none (the pod is a
+//     resource) are warn.
+//   - policy order, rule <finding>: each start-up rule judged on the node
+//     (device-plugin-without-toolkit, all of them with --all-rules): pass,
+//     or fail when broken.
+//   - policy health, rule usable (health, serve): fail when a GPU node
+//     cannot run GPU work, with the root cause.
+//   - policy upgrade, rule driver-upgrade (upgrades): pass when done, fail
+//     when failed, stuck or left cordoned, warn while in progress, waiting
+//     or outdated, skip when the node is skipped.
+//
+// So fail is exactly what makes the command exit 1, and warn what it
+// reports without failing.
+package openreports
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuops/gpuops/pkg/explain"
+	"github.com/gpuops/gpuops/pkg/health"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/pipeline"
+	"github.com/gpuops/gpuops/pkg/upgrade"
+	"github.com/gpuops/gpuops/pkg/verdict"
+)
+
+// Source is every report's and result's source, and ManagedBy the value of
+// operand.ManagedByLabel on every report: what a cleanup selects on.
+const (
+	Source    = "gpuops"
+	ManagedBy = "gpuops"
+	// ClusterLabel names, on the reports of a named cluster (a kubeconfig
+	// context), a form of its name fit for a label value; ClusterAnnotation
+	// holds the name as it is. The reports of the cluster a serve runs in
+	// have neither.
+	ClusterLabel      = "gpuops.io/cluster"
+	ClusterAnnotation = "gpuops.io/cluster"
+	// Category is every result's category: Policy Reporter groups by it.
+	Category = "GPU Operator"
+)
+
+// The policies, one per judge.
+const (
+	Audit   = "audit"
+	Order   = "order"
+	Health  = "health"
+	Upgrade = "upgrade"
+	// The rules of health and upgrade, one check per node, as -o junit
+	// names health's.
+	UsableRule  = "usable"
+	UpgradeRule = "driver-upgrade"
+)
+
+// The outcomes of a result and the severities gpuops gives (the CRD's
+// enums; the upstream module declares the types, not the values).
+const (
+	Pass  v1alpha1.Result = "pass"
+	Fail  v1alpha1.Result = "fail"
+	Warn  v1alpha1.Result = "warn"
+	Error v1alpha1.Result = "error"
+	Skip  v1alpha1.Result = "skip"
+
+	High   v1alpha1.ResultSeverity = "high"
+	Medium v1alpha1.ResultSeverity = "medium"
+	Low    v1alpha1.ResultSeverity = "low"
+)
+
+// GVK of the objects, for printing them whole.
+var (
+	APIVersion = v1alpha1.GroupVersion.String()
+	Kind       = "ClusterReport"
+)
+
+// Node is one node's results, and the bytes they take as JSON: what the
+// choice between one report and one per node adds up.
+type Node struct {
+	Name    string
+	Results []v1alpha1.ReportResult
+	Bytes   int
+}
+
+// MaxBytes is the most JSON one report may hold before the results are
+// split into a report per node. etcd refuses a request over 1.5 MiB
+// (--max-request-bytes' default), and a report applied with kubectl apply
+// carries a copy of itself in its last-applied-configuration annotation:
+// 512 KiB stored twice, with metadata and managedFields, stays under 1.1
+// MiB. A result takes 410 to 510 bytes (measured by TestSplitBySize: a lab
+// node judged as serve does, explained, with health and every rule, has 10
+// results in 4.1 KB when all runs, 5.0 KB when all is missing), so one
+// report holds some 100 lab nodes, or 50 of a full install's; bigger
+// clusters get a report per node, as Kyverno writes one per resource.
+const MaxBytes = 512 << 10
+
+// Reports are the ClusterReports of a result: one for the cluster (named
+// gpuops; with a cluster name, gpuops-<cluster>-<hash>), or one per node
+// (<that>-<node>, its scope the node) when the results pass MaxBytes or the
+// command judged named nodes (order-check NODE, health NODE...). Nodes
+// without a result get no report of their own. cluster names the cluster
+// when reports of several clusters go together (gpuops --contexts): it
+// stamps the names and labels so they do not collide; empty for the one a
+// command or serve runs against.
+func Reports(r *pipeline.Result, cluster string) []v1alpha1.ClusterReport {
+	return Assemble(Nodes(r), cluster, r.Node != "" || len(r.Options.Nodes) > 0, MaxBytes)
+}
+
+// Nodes are the results of every node of a result, in its node order.
+func Nodes(r *pipeline.Result) []Node {
+	ups := map[string]*upgrade.Node{}
+	if r.Rollout != nil {
+		for i := range r.Rollout.Nodes {
+			ups[r.Rollout.Nodes[i].Node] = &r.Rollout.Nodes[i]
+		}
+	}
+	out := make([]Node, len(r.Nodes))
+	for i := range r.Nodes {
+		out[i] = NodeOf(&r.Nodes[i], ups[r.Nodes[i].Node], r.Namespace, r.Taken)
+	}
+	return out
+}
+
+// NodeOf is one node's results: its audit, order, health (when judged) and
+// driver upgrade (when u is not nil), found at the time given. namespace is
+// the operands' (their pods are resources).
+func NodeOf(v *verdict.Verdict, u *upgrade.Node, namespace string, at time.Time) Node {
+	b := builder{node: v.Node, ns: namespace, at: metav1.Timestamp{Seconds: at.Unix()}}
+	b.audit(v)
+	b.order(v)
+	if v.Health != nil && v.Health.Judged {
+		b.health(v.Health)
+	}
+	if u != nil {
+		b.upgrade(u)
+	}
+	return Node{Name: v.Node, Results: b.out, Bytes: size(b.out)}
+}
+
+// Assemble makes the reports of the nodes' results: one report, unless
+// perNode or the results pass maxBytes.
+func Assemble(nodes []Node, cluster string, perNode bool, maxBytes int) []v1alpha1.ClusterReport {
+	if !perNode {
+		total := 0
+		for _, n := range nodes {
+			total += n.Bytes
+		}
+		if total <= maxBytes {
+			var all []v1alpha1.ReportResult
+			for _, n := range nodes {
+				all = append(all, n.Results...)
+			}
+			return []v1alpha1.ClusterReport{report(Name(cluster, ""), cluster, nil, all)}
+		}
+	}
+	var out []v1alpha1.ClusterReport
+	for _, n := range nodes {
+		if len(n.Results) > 0 {
+			out = append(out, report(Name(cluster, n.Name), cluster, nodeRef(n.Name), n.Results))
+		}
+	}
+	return out
+}
+
+// Carry keeps the timestamps of prev's results in next's that are the same
+// but for it: a result's time is when it was found, not when it was last
+// judged again.
+func Carry(prev, next []v1alpha1.ReportResult) {
+	was := map[string]metav1.Timestamp{}
+	for _, r := range prev {
+		was[keyOf(r)] = r.Timestamp
+	}
+	for i := range next {
+		if t, ok := was[keyOf(next[i])]; ok {
+			next[i].Timestamp = t
+		}
+	}
+}
+
+// Same reports whether two reports say the same, timestamps aside.
+func Same(a, b *v1alpha1.ClusterReport) bool {
+	if a.Name != b.Name || !maps.Equal(a.Labels, b.Labels) || !maps.Equal(a.Annotations, b.Annotations) || a.Source != b.Source ||
+		a.Summary != b.Summary || !slices.Equal(refs(a.Scope), refs(b.Scope)) || len(a.Results) != len(b.Results) {
+		return false
+	}
+	for i := range a.Results {
+		if keyOf(a.Results[i]) != keyOf(b.Results[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func refs(r *corev1.ObjectReference) []corev1.ObjectReference {
+	if r == nil {
+		return nil
+	}
+	return []corev1.ObjectReference{*r}
+}
+
+// keyOf is a result as JSON without its timestamp.
+func keyOf(r v1alpha1.ReportResult) string {
+	r.Timestamp = metav1.Timestamp{}
+	b, _ := json.Marshal(r) // a struct of strings, maps and slices: never fails
+	return string(b)
+}
+
+func size(rs []v1alpha1.ReportResult) int {
+	b, _ := json.Marshal(rs)
+	return len(b)
+}
+
+// Summarize counts the results by outcome.
+func Summarize(rs []v1alpha1.ReportResult) v1alpha1.ReportSummary {
+	var s v1alpha1.ReportSummary
+	for _, r := range rs {
+		switch r.Result {
+		case Pass:
+			s.Pass++
+		case Fail:
+			s.Fail++
+		case Warn:
+			s.Warn++
+		case Error:
+			s.Error++
+		case Skip:
+			s.Skip++
+		}
+	}
+	return s
+}
+
+func report(name, cluster string, scope *corev1.ObjectReference, results []v1alpha1.ReportResult) v1alpha1.ClusterReport {
+	meta := metav1.ObjectMeta{Name: name, Labels: map[string]string{operand.ManagedByLabel: ManagedBy}}
+	if cluster != "" {
+		meta.Labels[ClusterLabel] = clusterPart(cluster)
+		meta.Annotations = map[string]string{ClusterAnnotation: cluster}
+	}
+	return v1alpha1.ClusterReport{
+		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind},
+		ObjectMeta: meta, Source: Source, Scope: scope,
+		Summary: Summarize(results), Results: results,
+	}
+}
+
+func nodeRef(node string) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: node}
+}
+
+// builder collects one node's results.
+type builder struct {
+	node, ns string
+	at       metav1.Timestamp
+	out      []v1alpha1.ReportResult
+}
+
+func (b *builder) add(policy, rule string, sev v1alpha1.ResultSeverity, res v1alpha1.Result, msg string, props map[string]string, pod string) {
+	subjects := []corev1.ObjectReference{*nodeRef(b.node)}
+	if pod != "" {
+		subjects = append(subjects, corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: b.ns, Name: pod})
+	}
+	for k, v := range props {
+		if v == "" {
+			delete(props, k)
+		}
+	}
+	if len(props) == 0 {
+		props = nil
+	}
+	b.out = append(b.out, v1alpha1.ReportResult{
+		Source: Source, Policy: policy, Rule: rule, Category: Category, Severity: sev, Timestamp: b.at,
+		Result: res, Scored: res == Pass || res == Fail,
+		Subjects: subjects, Description: msg, Properties: props,
+	})
+}
+
+// Severities. An operand without which no GPU container starts on the node
+// is high when missing; the others (feature discovery, monitoring, MIG)
+// medium. Label warnings and unexpected pods are low.
+var chain = []string{operand.Driver, operand.ContainerToolkit, operand.OperatorValidator, operand.DevicePlugin,
+	operand.VGPUManager, operand.DRADriver}
+
+func auditSeverity(op string) v1alpha1.ResultSeverity {
+	if slices.Contains(chain, op) {
+		return High
+	}
+	return Medium
+}
+
+func (b *builder) audit(v *verdict.Verdict) {
+	missing := map[string][]explain.Reason{}
+	for _, m := range v.Explain.Missing {
+		missing[m.Operand] = m.Reasons
+	}
+	for _, op := range v.Audit.Asked {
+		props := map[string]string{"operand": op, "label": operand.LabelPrefix + op, "value": "true"}
+		if !slices.Contains(v.Audit.Missing, op) {
+			b.add(Audit, op, auditSeverity(op), Pass, op+" runs on the node", props, "")
+			continue
+		}
+		props["reason"] = "missing"
+		msg := "MISSING " + op
+		if rs := missing[op]; len(rs) > 0 {
+			codes, msgs := make([]string, len(rs)), make([]string, len(rs))
+			for i, r := range rs {
+				codes[i], msgs[i] = r.Code, r.Message
+			}
+			props["codes"] = strings.Join(codes, ",")
+			msg += ": " + strings.Join(msgs, "; ")
+		}
+		b.add(Audit, op, auditSeverity(op), Fail, msg, props, "")
+	}
+	for _, op := range v.Audit.Stuck {
+		props := map[string]string{"operand": op, "label": operand.LabelPrefix + op, "reason": "stuck"}
+		msg := "STUCK " + op
+		for _, w := range v.Explain.Warnings {
+			if w.Stuck && w.Operand == op {
+				maps.Copy(props, warningProps(w))
+				msg += ": " + w.Message
+			}
+		}
+		b.add(Audit, op, auditSeverity(op), Fail, msg, props, "")
+	}
+	for _, w := range v.Explain.Warnings {
+		if w.Stuck { // said once, as STUCK
+			continue
+		}
+		rule := w.Operand
+		if rule == "" {
+			rule = w.Label
+		}
+		b.add(Audit, rule, Low, Warn, w.Message, warningProps(w), "")
+	}
+	for _, u := range v.Explain.Unexpected {
+		b.add(Audit, u.Operand, Low, Warn, u.Message,
+			map[string]string{"operand": u.Operand, "reason": explain.UnexpectedOperand, "label": operand.OperandsLabel, "value": "false"}, u.Pod)
+	}
+}
+
+func warningProps(w explain.Warning) map[string]string {
+	p := map[string]string{"operand": w.Operand, "label": w.Label, "value": w.Value, "code": w.Code, "by": w.By, "progress": w.Progress}
+	if w.Since != nil {
+		p["since"] = w.Since.UTC().Format(time.RFC3339)
+	}
+	return p
+}
+
+func (b *builder) order(v *verdict.Verdict) {
+	for _, r := range v.Order.Rules {
+		props := map[string]string{"operand": r.Operand, "needs": r.Needs}
+		if !slices.Contains(v.Order.Findings, r.Finding) {
+			b.add(Order, r.Finding, High, Pass, fmt.Sprintf("%s runs with %s, or without either", r.Operand, r.Needs), props, "")
+			continue
+		}
+		why := explain.Order(r)
+		props["reason"] = why.Code
+		b.add(Order, r.Finding, High, Fail, why.Message, props, "")
+	}
+}
+
+func (b *builder) health(h *health.Node) {
+	if h.Usable {
+		b.add(Health, UsableRule, High, Pass, "the node can run GPU work", nil, "")
+		return
+	}
+	props := map[string]string{"code": h.Cause.Code, "operand": h.Cause.Operand, "blocked": strings.Join(h.Blocked, ",")}
+	var also []string
+	for _, c := range h.Also {
+		also = append(also, c.Code+" "+c.Operand)
+	}
+	props["also"] = strings.Join(also, ",")
+	props["evidence"] = strings.Join(h.Evidence, "; ")
+	b.add(Health, UsableRule, High, Fail, h.Cause.Message, props, "")
+}
+
+// upgradeResults maps the upgrade verdicts to outcomes: done passes; what
+// gpuops upgrades exits 1 on fails; a node on its way warns; skipped skips.
+var upgradeResults = map[string]v1alpha1.Result{
+	upgrade.Done: Pass, upgrade.Failed: Fail, upgrade.Stuck: Fail,
+	upgrade.LeftCordoned: Fail, upgrade.InProgress: Warn, upgrade.Waiting: Warn,
+	upgrade.Outdated: Warn, upgrade.Skipped: Skip,
+}
+
+func (b *builder) upgrade(u *upgrade.Node) {
+	res, ok := upgradeResults[u.Verdict]
+	if !ok {
+		res = Error // a verdict this package does not know yet
+	}
+	props := map[string]string{"verdict": u.Verdict, "state": u.State, "pool": u.Pool}
+	if u.Since != nil {
+		props["since"] = u.Since.UTC().Format(time.RFC3339)
+	}
+	msg := "driver upgrade " + u.Verdict
+	if u.Cause != "" {
+		msg += ": " + u.Cause
+	}
+	b.add(Upgrade, UpgradeRule, Medium, res, msg, props, "")
+}

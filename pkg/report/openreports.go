@@ -1,0 +1,46 @@
+package report
+
+import (
+	"io"
+
+	"github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpuops/gpuops/pkg/openreports"
+	"github.com/gpuops/gpuops/pkg/pipeline"
+)
+
+// OpenReports is -o openreports: the checks the command judged as
+// OpenReports ClusterReports (pkg/openreports), in one v1 List of YAML that
+// kubectl applies (gpuops audit -o openreports | kubectl apply -f -), for
+// Policy Reporter and Kyverno's UI. Every judge makes the audit and the order
+// check of each node, so each command's reports hold both, and health's
+// and upgrades' their own checks too.
+const OpenReports Format = "openreports"
+
+// openReports prints the reports of a result; a command that judges one
+// node (order-check NODE) refuses a node that is not there, as its other
+// formats do.
+func (p Printer) openReports(w io.Writer, r *pipeline.Result, view View) error {
+	if view == OrderView {
+		if _, err := r.Verdict(r.Node); err != nil {
+			return err
+		}
+	}
+	return PrintReports(w, openreports.Reports(r, ""))
+}
+
+// PrintReports writes reports as one v1 List in YAML: of one cluster, or of
+// several (gpuops --contexts), each report named and labelled for its own.
+func PrintReports(w io.Writer, reports []v1alpha1.ClusterReport) error {
+	b, err := yaml.Marshal(struct {
+		APIVersion string                   `json:"apiVersion"`
+		Kind       string                   `json:"kind"`
+		Items      []v1alpha1.ClusterReport `json:"items"`
+	}{"v1", "List", nonNil(reports)})
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
