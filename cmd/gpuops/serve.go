@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/live"
 	"github.com/gpuops/gpuops/pkg/metrics"
+	"github.com/gpuops/gpuops/pkg/reportsync"
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
@@ -26,6 +27,8 @@ func serveCommand() *cli.Command {
 			selectorFlag(), discoverFlag(), allRulesFlag(), stuckAfterFlag(),
 			&cli.BoolFlag{Name: "events", Usage: "record a Kubernetes Event on the node when a finding starts and when it ends\n" +
 				"(needs create and patch on events in the default namespace)"},
+			&cli.BoolFlag{Name: "reports", Usage: "keep the findings in the cluster as OpenReports ClusterReports, for Policy Reporter\n" +
+				"(needs the CRD, and the rights kustomize/deploy/reports adds)"},
 		},
 		Action: func(c *cli.Context) error {
 			opts, err := liveOptions(c)
@@ -37,14 +40,20 @@ func serveCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			stderr := c.App.ErrWriter
 			if c.Bool("events") {
 				live.RecordEvents(c.Context, j, cl.Kube)
+			}
+			if c.Bool("reports") {
+				failed := func(err error) { fmt.Fprintf(stderr, "%s; retrying\n", oneLine(err)) }
+				if _, err := reportsync.Start(c.Context, j, cl.Config, reportsync.Options{Namespace: opts.Namespace, Failed: failed}); err != nil {
+					return err
+				}
 			}
 			ln, err := net.Listen("tcp", c.String("listen"))
 			if err != nil {
 				return err
 			}
-			stderr := c.App.ErrWriter
 			fmt.Fprintf(stderr, "serving http://%s/metrics\n", ln.Addr())
 			j.Observe(live.Hooks{
 				Judged: func(b verdict.Batch) {

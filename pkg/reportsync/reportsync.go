@@ -1,0 +1,265 @@
+// Package reportsync keeps gpuops' findings in the cluster as OpenReports
+// ClusterReports (pkg/openreports) while serve runs: it takes every batch
+// of the live judge's verdicts from a hook, works out the reports they
+// make, and creates, updates and deletes the reports it owns to match, by
+// server-side apply under its own field manager. Writes are rate-limited,
+// and a burst of verdicts makes one write per report: a report is written
+// Delay after it changes, as it stands then, not once per change.
+package reportsync
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
+	"github.com/openreports/reports-api/pkg/client/clientset/versioned"
+	typed "github.com/openreports/reports-api/pkg/client/clientset/versioned/typed/openreports.io/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/gpuops/gpuops/pkg/judge"
+	"github.com/gpuops/gpuops/pkg/live"
+	"github.com/gpuops/gpuops/pkg/openreports"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/verdict"
+)
+
+// FieldManager is the field manager of every write.
+const FieldManager = "gpuops"
+
+// Owned selects the reports a serve owns: gpuops', of the cluster it runs
+// in (reports of other clusters, written there by gpuops --contexts, carry
+// openreports.ClusterLabel and are left alone).
+var Owned = operand.ManagedByLabel + "=" + openreports.ManagedBy + ",!" + openreports.ClusterLabel
+
+// Options say how to write.
+type Options struct {
+	Namespace string // the operands' (their pods are results' resources)
+	// MaxBytes is where the results are split into a report per node;
+	// 0: openreports.MaxBytes.
+	MaxBytes int
+	// QPS and Burst bound the writes (0: DefaultQPS, DefaultBurst).
+	QPS   float32
+	Burst int
+	// Delay is how long a changed report waits to be written, so that the
+	// changes of that time make one write (0: DefaultDelay).
+	Delay time.Duration
+	// Failed hears of a failed list or write; it is retried with backoff.
+	Failed func(error)
+}
+
+// The writes' default bound: controller-runtime's default for a
+// controller's queue. A report per node at 5,000 nodes is written whole in
+// about eight minutes, and a rollout that changes every node's verdict
+// costs the API server at most ten small writes a second.
+const (
+	DefaultQPS   = 10
+	DefaultBurst = 100
+	// A DaemonSet rollout or a drain changes a node's verdict several times
+	// in a second (each pod going, then coming); Policy Reporter needs no
+	// fresher view than this.
+	DefaultDelay = time.Second
+)
+
+// Sync is the reports of one live judge.
+type Sync struct {
+	client  typed.ClusterReportInterface
+	opts    Options
+	queue   workqueue.TypedRateLimitingInterface[string]
+	limiter flowcontrol.RateLimiter
+	judged  chan struct{} // closed at the first batch
+
+	mu      sync.Mutex
+	nodes   map[string]openreports.Node // each node's results, as last judged
+	split   bool                        // the results are in a report per node
+	desired map[string]*v1alpha1.ClusterReport
+	written map[string]*v1alpha1.ClusterReport // what the server holds, as last read or written
+}
+
+// Start keeps the reports of j's verdicts current until ctx ends: call it
+// before j runs. cfg is the connection's (JSON).
+func Start(ctx context.Context, j *live.Judge, cfg *rest.Config, o Options) (*Sync, error) {
+	cs, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return StartWith(ctx, j, cs.OpenreportsV1alpha1().ClusterReports(), o), nil
+}
+
+// StartWith is Start on a client of its own.
+func StartWith(ctx context.Context, j *live.Judge, client typed.ClusterReportInterface, o Options) *Sync {
+	if o.MaxBytes == 0 {
+		o.MaxBytes = openreports.MaxBytes
+	}
+	if o.QPS == 0 {
+		o.QPS, o.Burst = DefaultQPS, DefaultBurst
+	}
+	if o.Delay == 0 {
+		o.Delay = DefaultDelay
+	}
+	s := &Sync{
+		client: client, opts: o, judged: make(chan struct{}),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 5*time.Minute),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "clusterreports"}),
+		limiter: flowcontrol.NewTokenBucketRateLimiter(o.QPS, o.Burst),
+		nodes:   map[string]openreports.Node{}, desired: map[string]*v1alpha1.ClusterReport{}, written: map[string]*v1alpha1.ClusterReport{},
+	}
+	j.Observe(live.Hooks{Judged: s.Judged})
+	context.AfterFunc(ctx, s.queue.ShutDown)
+	go s.run(ctx)
+	return s
+}
+
+// Judged takes a batch of verdicts: the reports they make become the ones
+// to write, and those that changed are queued.
+func (s *Sync) Judged(b verdict.Batch) {
+	if len(b.Changes) == 0 && !b.Initial {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range b.Changes {
+		name := c.Node()
+		if c.After == nil {
+			delete(s.nodes, name)
+			continue
+		}
+		n := openreports.NodeOf(c.After, nil, s.opts.Namespace, b.Time)
+		openreports.Carry(s.nodes[name].Results, n.Results)
+		s.nodes[name] = n
+	}
+	names := slices.SortedFunc(maps.Keys(s.nodes), judge.NaturalCompare)
+	nodes := make([]openreports.Node, len(names))
+	total := 0
+	for i, name := range names {
+		nodes[i] = s.nodes[name]
+		total += nodes[i].Bytes
+	}
+	// A cluster near the size would flip between one report and many as
+	// findings come and go: once split, it stays split down to 3/4 of it.
+	s.split = total > s.opts.MaxBytes || s.split && total > s.opts.MaxBytes*3/4
+	desired := map[string]*v1alpha1.ClusterReport{}
+	for _, r := range openreports.Assemble(nodes, "", s.split, s.opts.MaxBytes) {
+		desired[r.Name] = &r
+	}
+	for name, r := range desired {
+		if was, ok := s.desired[name]; !ok || !openreports.Same(was, r) {
+			s.queue.AddAfter(name, s.opts.Delay)
+		}
+	}
+	for name := range s.desired {
+		if _, ok := desired[name]; !ok {
+			s.queue.AddAfter(name, s.opts.Delay)
+		}
+	}
+	s.desired = desired
+	if b.Initial {
+		close(s.judged)
+	}
+}
+
+// run lists the reports the server holds once the first verdicts are in
+// (until it can), queues those no verdict makes, and writes what is queued.
+func (s *Sync) run(ctx context.Context) {
+	select {
+	case <-s.judged:
+	case <-ctx.Done():
+		return
+	}
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Steps: 1 << 30, Cap: 5 * time.Minute}
+	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		list, err := s.client.List(ctx, metav1.ListOptions{LabelSelector: Owned})
+		if err != nil {
+			s.failed(fmt.Errorf("list clusterreports: %w", err))
+			return false, nil
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for i := range list.Items {
+			r := &list.Items[i]
+			s.written[r.Name] = r
+			s.queue.Add(r.Name)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return // ctx ended
+	}
+	for s.next(ctx) {
+	}
+}
+
+// next writes one queued report; false once the queue shuts down.
+func (s *Sync) next(ctx context.Context) bool {
+	name, shutdown := s.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer s.queue.Done(name)
+	if err := s.write(ctx, name); err != nil {
+		if ctx.Err() == nil {
+			s.failed(err)
+		}
+		s.queue.AddRateLimited(name)
+		return true
+	}
+	s.queue.Forget(name)
+	return true
+}
+
+// write makes the server's report what the verdicts say: applied, deleted,
+// or left as it is when it says the same.
+func (s *Sync) write(ctx context.Context, name string) error {
+	s.mu.Lock()
+	want, have := s.desired[name], s.written[name]
+	s.mu.Unlock()
+	switch {
+	case want == nil && have == nil:
+		return nil
+	case have != nil && want != nil && openreports.Same(have, want):
+		return nil
+	}
+	if err := s.limiter.Wait(ctx); err != nil {
+		return err
+	}
+	if want == nil {
+		err := s.client.Delete(ctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete clusterreport %s: %w", name, err)
+		}
+	} else {
+		body, err := json.Marshal(want)
+		if err != nil {
+			return err
+		}
+		force := true
+		if _, err := s.client.Patch(ctx, name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force}); err != nil {
+			return fmt.Errorf("apply clusterreport %s: %w", name, err)
+		}
+	}
+	s.mu.Lock()
+	if want == nil {
+		delete(s.written, name)
+	} else {
+		s.written[name] = want
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Sync) failed(err error) {
+	if s.opts.Failed != nil {
+		s.opts.Failed(err)
+	}
+}
