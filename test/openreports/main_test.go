@@ -96,7 +96,9 @@ func newFleet(t *testing.T) *fleet {
 		if _, err := env.Client.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = env.Client.AppsV1().DaemonSets(ns).Delete(context.Background(), o.DaemonSet, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = env.Client.AppsV1().DaemonSets(ns).Delete(context.Background(), o.DaemonSet, metav1.DeleteOptions{})
+		})
 	}
 	deploy := func(ops ...string) map[string]string {
 		l := map[string]string{operand.GPUPresent: "true"}
@@ -159,8 +161,7 @@ func (f *fleet) gpuops(t *testing.T, args ...string) gpuopstest.Result {
 		"--discover", "-l", testcluster.LabelTestID+"="+f.env.ID)...)
 }
 
-// nodeArgs are the flags for a judge of one node (order-check NODE takes
-// no selector).
+// order1 runs order-check of one node (it takes no selector).
 func (f *fleet) order1(t *testing.T, node string, args ...string) gpuopstest.Result {
 	t.Helper()
 	return gpuopstest.Run(t, nil, gpuopstest.Binary(t), append([]string{"--kubeconfig", f.env.Kubeconfig, "-n", ns, "order-check", node, "--discover"}, args...)...)
