@@ -53,6 +53,9 @@ const contextColumn = "CONTEXT"
 // with its context, in the order given; their notes go to notes, stamped
 // too. command names the JUnit document, as alone ("audit").
 func (p Printer) Clusters(w, notes io.Writer, cs []Cluster, view View, command string) error {
+	if p.Format == OpenReports {
+		return clustersReports(w, notes, cs, view)
+	}
 	one := p
 	if p.Format.Data() {
 		one.Format = JSON // spliced into one document, then written in p's format

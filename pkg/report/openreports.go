@@ -1,7 +1,9 @@
 package report
 
 import (
+	"fmt"
 	"io"
+	"strings"
 
 	"github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	"sigs.k8s.io/yaml"
@@ -28,6 +30,25 @@ func (p Printer) openReports(w io.Writer, r *pipeline.Result, view View) error {
 		}
 	}
 	return PrintReports(w, openreports.Reports(r, ""))
+}
+
+// clustersReports prints every cluster's reports in one List, each named
+// and labelled for its kubeconfig context; a cluster that could not be
+// judged is a line on notes (stderr), so the List still applies.
+func clustersReports(w, notes io.Writer, cs []Cluster, view View) error {
+	var all []v1alpha1.ClusterReport
+	for _, c := range cs {
+		err := c.Err
+		if err == nil && view == OrderView {
+			_, err = c.Result.Verdict(c.Result.Node)
+		}
+		if err != nil {
+			fmt.Fprintf(notes, "%s: error: %s\n", c.Context, strings.Join(strings.Fields(err.Error()), " "))
+			continue
+		}
+		all = append(all, openreports.Reports(c.Result, c.Context)...)
+	}
+	return PrintReports(w, all)
 }
 
 // PrintReports writes reports as one v1 List in YAML: of one cluster, or of
