@@ -1,6 +1,8 @@
 package main
 
 import (
+	"slices"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuops/gpuops/pkg/access"
@@ -30,6 +32,9 @@ func labCommand() *cli.Command {
 				return usageError(err)
 			}
 			lab, cl, err := prepare(c, func(ns string) []access.Need {
+				if c.String("scenario") != "" {
+					return slices.Concat(access.Provision(ns), access.Relabel(ns), rehearsal.Needs(ns))
+				}
 				return append(access.Provision(ns), access.Relabel(ns)...)
 			})
 			if err != nil {

@@ -9,8 +9,10 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gpuops/gpuops/pkg/access"
 	"github.com/gpuops/gpuops/pkg/labspec"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
@@ -64,4 +66,16 @@ func Lab(ctx context.Context, c kubernetes.Interface, w io.Writer, lab *labspec.
 		o.Nodes = append(o.Nodes, n.Name)
 	}
 	return Run(ctx, c, o)
+}
+
+// Needs are the rights a rehearsal needs besides the lab's, so that a
+// caller short of one stops before the first step rather than half-way.
+func Needs(namespace string) []access.Need {
+	return []access.Need{
+		{Verbs: []string{"get", "list", "watch", "patch"}, Resource: "nodes"},
+		{Verbs: []string{"get", "list", "watch", "patch", "delete"}, Resource: "pods", Namespace: namespace},
+		{Verbs: []string{"get", "list", "watch", "patch"}, Group: "apps", Resource: "daemonsets", Namespace: namespace},
+		{Verbs: []string{"list"}, Group: "apps", Resource: "controllerrevisions", Namespace: namespace},
+		{Verbs: []string{"list", "create"}, Resource: "events", Namespace: metav1.NamespaceDefault},
+	}
 }
