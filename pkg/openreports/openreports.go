@@ -24,8 +24,10 @@
 //     when failed, stuck or left cordoned, warn while in progress, waiting
 //     or outdated, skip when the node is skipped.
 //
-// So fail is exactly what makes the command exit 1, and warn what it
-// reports without failing.
+// So a fail is a finding: what makes the check's own command exit 1
+// (audit for audit, order-check for order, health, upgrades), and a warn
+// what it reports without failing. Every judge makes the audit and the
+// order check of each node, so each command's reports hold both.
 package openreports
 
 import (
@@ -370,7 +372,7 @@ func (b *builder) order(v *verdict.Verdict) {
 	for _, r := range v.Order.Rules {
 		props := map[string]string{"operand": r.Operand, "needs": r.Needs}
 		if !slices.Contains(v.Order.Findings, r.Finding) {
-			b.add(Order, r.Finding, High, Pass, fmt.Sprintf("%s runs with %s, or without either", r.Operand, r.Needs), props, "")
+			b.add(Order, r.Finding, High, Pass, fmt.Sprintf("no %s pod runs here without a %s pod", r.Operand, r.Needs), props, "")
 			continue
 		}
 		why := explain.Order(r)
