@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/gpuops/gpuops/internal/gpuopstest"
 )
 
@@ -24,6 +26,7 @@ func TestAcrossClusters(t *testing.T) {
 	t.Run("table", func(t *testing.T) { testTable(t, f) })
 	t.Run("junit", func(t *testing.T) { testJUnit(t, f) })
 	t.Run("html", func(t *testing.T) { testHTML(t, f) })
+	t.Run("openreports", func(t *testing.T) { testOpenReports(t, f) })
 	t.Run("all-contexts", func(t *testing.T) { testAllContexts(t, f) })
 	t.Run("context-match", func(t *testing.T) { testContextMatch(t, f) })
 	t.Run("bad input", func(t *testing.T) { testBadInput(t, f) })
@@ -412,5 +415,53 @@ func writeFile(t *testing.T, path, text string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// reportItems decodes a List of ClusterReports, each without its
+// metadata and its results' timestamps (the time of each run's read), by
+// the context its annotation names.
+func reportItems(t *testing.T, r gpuopstest.Result) map[string][]any {
+	t.Helper()
+	var list struct {
+		Kind  string           `json:"kind"`
+		Items []map[string]any `json:"items"`
+	}
+	if err := yaml.Unmarshal([]byte(r.Stdout), &list); err != nil || list.Kind != "List" {
+		errorf(t, r, "not a List: %v", err)
+	}
+	out := map[string][]any{}
+	for _, item := range list.Items {
+		meta, _ := item["metadata"].(map[string]any)
+		annotations, _ := meta["annotations"].(map[string]any)
+		context, _ := annotations["gpuops.io/cluster"].(string)
+		delete(item, "metadata")
+		results, _ := item["results"].([]any)
+		for _, res := range results {
+			delete(res.(map[string]any), "timestamp")
+		}
+		out[context] = append(out[context], item)
+	}
+	return out
+}
+
+// -o openreports: one List of every judged cluster's reports, each
+// cluster's the reports it has alone, stamped with its context.
+func testOpenReports(t *testing.T, f *fleet) {
+	for _, args := range [][]string{{"audit"}, {"order-check", f.gpu1}, {"health"}} {
+		t.Run(args[0], func(t *testing.T) {
+			r := f.gpuops(t, with(args, "--contexts", contextsList(healthy, broken, down), "-o", "openreports")...)
+			checkNotJudged(t, r, 3)
+			got := reportItems(t, r)
+			if len(got) != 2 {
+				errorf(t, r, "reports of %d contexts, want healthy's and broken's", len(got))
+			}
+			for _, c := range []string{healthy, broken} {
+				alone := reportItems(t, f.alone(t, c, with(args, "-o", "openreports")...))[""]
+				if len(alone) == 0 || !reflect.DeepEqual(got[c], alone) {
+					errorf(t, r, "%s's reports differ from its reports alone: %v", c, alone)
+				}
+			}
+		})
 	}
 }
