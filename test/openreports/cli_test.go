@@ -10,6 +10,8 @@ import (
 	"github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpuops/gpuops/internal/gpuopstest"
+	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/openreports"
 )
 
@@ -207,6 +209,27 @@ func TestOutputAppliesAndMatchesTheVerdicts(t *testing.T) {
 	}
 	if r := f.order1(t, f.env.NodeName("absent"), "-o", "openreports"); r.Code != 2 || r.Stdout != "" {
 		t.Errorf("order-check of an absent node -o openreports: exit %d, stdout %q; want 2 and nothing", r.Code, r.Stdout)
+	}
+
+	// --contexts: one List of every cluster's reports, apart by name and
+	// label though they judge the same nodes; two contexts of the one
+	// cluster here, one of them a name no object could have.
+	contexts := f.twoContexts(t, "lab-a", "arn:aws:eks:eu-west-1:123456789012:cluster/gpu_train")
+	r = gpuopstest.Run(t, nil, gpuopstest.Binary(t), "--kubeconfig", contexts, "-n", ns, "audit", "--contexts", "lab-a,arn:aws:eks:eu-west-1:123456789012:cluster/gpu_train",
+		"--discover", "-l", testcluster.LabelTestID+"="+f.env.ID, "-o", "openreports")
+	items = list(t, r.Stdout)
+	if r.Code != 1 || len(items) != 2 || items[0].Name == items[1].Name {
+		t.Fatalf("audit --contexts -o openreports: exit %d, %d items\n%s%s", r.Code, len(items), r.Stdout, r.Stderr)
+	}
+	kubectl(t, f.env, "apply", "--server-side", "-f", writeFile(t, "contexts.yaml", r.Stdout))
+	for _, it := range items {
+		got, err := f.get(t, it.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := checksOf(got.Results, openreports.Audit, openreports.Order); !slices.Equal(g, want) || got.Annotations[openreports.ClusterAnnotation] == "" {
+			t.Errorf("%s (context %q): %v, want %v", got.Name, got.Annotations[openreports.ClusterAnnotation], g, want)
+		}
 	}
 
 	// health and upgrades: their own checks, and the audit's and order's.

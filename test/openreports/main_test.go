@@ -25,6 +25,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
@@ -220,4 +222,22 @@ func poll(t *testing.T, what string, cond func() (bool, string)) {
 func execKubectl(env *testcluster.Env, args ...string) (string, error) {
 	out, err := exec.Command("kubectl", append([]string{"--kubeconfig", env.Kubeconfig}, args...)...).CombinedOutput()
 	return string(out), err
+}
+
+// twoContexts writes a kubeconfig with the test cluster under two context
+// names.
+func (f *fleet) twoContexts(t *testing.T, a, b string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(f.env.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := cfg.Contexts[cfg.CurrentContext]
+	cfg.Contexts = map[string]*clientcmdapi.Context{a: cur, b: cur}
+	cfg.CurrentContext = a
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

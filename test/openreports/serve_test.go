@@ -209,7 +209,8 @@ current-context: c
 // TestSyncSplitsPerNode drives reportsync on the real API server with a
 // size that splits the results: a report per node, scoped to it, created
 // as the node is judged, updated when its label changes, deleted when the
-// node goes; and a burst of changes is a handful of writes, not one each.
+// node goes, written back when deleted by hand; and a burst of changes is
+// a handful of writes, not one each.
 func TestSyncSplitsPerNode(t *testing.T) {
 	f := newFleet(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -221,7 +222,7 @@ func TestSyncSplitsPerNode(t *testing.T) {
 	}
 	var errs []error
 	var mu sync.Mutex
-	reportsync.StartWith(ctx, j, f.reports.OpenreportsV1alpha1().ClusterReports(), reportsync.Options{Namespace: ns, MaxBytes: 1,
+	reportsync.StartWith(ctx, j, f.reports.OpenreportsV1alpha1().ClusterReports(), reportsync.Options{Namespace: ns, MaxBytes: 1, Resync: 2 * time.Second,
 		Failed: func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }})
 	done := make(chan error, 1)
 	go func() { done <- j.Run(ctx) }()
@@ -259,6 +260,12 @@ func TestSyncSplitsPerNode(t *testing.T) {
 	if n := after.Generation - before.Generation; n > 6 {
 		t.Errorf("ten label changes made %d writes of the node's report", n)
 	}
+
+	okReport := openreports.Name("", f.ok)
+	if err := f.reports.OpenreportsV1alpha1().ClusterReports().Delete(ctx, okReport, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "a report deleted by hand, written back at the next resync", nodeReport(f.ok, func(r *v1alpha1.ClusterReport) bool { return len(r.Results) > 0 }))
 
 	if err := f.env.Client.CoreV1().Nodes().Delete(ctx, f.missing, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
