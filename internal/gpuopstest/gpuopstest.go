@@ -6,6 +6,7 @@ package gpuopstest
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -22,16 +23,29 @@ type Result struct {
 	Code           int
 }
 
+// EnvBinary names a gpuops binary, built from this tree, that Binary returns
+// instead of building its own: hack/test.sh builds it once for every test
+// package of a run (each build is a link of about 10 CPU-seconds).
+const EnvBinary = "GPUOPS_TEST_BINARY"
+
 var (
 	buildOnce sync.Once
 	binary    string
 	buildErr  error
 )
 
-// Binary builds ./cmd/gpuops once per test process and returns its path.
+// Binary returns the path of a gpuops binary: the one EnvBinary names, or
+// else one it builds from ./cmd/gpuops once per test process.
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
+		if p := os.Getenv(EnvBinary); p != "" {
+			binary = p
+			if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 {
+				buildErr = fmt.Errorf("%s=%s is not an executable (%v)", EnvBinary, p, err)
+			}
+			return
+		}
 		dir, err := os.MkdirTemp("", "gpuopstest-")
 		if err != nil {
 			buildErr = err
