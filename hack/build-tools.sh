@@ -85,7 +85,11 @@ trap summary EXIT
 build() {
 	local name=$1 outs=$2 dir="$ROOT/hack/tools/$1" want have="" missing="" b start=${EPOCHREALTIME/[.,]/}
 	shift 3
-	want="$(stamp "$dir" "$@")"
+	# The output folder is left out: checkouts that share .lab/bin (git
+	# worktrees with a link to one .lab) then agree on what is up to date,
+	# instead of each rebuilding after the other (and relinking kube, whose
+	# main package is in the checkout).
+	want="$(stamp "$dir" "${@//"$BIN"/BIN}")"
 	[[ -f "$BIN/.stamp-$name" ]] && have="$(cat "$BIN/.stamp-$name")"
 	for b in $outs; do [[ -x "$BIN/$b" ]] || missing+=" $b"; done
 	if [[ "$want" == "$have" && -z "$missing" ]]; then
