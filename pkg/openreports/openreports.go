@@ -91,11 +91,10 @@ const (
 	Low    v1alpha1.ResultSeverity = "low"
 )
 
-// GVK of the objects, for printing them whole.
-var (
-	APIVersion = v1alpha1.GroupVersion.String()
-	Kind       = "ClusterReport"
-)
+// APIVersion and Kind of the objects, for printing them whole.
+var APIVersion = v1alpha1.GroupVersion.String()
+
+const Kind = "ClusterReport"
 
 // Node is one node's results, and the bytes they take as JSON: what the
 // choice between one report and one per node adds up.
@@ -113,8 +112,8 @@ type Node struct {
 // MiB. A result takes 410 to 510 bytes (measured by TestSplitBySize: a lab
 // node judged as serve does, explained, with health and every rule, has 10
 // results in 4.1 KB when all runs, 5.0 KB when all is missing), so one
-// report holds some 100 lab nodes, or 50 of a full install's; bigger
-// clusters get a report per node, as Kyverno writes one per resource.
+// report holds some 100 lab nodes (fewer of an install with more operands
+// and rules); bigger clusters get a report per node, as Kyverno writes one per resource.
 const MaxBytes = 512 << 10
 
 // Reports are the ClusterReports of a result: one for the cluster (named
