@@ -17,9 +17,12 @@ func serveCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
 		Usage: "keep the verdict live and export it: Prometheus /metrics, /healthz, /readyz",
-		Description: "Watches nodes, the namespace's pods and DaemonSets, judges as audit --explain, order-check and\n" +
-			"matrix do (every node once, then only the nodes an event touches) and serves the findings as\n" +
-			"Prometheus metrics (gpuops_operand_missing, gpuops_order_violation, ...; see docs/metrics.md).\n" +
+		Description: "Watches nodes, the namespace's pods, DaemonSets and ControllerRevisions, and the driver upgrade\n" +
+			"controller's node Events; judges as audit --explain, order-check, matrix, health and upgrades do\n" +
+			"(every node once, then only the nodes an event touches; the rollout over every node) and serves\n" +
+			"the verdicts as Prometheus metrics (gpuops_operand_missing, gpuops_order_violation,\n" +
+			"gpuops_node_usable, gpuops_driver_upgrade_node, ...; see docs/metrics.md). A resource the user may\n" +
+			"not list (ControllerRevisions, Events) is left unwatched with a line on stderr.\n" +
 			"/readyz answers 503 until the first full verdict. In a pod it uses the pod's service account.\n" +
 			"It runs until SIGTERM or Ctrl-C (exit 0); a failed watch is retried and logged on stderr.",
 		Flags: []cli.Flag{
@@ -35,7 +38,7 @@ func serveCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			opts.Explain, opts.Health = true, true // the reasons and each node's health are metrics too
+			opts.Explain, opts.Health, opts.Upgrades = true, true, true // reasons, health and the rollout are metrics too
 			j, cl, err := newLiveJudge(c, opts, false)
 			if err != nil {
 				return err
@@ -68,6 +71,9 @@ func serveCommand() *cli.Command {
 				},
 				WatchFailed: func(resource string, err error) {
 					fmt.Fprintf(stderr, "%s: %s; retrying\n", resource, oneLine(err))
+				},
+				Skipped: func(resource string, err error) {
+					fmt.Fprintf(stderr, "%s: not watched, the driver upgrade verdict goes without them: %s\n", resource, oneLine(err))
 				},
 			})
 			return metrics.Serve(c.Context, ln, j)

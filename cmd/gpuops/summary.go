@@ -19,7 +19,9 @@ func summaryCommand() *cli.Command {
 			"in the ClusterPolicy, deploy label \"false\", or the node's nvidia.com/gpu.deploy.operands=false); per\n" +
 			"start-up rule of order-check --all-rules, the nodes that break it. Then every node with a finding\n" +
 			"(missing, stuck past --stuck-after, or a broken rule), each with its reason as audit --explain gives\n" +
-			"it. Per group too: its GPU nodes ready and unusable, with the top root causes (as gpuops health).\n" +
+			"it. Per group too: its GPU nodes ready and unusable, with the top root causes (as gpuops health),\n" +
+			"and while a driver upgrade is under way or in trouble its nodes by verdict, then the fleet's\n" +
+			"rollout counts and budget (as gpuops upgrades).\n" +
 			"Exit 1 if any node has a finding.",
 		Flags: append([]cli.Flag{outputFlag(report.Name)}, fleetFlags()...),
 		Action: func(c *cli.Context) error {
@@ -36,17 +38,18 @@ func summaryCommand() *cli.Command {
 // Flags and plumbing shared by the fleet views (summary, report).
 
 func fleetFlags() []cli.Flag {
-	return append([]cli.Flag{
-		&cli.StringFlag{
-			Name: "group-by", Value: pipeline.DefaultGroupBy,
-			Usage: "node label whose value groups the nodes, e.g. a node-pool label (nodes without it: " + pipeline.NoGroup + ")",
-		},
-		judgeLabFlag(), selectorFlag(), discoverFlag(), stuckAfterFlag(),
-	}, clusters.Flags()...)
+	return append([]cli.Flag{groupByFlag(pipeline.DefaultGroupBy), judgeLabFlag(), selectorFlag(), discoverFlag(), stuckAfterFlag()}, clusters.Flags()...)
+}
+
+func groupByFlag(value string) cli.Flag {
+	return &cli.StringFlag{
+		Name: "group-by", Value: value,
+		Usage: "node label whose value groups the nodes, e.g. a node-pool label (nodes without it: " + pipeline.NoGroup + ")",
+	}
 }
 
 // fleetOptions are a fleet view's: every start-up rule the roster allows,
-// each finding with its reason, each node's health.
+// each finding with its reason, each node's health, the driver rollout.
 func fleetOptions(f *judgeFlags) {
-	f.opts.AllRules, f.opts.Explain, f.opts.Health = true, true, true
+	f.opts.AllRules, f.opts.Explain, f.opts.Health, f.opts.Upgrades = true, true, true, true
 }

@@ -21,8 +21,8 @@ func upgradesCommand() *cli.Command {
 			"waiting (for the budget: by whom), stuck (longer than --stuck-after in one state), failed (the\n" +
 			"cause the controller would have), skipped, left-cordoned (done, cordoned by the controller),\n" +
 			"outdated (the driver pod runs an older template and no upgrade is under way). Exit 1 if a node\n" +
-			"is failed, stuck or left cordoned.",
-		Flags: append([]cli.Flag{outputFlag(report.OpenReports), noHeadersFlag(), judgeLabFlag(), selectorFlag(), discoverFlag(), stuckAfterFlag()}, clusters.Flags()...),
+			"is failed, stuck or left cordoned. --group-by counts the verdicts per value of a node label too.",
+		Flags: append([]cli.Flag{outputFlag(report.OpenReports), noHeadersFlag(), groupByFlag(""), judgeLabFlag(), selectorFlag(), discoverFlag(), stuckAfterFlag()}, clusters.Flags()...),
 		Action: func(c *cli.Context) error {
 			f, err := readJudgeFlags(c)
 			if err != nil {

@@ -30,6 +30,16 @@ func daemonSetEvents(mark func(...string)) cache.ResourceEventHandler {
 	return handler(mark, func(*stored[snapshot.DaemonSet]) []string { return []string{daemonSetsChanged} })
 }
 
+// A new ControllerRevision is a new template: whether each driver pod runs
+// the latest one may change, as when a DaemonSet changes.
+func revisionEvents(mark func(...string)) cache.ResourceEventHandler {
+	return handler(mark, func(*stored[snapshot.Revision]) []string { return []string{daemonSetsChanged} })
+}
+
+func upgradeEvents(mark func(...string)) cache.ResourceEventHandler {
+	return handler(mark, func(e *stored[upgradeEvent]) []string { return []string{e.Of.Node} })
+}
+
 // handler marks the nodes of the object before and after each event.
 func handler[T any](mark func(...string), nodes func(*stored[T]) []string) cache.ResourceEventHandler {
 	of := func(obj any) []string {

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -30,6 +31,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/snapshot/read"
+	"github.com/gpuops/gpuops/pkg/upgrade"
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
@@ -48,6 +50,9 @@ type Options struct {
 type Hooks struct {
 	Judged      func(verdict.Batch)
 	WatchFailed func(resource string, err error) // the informer retries on its own
+	// Skipped: a resource the judge can go without is not watched, since
+	// the user may not list it (err says so).
+	Skipped func(resource string, err error)
 }
 
 // Judge is the live judge of one cluster.
@@ -74,6 +79,10 @@ type resource struct {
 	name     string
 	informer cache.SharedIndexInformer
 	synced   cache.DoneChecker
+	// probe, for a resource the judge can go without, lists one object:
+	// if the user may not, the resource is not watched (an informer would
+	// retry for ever and never sync).
+	probe func(context.Context) error
 }
 
 // daemonSetsChanged is queued, in place of a node name, when a DaemonSet
@@ -86,20 +95,40 @@ const daemonSetsChanged = "\x00daemonsets"
 // streaming watch (WatchList) where the server offers it.
 func New(client kubernetes.Interface, opts Options) (*Judge, error) {
 	j := &Judge{opts: opts, client: client, queue: workqueue.NewTypedDelayingQueue[string](), failed: make(chan error, 1), verdicts: map[string]*verdict.Verdict{}}
-	read := opts.ReadOptions()
 	nodes := coreinformers.NewFilteredNodeInformer(client, 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = opts.NodeSelector })
 	pods := coreinformers.NewFilteredPodInformer(client, opts.Namespace, 0, cache.Indexers{nodeIndex: podNode}, nil)
 	// The DaemonSets are few; the roster and the reasons read them.
 	dss := appsinformers.NewFilteredDaemonSetInformer(client, opts.Namespace, 0, cache.Indexers{}, nil)
-	if err := j.add("nodes", nodes, trimNode(read.DeployLabelsOnly, read.Trace), nodeEvents(j.mark)); err != nil {
+	if err := j.add("nodes", nodes, trimNode(opts.ReadOptions()), nodeEvents(j.mark), nil); err != nil {
 		return nil, err
 	}
-	if err := j.add("pods", pods, trimPod, podEvents(j.mark)); err != nil {
+	if err := j.add("pods", pods, trimPod, podEvents(j.mark), nil); err != nil {
 		return nil, err
 	}
-	if err := j.add("daemonsets", dss, trimDaemonSet, daemonSetEvents(j.mark)); err != nil {
+	if err := j.add("daemonsets", dss, trimDaemonSet, daemonSetEvents(j.mark), nil); err != nil {
 		return nil, err
+	}
+	if opts.Upgrades { // what the one-shot read's Upgrades lists, watched
+		revs := appsinformers.NewFilteredControllerRevisionInformer(client, opts.Namespace, 0, cache.Indexers{}, nil)
+		err := j.add("controllerrevisions", revs, trimRevision, revisionEvents(j.mark), func(ctx context.Context) error {
+			_, err := client.AppsV1().ControllerRevisions(opts.Namespace).List(ctx, metav1.ListOptions{Limit: 1})
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		selectEvents := func(o *metav1.ListOptions) { o.FieldSelector = read.UpgradeEvents }
+		events := coreinformers.NewFilteredEventInformer(client, metav1.NamespaceDefault, 0, cache.Indexers{nodeIndex: eventNode}, selectEvents)
+		err = j.add("events", events, trimEvent, upgradeEvents(j.mark), func(ctx context.Context) error {
+			o := metav1.ListOptions{Limit: 1}
+			selectEvents(&o)
+			_, err := client.CoreV1().Events(metav1.NamespaceDefault).List(ctx, o)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	return j, nil
 }
@@ -127,7 +156,7 @@ func NewFor(cl *kube.Clients, opts Options, personWaits bool) (*Judge, error) {
 	return New(client, opts)
 }
 
-func (j *Judge) add(name string, inf cache.SharedIndexInformer, trim cache.TransformFunc, h cache.ResourceEventHandler) error {
+func (j *Judge) add(name string, inf cache.SharedIndexInformer, trim cache.TransformFunc, h cache.ResourceEventHandler, probe func(context.Context) error) error {
 	if err := inf.SetTransform(trim); err != nil {
 		return err
 	}
@@ -141,7 +170,37 @@ func (j *Judge) add(name string, inf cache.SharedIndexInformer, trim cache.Trans
 	if err != nil {
 		return err
 	}
-	j.resources = append(j.resources, resource{name: name, informer: inf, synced: reg.HasSyncedChecker()})
+	j.resources = append(j.resources, resource{name: name, informer: inf, synced: reg.HasSyncedChecker(), probe: probe})
+	return nil
+}
+
+// leaveForbidden stops watching the resources the judge can go without
+// that the user may not list, and tells the hooks.
+func (j *Judge) leaveForbidden(ctx context.Context) {
+	j.resources = slices.DeleteFunc(j.resources, func(r resource) bool {
+		if r.probe == nil {
+			return false
+		}
+		err := r.probe(ctx)
+		if !apierrors.IsForbidden(err) {
+			return false
+		}
+		for _, h := range j.hooks {
+			if h.Skipped != nil {
+				h.Skipped(r.name, err)
+			}
+		}
+		return true
+	})
+}
+
+// store is the store of the named resource; nil when it is not watched.
+func (j *Judge) store(name string) cache.Indexer {
+	for _, r := range j.resources {
+		if r.name == name {
+			return r.informer.GetIndexer()
+		}
+	}
 	return nil
 }
 
@@ -185,6 +244,7 @@ func (j *Judge) Run(ctx context.Context) error {
 	defer wg.Wait()
 	defer stop()
 	defer j.queue.ShutDown()
+	j.leaveForbidden(ctx)
 	for _, r := range j.resources {
 		wg.Go(func() { r.informer.RunWithContext(ctx) })
 	}
@@ -283,6 +343,32 @@ func (j *Judge) waitForSync(ctx context.Context) error {
 func (j *Judge) nodeStore() cache.Store  { return j.resources[0].informer.GetStore() }
 func (j *Judge) podIndex() cache.Indexer { return j.resources[1].informer.GetIndexer() }
 
+// revisions are the latest template hash of each DaemonSet; nil when not
+// watched.
+func (j *Judge) revisions() map[string]string {
+	st := j.store("controllerrevisions")
+	if st == nil {
+		return nil
+	}
+	var revs []snapshot.Revision
+	for _, o := range st.List() {
+		revs = append(revs, o.(*stored[snapshot.Revision]).Of)
+	}
+	return snapshot.LatestRevisions(revs)
+}
+
+// addEvents adds the node's upgrade Events to s, when watched.
+func (j *Judge) addEvents(s *snapshot.Snapshot, node string) {
+	st := j.store("events")
+	if st == nil {
+		return
+	}
+	evs, _ := st.ByIndex(nodeIndex, node)
+	for _, e := range evs {
+		snapshot.KeepEvent(s.UpgradeEvents, node, e.(*stored[upgradeEvent]).Of.Event)
+	}
+}
+
 // readOperator reads the ClusterPolicy and NVIDIADrivers again; on a
 // failure the hooks hear it and the last ones read stay.
 func (j *Judge) readOperator(ctx context.Context) error {
@@ -314,6 +400,15 @@ func (j *Judge) judge(names []string, initial bool) {
 	slices.SortFunc(names, judge.NaturalCompare)
 	b := verdict.Batch{Initial: initial, Judged: len(names), Roster: j.plan.Roster, Rules: j.plan.Rules}
 	after := j.verdictsOf(names, began)
+	if j.opts.Upgrades {
+		b.Rollout = j.rollout(after, began)
+		for name := range after {
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+		slices.SortFunc(names, judge.NaturalCompare)
+	}
 	for _, name := range names {
 		before, now := j.verdicts[name], after[name]
 		if reflect.DeepEqual(before, now) {
@@ -335,11 +430,60 @@ func (j *Judge) judge(names []string, initial bool) {
 	}
 }
 
+// rollout judges the driver upgrade of every node held, and sets each
+// node's part in it into after: a node's upgrade verdict may change with
+// another's (a cordon spends the budget it waits for), so a node not judged
+// again gets a new verdict in after when its part changed. It costs a pass
+// over the held nodes and their driver pods per batch.
+func (j *Judge) rollout(after map[string]*verdict.Verdict, now time.Time) *upgrade.Rollout {
+	s := j.base()
+	reads := upgrade.Reads(j.plan.Roster)
+	for _, name := range j.nodeStore().ListKeys() {
+		obj, found, _ := j.nodeStore().GetByKey(name)
+		if !found {
+			continue
+		}
+		s.Nodes = append(s.Nodes, obj.(*stored[snapshot.Node]).Of)
+		pods, _ := j.podIndex().ByIndex(nodeIndex, name)
+		for _, p := range pods {
+			if _, read := reads(&p.(*stored[snapshot.Pod]).Of); read {
+				s.Pods = append(s.Pods, p.(*stored[snapshot.Pod]).Of)
+			}
+		}
+		j.addEvents(s, name)
+	}
+	ro := j.plan.Rollout(s, now)
+	part := make(map[string]*upgrade.Node, len(ro.Nodes))
+	for i := range ro.Nodes {
+		part[ro.Nodes[i].Node] = &ro.Nodes[i]
+	}
+	for name, v := range after {
+		v.Upgrade = part[name]
+	}
+	for name, v := range j.verdicts {
+		if _, judged := after[name]; !judged && !reflect.DeepEqual(v.Upgrade, part[name]) {
+			again := *v
+			again.Upgrade = part[name]
+			after[name] = &again
+		}
+	}
+	return &ro
+}
+
+// base is a snapshot of what every verdict reads besides nodes and pods.
+func (j *Judge) base() *snapshot.Snapshot {
+	s := &snapshot.Snapshot{Namespace: j.opts.Namespace, DaemonSets: j.operator.DaemonSets, Policy: j.operator.Policy, NVIDIADrivers: j.operator.NVIDIADrivers}
+	if j.opts.Upgrades {
+		s.Revisions, s.UpgradeEvents = j.revisions(), map[string]snapshot.Event{}
+	}
+	return s
+}
+
 // verdictsOf judges the named nodes through the pipeline, from a snapshot of
 // them, their pods and the DaemonSets; a node gone has no verdict. A pause
 // that is not stuck yet is queued again for when it will be.
 func (j *Judge) verdictsOf(names []string, now time.Time) map[string]*verdict.Verdict {
-	s := &snapshot.Snapshot{Namespace: j.opts.Namespace, DaemonSets: j.operator.DaemonSets, Policy: j.operator.Policy, NVIDIADrivers: j.operator.NVIDIADrivers}
+	s := j.base()
 	for _, name := range names {
 		obj, found, _ := j.nodeStore().GetByKey(name)
 		if !found {
@@ -347,6 +491,9 @@ func (j *Judge) verdictsOf(names []string, now time.Time) map[string]*verdict.Ve
 		}
 		n := obj.(*stored[snapshot.Node]).Of
 		s.Nodes = append(s.Nodes, n)
+		if s.UpgradeEvents != nil {
+			j.addEvents(s, name)
+		}
 		pods, _ := j.podIndex().ByIndex(nodeIndex, name)
 		for _, p := range pods {
 			s.Pods = append(s.Pods, p.(*stored[snapshot.Pod]).Of)

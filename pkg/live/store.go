@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/snapshot/read"
 )
 
 // stored is what an informer keeps of an object: the model's trimmed view
@@ -36,8 +37,10 @@ func keep(m metav1.ObjectMeta) metav1.ObjectMeta {
 // too, so then every label is kept, interned. At 5,000 realistic nodes
 // interning took serve's live heap from 98 to 69 MB (docs/scale.md). With
 // trace, it keeps who last wrote the labels trace picks (a helper's pause),
-// from managedFields, as the one-shot read does.
-func trimNode(deployOnly bool, trace func(key, value string) bool) cache.TransformFunc {
+// from managedFields, as the one-shot read does; for upgrades, who cordoned
+// a cordoned node too.
+func trimNode(read read.Options) cache.TransformFunc {
+	deployOnly, trace := read.DeployOnly(), read.Traced()
 	return func(obj any) (any, error) {
 		if n, ok := obj.(*corev1.Node); ok {
 			node := snapshot.NodeFrom(n)
@@ -51,10 +54,36 @@ func trimNode(deployOnly bool, trace func(key, value string) bool) cache.Transfo
 					node.LabelChanges = snapshot.LabelChangesFrom(n.ManagedFields, keys)
 				}
 			}
+			if read.Upgrades && node.Unschedulable {
+				node.Cordon = snapshot.CordonFrom(n.ManagedFields)
+			}
 			return &stored[snapshot.Node]{keep(n.ObjectMeta), node}, nil
 		}
 		return obj, nil
 	}
+}
+
+// trimRevision keeps of a ControllerRevision its DaemonSet, number and
+// hash: not its data, a whole pod template.
+func trimRevision(obj any) (any, error) {
+	if r, ok := obj.(*appsv1.ControllerRevision); ok {
+		rev, _ := snapshot.RevisionFrom(r) // one no DaemonSet owns has no name: LatestRevisions skips it
+		return &stored[snapshot.Revision]{keep(r.ObjectMeta), rev}, nil
+	}
+	return obj, nil
+}
+
+// upgradeEvent is an upgrade controller's Event and the node it is about.
+type upgradeEvent struct {
+	Node string
+	snapshot.Event
+}
+
+func trimEvent(obj any) (any, error) {
+	if e, ok := obj.(*corev1.Event); ok {
+		return &stored[upgradeEvent]{keep(e.ObjectMeta), upgradeEvent{e.InvolvedObject.Name, snapshot.EventFrom(e)}}, nil
+	}
+	return obj, nil
 }
 
 func trimPod(obj any) (any, error) {
@@ -85,6 +114,13 @@ func podNode(obj any) ([]string, error) {
 		if n := p.Of.Placement(); n != "" {
 			return []string{n}, nil
 		}
+	}
+	return nil, nil
+}
+
+func eventNode(obj any) ([]string, error) {
+	if e, ok := obj.(*stored[upgradeEvent]); ok {
+		return []string{e.Of.Node}, nil
 	}
 	return nil, nil
 }

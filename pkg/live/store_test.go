@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/snapshot/read"
 )
 
 // Without reasons the store keeps a node's deploy labels alone, as the
@@ -28,7 +29,7 @@ func TestTrimNodeKeepsWhatTheJudgesRead(t *testing.T) {
 		deployOnly bool
 		want       map[string]string
 	}{{true, deploy}, {false, all}} {
-		got, err := trimNode(tc.deployOnly, nil)(node)
+		got, err := trimNode(read.Options{DeployLabelsOnly: tc.deployOnly})(node)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,7 +37,7 @@ func TestTrimNodeKeepsWhatTheJudgesRead(t *testing.T) {
 		if !reflect.DeepEqual(s.Of.Labels, tc.want) || s.Name != "gpu-1" || s.ResourceVersion != "7" {
 			t.Errorf("deployOnly=%v: kept %s@%s with labels %v, want %v", tc.deployOnly, s.Name, s.ResourceVersion, s.Of.Labels, tc.want)
 		}
-		if again, _ := trimNode(tc.deployOnly, nil)(got); again != got {
+		if again, _ := trimNode(read.Options{DeployLabelsOnly: tc.deployOnly})(got); again != got {
 			t.Errorf("deployOnly=%v: a trimmed node is trimmed again (the transform must be idempotent)", tc.deployOnly)
 		}
 	}
@@ -51,7 +52,7 @@ func TestTrimNodeInternsLabels(t *testing.T) {
 	}
 	var kept []*stored[snapshot.Node]
 	for _, name := range []string{"gpu-1", "gpu-2"} {
-		got, err := trimNode(false, nil)(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels()}})
+		got, err := trimNode(read.Options{})(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels()}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +75,7 @@ func TestTrimNodeTracesPauses(t *testing.T) {
 	fields := &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:` + key + `":{}}}}`)}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1", Labels: map[string]string{key: "paused-for-mig-change"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "nvidia-mig-manager", Operation: metav1.ManagedFieldsOperationUpdate, Time: &at, FieldsType: "FieldsV1", FieldsV1: fields}}}}
-	got, err := trimNode(true, operand.Paused)(node)
+	got, err := trimNode(read.Options{DeployLabelsOnly: true, Trace: operand.Paused})(node)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/upgrade"
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
@@ -26,6 +27,7 @@ type Exporter struct {
 	roster     []operand.Operand
 	rules      []operand.Rule
 	lastChange time.Time
+	rollout    *upgrade.Rollout // the last batch's, when the judge judges upgrades
 
 	duration    prometheus.Histogram
 	watchErrors *prometheus.CounterVec
@@ -62,6 +64,18 @@ var (
 	lastChangeDesc = prometheus.NewDesc("gpuops_last_change_timestamp_seconds",
 		"When a finding last started or ended on any node (the first verdict counts), in Unix seconds.",
 		nil, nil)
+	upgradeDesc = prometheus.NewDesc("gpuops_driver_upgrade_node",
+		"1 for each node in the driver rollout: its verdict (done, in-progress, waiting, stuck, failed, skipped, left-cordoned, outdated) and its nvidia.com/gpu-driver-upgrade-state (empty without one).",
+		[]string{"node", "verdict", "state"}, nil)
+	upgradeSinceDesc = prometheus.NewDesc("gpuops_driver_upgrade_state_since_timestamp_seconds",
+		"When the node entered its driver upgrade state (the state label's last write), in Unix seconds.",
+		[]string{"node"}, nil)
+	upgradeNodesDesc = prometheus.NewDesc("gpuops_driver_upgrade_nodes",
+		"Nodes of the driver rollout by verdict, per upgrade policy (ClusterPolicy, or NVIDIADriver/<name> for its pool).",
+		[]string{"policy", "verdict"}, nil)
+	upgradeBudgetDesc = prometheus.NewDesc("gpuops_driver_upgrade_budget",
+		"The upgrade policy's budget as the controller counts it: max_parallel (maxParallelUpgrades, 0 for no limit), max_unavailable (resolved to nodes), available (upgrades it may start now), in_progress, unavailable (nodes using maxUnavailable).",
+		[]string{"policy", "kind"}, nil)
 	syncedDesc = prometheus.NewDesc("gpuops_informer_synced",
 		"1 once the watch of the resource has delivered its initial list.",
 		[]string{"resource"}, nil)
@@ -101,6 +115,7 @@ func (e *Exporter) Judged(b verdict.Batch) {
 	defer e.mu.Unlock()
 	e.roster = b.Roster
 	e.rules = b.Rules
+	e.rollout = b.Rollout
 	changed := b.Initial
 	for _, c := range b.Changes {
 		if c.After == nil {
@@ -140,7 +155,7 @@ func causeOf(v *verdict.Verdict) health.Cause {
 
 // Describe sends the descriptors of every metric.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{missingDesc, stuckDesc, usableDesc, causeDesc, reasonDesc, violationDesc, nodesDesc, desiredDesc, runningDesc, lastChangeDesc, syncedDesc} {
+	for _, d := range []*prometheus.Desc{missingDesc, stuckDesc, usableDesc, causeDesc, reasonDesc, violationDesc, nodesDesc, desiredDesc, runningDesc, lastChangeDesc, syncedDesc, upgradeDesc, upgradeSinceDesc, upgradeNodesDesc, upgradeBudgetDesc} {
 		ch <- d
 	}
 	e.duration.Describe(ch)
@@ -183,6 +198,12 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 				}
 			}
 		}
+		if u := v.Upgrade; u != nil {
+			gauge(upgradeDesc, 1, v.Node, u.Verdict, u.State)
+			if u.Since != nil {
+				gauge(upgradeSinceDesc, float64(u.Since.Unix()), v.Node)
+			}
+		}
 		if v.Audit.OK() && v.Order.OK() {
 			ok++
 			continue
@@ -213,6 +234,27 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	for _, o := range e.roster {
 		gauge(desiredDesc, float64(desired[o.Name]), o.Name)
 		gauge(runningDesc, float64(running[o.Name]), o.Name)
+	}
+	if r := e.rollout; r != nil {
+		if r.Policy != nil {
+			rolloutGauges(gauge, "ClusterPolicy", r.Counts, r.Budget)
+		}
+		for _, p := range r.Pools {
+			rolloutGauges(gauge, "NVIDIADriver/"+p.Name, p.Counts, p.Budget)
+		}
+	}
+}
+
+// rolloutGauges are one upgrade policy's counts by verdict (a zero for
+// each verdict it has none of, so a count can be watched from 0) and its
+// budget.
+func rolloutGauges(gauge func(*prometheus.Desc, float64, ...string), policy string, counts map[string]int, b upgrade.Budget) {
+	for _, v := range upgrade.Verdicts {
+		gauge(upgradeNodesDesc, float64(counts[v]), policy, v)
+	}
+	for kind, n := range map[string]int{"max_parallel": b.MaxParallel, "max_unavailable": b.MaxUnavailable, "available": b.Available,
+		"in_progress": len(b.InProgress), "unavailable": len(b.Unavailable)} {
+		gauge(upgradeBudgetDesc, float64(n), policy, kind)
 	}
 }
 

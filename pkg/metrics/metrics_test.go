@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,12 +12,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/metrics"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/upgrade"
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
@@ -193,8 +197,8 @@ func TestDocsListEveryMetric(t *testing.T) {
 			t.Errorf("docs/metrics.md has no row for %s", m[1])
 		}
 	}
-	if n != 13 {
-		t.Errorf("%d metrics described, want 13", n)
+	if n != 17 {
+		t.Errorf("%d metrics described, want 17", n)
 	}
 }
 
@@ -242,4 +246,74 @@ gpuops_node_unusable_cause{code="gpus-not-advertised",node="d",operand="device-p
 	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuops_node_usable", "gpuops_node_unusable_cause"); err != nil {
 		t.Error(err)
 	}
+}
+
+// The rollout: a series per node in it with its verdict and state, when it
+// entered the state, and per policy the counts by verdict (zeros too) and
+// the budget. A node's verdict changing moves its one series.
+func TestDriverUpgrade(t *testing.T) {
+	e := metrics.New(synced)
+	since := t0.Add(-time.Hour)
+	a := node("a", all, []string{}, []string{}, []string{"toolkit", "device-plugin"})
+	a.Upgrade = &upgrade.Node{Node: "a", Verdict: upgrade.Done}
+	b := node("b", all, []string{}, []string{}, []string{"toolkit", "device-plugin"})
+	b.Upgrade = &upgrade.Node{Node: "b", State: "upgrade-failed", Verdict: upgrade.Failed, Since: &since, Cause: "restarts"}
+	ro := &upgrade.Rollout{Policy: &snapshot.UpgradePolicy{}, Budget: upgrade.Budget{Nodes: 2, MaxParallel: 1, MaxUnavailable: 1, InProgress: []string{"b"}},
+		Nodes: []upgrade.Node{*a.Upgrade, *b.Upgrade}, Counts: map[string]int{upgrade.Done: 1, upgrade.Failed: 1}}
+	e.Judged(verdict.Batch{Time: t0, Initial: true, Roster: roster, Rules: rules, Changes: []verdict.Change{{After: a}, {After: b}}, Rollout: ro})
+	want := `
+# HELP gpuops_driver_upgrade_node 1 for each node in the driver rollout: its verdict (done, in-progress, waiting, stuck, failed, skipped, left-cordoned, outdated) and its nvidia.com/gpu-driver-upgrade-state (empty without one).
+# TYPE gpuops_driver_upgrade_node gauge
+gpuops_driver_upgrade_node{node="a",state="",verdict="done"} 1
+gpuops_driver_upgrade_node{node="b",state="upgrade-failed",verdict="failed"} 1
+# HELP gpuops_driver_upgrade_state_since_timestamp_seconds When the node entered its driver upgrade state (the state label's last write), in Unix seconds.
+# TYPE gpuops_driver_upgrade_state_since_timestamp_seconds gauge
+gpuops_driver_upgrade_state_since_timestamp_seconds{node="b"} 1.6999964e+09
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuops_driver_upgrade_node", "gpuops_driver_upgrade_state_since_timestamp_seconds"); err != nil {
+		t.Error(err)
+	}
+	counts := map[string]float64{}
+	mfs, err := testutil.CollectAndFormat(e, expfmtText, "gpuops_driver_upgrade_nodes", "gpuops_driver_upgrade_budget")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(mfs), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && !strings.HasPrefix(line, "#") {
+			counts[f[0]] = parse(t, f[1])
+		}
+	}
+	for series, want := range map[string]float64{
+		`gpuops_driver_upgrade_nodes{policy="ClusterPolicy",verdict="done"}`:          1,
+		`gpuops_driver_upgrade_nodes{policy="ClusterPolicy",verdict="failed"}`:        1,
+		`gpuops_driver_upgrade_nodes{policy="ClusterPolicy",verdict="waiting"}`:       0,
+		`gpuops_driver_upgrade_budget{kind="max_unavailable",policy="ClusterPolicy"}`: 1,
+		`gpuops_driver_upgrade_budget{kind="in_progress",policy="ClusterPolicy"}`:     1,
+		`gpuops_driver_upgrade_budget{kind="available",policy="ClusterPolicy"}`:       0,
+	} {
+		if got, ok := counts[series]; !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", series, got, ok, want)
+		}
+	}
+	if n := len(counts); n != len(upgrade.Verdicts)+5 {
+		t.Errorf("%d rollout series, want %d", n, len(upgrade.Verdicts)+5)
+	}
+
+	fixed := *b
+	fixed.Upgrade = &upgrade.Node{Node: "b", State: "upgrade-done", Verdict: upgrade.Done}
+	e.Judged(verdict.Batch{Time: t0.Add(time.Minute), Roster: roster, Rules: rules, Changes: []verdict.Change{{Before: b, After: &fixed}}, Rollout: ro})
+	if n := testutil.CollectAndCount(e, "gpuops_driver_upgrade_node"); n != 2 {
+		t.Errorf("%d node series after b's change, want 2 (one a node)", n)
+	}
+}
+
+const expfmtText = expfmt.TypeTextPlain
+
+func parse(t *testing.T, s string) float64 {
+	t.Helper()
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -123,7 +123,8 @@ type Result struct {
 // Judge judges every node of the snapshot by the plan as of now. The live
 // judge calls it with a snapshot of the nodes an event touched (and their
 // pods): every node's verdict depends only on the node, its pods, the
-// DaemonSets and the plan, so it is the verdict a whole read would give.
+// DaemonSets and the plan, so it is the verdict a whole read would give —
+// but for the rollout's (see Rollout).
 func (p Plan) Judge(s *snapshot.Snapshot, now time.Time) (*Result, error) {
 	if len(p.Nodes) > 0 {
 		kept, err := only(s, p.Nodes)
@@ -179,14 +180,26 @@ func (p Plan) Judge(s *snapshot.Snapshot, now time.Time) (*Result, error) {
 		}
 	}
 	if p.Upgrades {
-		ro := upgrade.Judge(s, p.Roster, now, p.StuckAfter)
+		ro := p.Rollout(s, now)
 		r.Rollout = &ro
+		for i := range ro.Nodes {
+			at[ro.Nodes[i].Node].Upgrade = &ro.Nodes[i]
+		}
 	}
 	if p.GroupBy != "" {
 		f := summary.Build(s, r.Nodes, p.Roster, p.Rules, p.GroupBy)
+		f.Rollout = r.Rollout
 		r.Fleet = &f
 	}
 	return r, nil
+}
+
+// Rollout judges the driver upgrade of the snapshot's nodes as of now. It
+// is the one judgement that spans nodes (a node waits for the budget the
+// others use), so the live judge makes it from every node it holds, not
+// only from those an event touched.
+func (p Plan) Rollout(s *snapshot.Snapshot, now time.Time) upgrade.Rollout {
+	return upgrade.Judge(s, p.Roster, now, p.StuckAfter)
 }
 
 // Audits are the audit verdicts, node by node.
@@ -256,9 +269,7 @@ func (r *Result) Unusable() bool {
 // UpgradeFailed reports whether a node's driver upgrade failed, is stuck
 // or left the node cordoned (with Upgrades).
 func (r *Result) UpgradeFailed() bool {
-	return r.Rollout != nil && slices.ContainsFunc(r.Rollout.Nodes, func(n upgrade.Node) bool {
-		return n.Verdict == upgrade.Failed || n.Verdict == upgrade.Stuck || n.Verdict == upgrade.LeftCordoned
-	})
+	return r.Rollout != nil && slices.ContainsFunc(r.Rollout.Nodes, func(n upgrade.Node) bool { return upgrade.Trouble(n.Verdict) })
 }
 
 // OrderFailed reports whether any node breaks a rule.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuops/gpuops/pkg/summary"
+	"github.com/gpuops/gpuops/pkg/upgrade"
 )
 
 // Source says where and when a snapshot was taken, for a report that may be
@@ -28,6 +29,7 @@ var fleetPage = template.Must(template.New("fleet").Funcs(template.FuncMap{
 	"status":   func(kind string) string { return findingStatus[kind] },
 	"messages": messages,
 	"join":     strings.Join,
+	"trouble":  upgrade.Trouble,
 }).Parse(fleetTemplate))
 
 // HTML writes the fleet as one self-contained page: the summary by group,
@@ -82,6 +84,17 @@ func newPage(f summary.Fleet, src Source) htmlPage {
 		}
 	}
 	page.FindingChunks = chunks(findings, findingRowHeight)
+	if r := f.Rollout; r != nil && !upgrade.Settled(r.Counts) {
+		var b strings.Builder
+		writeRollout(&b, r, groupedOf(&f))
+		u := &htmlUpgrade{Lines: strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")}
+		for _, n := range r.Nodes {
+			if n.Verdict != upgrade.Done {
+				u.Nodes = append(u.Nodes, n)
+			}
+		}
+		page.Upgrade = u
+	}
 	return page
 }
 
@@ -96,6 +109,14 @@ type htmlPage struct {
 	FindingChunks   []htmlChunk[htmlFinding] // every finding, in the grid's order
 	Clusters        []htmlCluster            // of a run across clusters (ClustersHTML)
 	Total           htmlCluster              // the Clusters' total
+	Upgrade         *htmlUpgrade             // the driver rollout, while under way or in trouble
+}
+
+// htmlUpgrade is the driver rollout as gpuops upgrades prints it: its
+// counts and budget lines, and the nodes not done.
+type htmlUpgrade struct {
+	Lines []string
+	Nodes []upgrade.Node
 }
 
 type htmlGroup struct {

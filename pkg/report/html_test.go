@@ -10,7 +10,9 @@ import (
 	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/report"
+	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/summary"
+	"github.com/gpuops/gpuops/pkg/upgrade"
 )
 
 var source = report.Source{Context: "prod-eu", Server: "https://10.0.0.1:6443", Namespace: "gpu-operator", Selector: "pool in (a100)",
@@ -119,5 +121,38 @@ func TestHTMLHealth(t *testing.T) {
 		if !strings.Contains(p, want) {
 			t.Errorf("page lacks %q", want)
 		}
+	}
+}
+
+// A rollout in trouble has its own section: the counts and budget lines
+// and each node not done, the failed one marked; a settled one has none.
+func TestHTMLRollout(t *testing.T) {
+	f := summary.Fleet{GroupBy: "pool", Operands: operand.Lab[:1],
+		Groups: []summary.Group{{Name: "a100", Nodes: 1, Operands: []summary.OperandCounts{{Operand: "driver"}}, Upgrades: map[string]int{upgrade.Failed: 1}}},
+		Nodes:  []summary.Node{{Name: "gpu-1", Group: "a100", Cells: make([]summary.Cell, 1), Findings: []summary.Finding{}}},
+		Rollout: &upgrade.Rollout{Budget: upgrade.Budget{Nodes: 1, MaxParallel: 1, MaxUnavailable: 1}, Policy: &snapshot.UpgradePolicy{},
+			Nodes:  []upgrade.Node{{Node: "gpu-1", State: "upgrade-failed", Verdict: upgrade.Failed, Cause: "driver pod restarted 11 times"}},
+			Counts: map[string]int{upgrade.Failed: 1}},
+	}
+	var b bytes.Buffer
+	if err := report.HTML(&b, f, source); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`<section id="upgrade">`, `<p class="mono">rollout: 1 nodes failed=1</p>`, `<p class="mono">by pool</p>`,
+		`<p class="mono">budget (ClusterPolicy): maxParallelUpgrades 1, maxUnavailable 1 of 1 nodes, 0 free</p>`,
+		`<a href="#n-gpu-1">gpu-1</a></th><td><span class="m">✗ failed</span></td><td><code>upgrade-failed</code></td><td></td><td>driver pod restarted 11 times</td>`,
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	f.Rollout.Counts = map[string]int{upgrade.Done: 1}
+	b.Reset()
+	if err := report.HTML(&b, f, source); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), `id="upgrade"`) {
+		t.Error("a settled rollout has a section")
 	}
 }

@@ -47,7 +47,7 @@ func (p Printer) Result(w, notes io.Writer, r *pipeline.Result, view View) error
 	case HealthView:
 		return p.Health(w, r.Nodes, r.Explain)
 	case UpgradesView:
-		return p.Upgrades(w, r.Rollout)
+		return p.Upgrades(w, r.Rollout, groupedOf(r.Fleet))
 	}
 	return p.Audit(w, r.Audits(), r.Why())
 }

@@ -3,11 +3,15 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/gpuops/gpuops/pkg/explain"
+	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/summary"
+	"github.com/gpuops/gpuops/pkg/upgrade"
 )
 
 // findingStatus is the word a finding is printed with, as audit prints
@@ -32,7 +36,8 @@ func (p Printer) Summary(w io.Writer, f summary.Fleet) error {
 			GroupBy string          `json:"groupBy"`
 			Groups  []summary.Group `json:"groups"`
 			Nodes   []summary.Node  `json:"nodes"` // with findings only
-		}{len(failing) == 0, f.GroupBy, nonNil(f.Groups), nonNil(failing)})
+			Rollout *rolloutTotals  `json:"rollout,omitempty"`
+		}{len(failing) == 0, f.GroupBy, nonNil(f.Groups), nonNil(failing), totalsOf(f.Rollout)})
 	case p.Format == Table:
 		return summaryTables(w, f, failing, p.Color)
 	case p.Format == Name:
@@ -61,6 +66,12 @@ func (p Printer) Summary(w io.Writer, f summary.Fleet) error {
 		if h := g.Health; h != nil {
 			fmt.Fprintf(&b, "  %-*s %s\n", width, "health", healthCounts(h))
 		}
+		if !upgrade.Settled(g.Upgrades) { // a rollout shows only while under way or in trouble
+			fmt.Fprintf(&b, "  %-*s %s\n", width, "upgrade", verdictCounts(g.Upgrades))
+		}
+	}
+	if r := f.Rollout; r != nil && !upgrade.Settled(r.Counts) {
+		writeRollout(&b, r, nil)
 	}
 	for _, n := range failing {
 		for _, fd := range n.Findings {
@@ -69,6 +80,22 @@ func (p Printer) Summary(w io.Writer, f summary.Fleet) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// rolloutTotals is the rollout without its nodes: the summary's groups
+// count them.
+type rolloutTotals struct {
+	Policy *snapshot.UpgradePolicy `json:"policy"`
+	Budget upgrade.Budget          `json:"budget"`
+	Pools  []upgrade.Pool          `json:"pools,omitempty"`
+	Counts map[string]int          `json:"counts"`
+}
+
+func totalsOf(r *upgrade.Rollout) *rolloutTotals {
+	if r == nil {
+		return nil
+	}
+	return &rolloutTotals{r.Policy, r.Budget, r.Pools, r.Counts}
 }
 
 // healthCounts is "ready=n unusable=m" and the top causes,
@@ -118,6 +145,7 @@ func summaryTables(w io.Writer, f summary.Fleet, failing []summary.Node, color b
 		counts.header = append(counts.header, strings.ToUpper(s.String()))
 	}
 	rules := table{header: []string{"GROUP", "BROKEN RULE", "NODES"}}
+	upgrades := table{header: []string{"GROUP", "UPGRADE", "NODES"}}
 	for _, g := range f.Groups {
 		for _, oc := range g.Operands {
 			row := []cell{{text: g.Name}, {text: strconv.Itoa(g.Nodes)}, {text: oc.Operand}}
@@ -131,6 +159,11 @@ func summaryTables(w io.Writer, f summary.Fleet, failing []summary.Node, color b
 				rules.rows = append(rules.rows, []cell{{text: g.Name}, {rc.Finding, red}, {text: strconv.Itoa(rc.Nodes)}})
 			}
 		}
+		if !upgrade.Settled(g.Upgrades) { // a rollout shows only while under way or in trouble
+			for _, v := range slices.Sorted(maps.Keys(g.Upgrades)) {
+				upgrades.rows = append(upgrades.rows, []cell{{text: g.Name}, verdictCell(v), {text: strconv.Itoa(g.Upgrades[v])}})
+			}
+		}
 	}
 	findings := table{header: []string{"NODE", "GROUP", "STATUS", "SUBJECT", "WHY"}}
 	for _, n := range failing {
@@ -141,7 +174,7 @@ func summaryTables(w io.Writer, f summary.Fleet, failing []summary.Node, color b
 	if err := counts.write(w, color, true); err != nil {
 		return err
 	}
-	for _, t := range []table{rules, findings} {
+	for _, t := range []table{rules, upgrades, findings} {
 		if len(t.rows) == 0 {
 			continue
 		}

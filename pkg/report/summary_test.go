@@ -3,13 +3,16 @@ package report_test
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/report"
+	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/summary"
+	"github.com/gpuops/gpuops/pkg/upgrade"
 )
 
 func cellOf(states ...summary.State) summary.Cell {
@@ -130,5 +133,67 @@ func TestSummaryEmpty(t *testing.T) {
 	}
 	if strings.Contains(b.String(), "null") || !strings.Contains(b.String(), `"ok": true`) {
 		t.Errorf("empty fleet: %s", b.String())
+	}
+}
+
+// A rollout under way shows in the summary: each group's counts by
+// verdict, then the fleet's counts and budget; a settled one (every node
+// done) adds nothing, so a quiet fleet reads as before.
+func TestSummaryRollout(t *testing.T) {
+	f := fleet
+	f.Groups = slices.Clone(fleet.Groups)
+	f.Groups[0].Upgrades = map[string]int{upgrade.Done: 1, upgrade.Waiting: 1}
+	f.Groups[1].Upgrades = map[string]int{upgrade.Done: 1}
+	f.Rollout = &upgrade.Rollout{
+		Policy: &snapshot.UpgradePolicy{AutoUpgrade: true, MaxParallelUpgrades: 1},
+		Budget: upgrade.Budget{Nodes: 3, MaxParallel: 1, MaxUnavailable: 1, Unavailable: []string{"a100-2"}},
+		Counts: map[string]int{upgrade.Done: 2, upgrade.Waiting: 1},
+	}
+	var b bytes.Buffer
+	if err := (report.Printer{Format: report.Text}).Summary(&b, f); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	for _, want := range []string{
+		"  order             device-plugin-without-toolkit=1\n  upgrade           done=1 waiting=1\n(none) nodes=1",
+		"rollout: 0 nodes done=2 waiting=1\nbudget (ClusterPolicy): maxParallelUpgrades 1, maxUnavailable 1 of 3 nodes, 0 free; unavailable: a100-2\na100-2 MISSING",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "(none) nodes=1 with-findings=0\n  driver            asked=0 running=0 missing=0 paused=0 disabled=0\n  container-toolkit asked=0 running=0 missing=0 paused=0 disabled=0\n  order             ok\n  upgrade") {
+		t.Errorf("a settled group shows its rollout:\n%s", got)
+	}
+	b.Reset()
+	if err := (report.Printer{Format: report.Table}).Summary(&b, f); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "GROUP   UPGRADE   NODES\na100    done      1\na100    waiting   1\n") {
+		t.Errorf("table lacks the rollout:\n%s", b.String())
+	}
+	b.Reset()
+	if err := (report.Printer{Format: report.JSON}).Summary(&b, f); err != nil {
+		t.Fatal(err)
+	}
+	var data struct {
+		Groups  []summary.Group
+		Rollout struct{ Counts map[string]int }
+	}
+	if err := json.Unmarshal(b.Bytes(), &data); err != nil {
+		t.Fatal(err)
+	}
+	if data.Groups[0].Upgrades[upgrade.Waiting] != 1 || data.Rollout.Counts[upgrade.Waiting] != 1 {
+		t.Errorf("json lacks the rollout: %s", b.String())
+	}
+
+	f.Groups[0].Upgrades = map[string]int{upgrade.Done: 2}
+	f.Rollout.Counts = map[string]int{upgrade.Done: 3}
+	b.Reset()
+	if err := (report.Printer{Format: report.Text}).Summary(&b, f); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "upgrade") || strings.Contains(b.String(), "rollout") {
+		t.Errorf("a settled rollout shows:\n%s", b.String())
 	}
 }

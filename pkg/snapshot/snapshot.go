@@ -381,3 +381,51 @@ func (e Event) Supersedes(old Event) bool {
 	}
 	return e.Time.After(old.Time)
 }
+
+// KeepEvent keeps e in byNode as node's Event unless the one there
+// supersedes it.
+func KeepEvent(byNode map[string]Event, node string, e Event) {
+	if prev, ok := byNode[node]; !ok || e.Supersedes(prev) {
+		byNode[node] = e
+	}
+}
+
+// Revision is what the upgrade verdict needs of a DaemonSet's
+// ControllerRevision.
+type Revision struct {
+	DaemonSet string
+	Number    int64
+	Hash      string // its pods' controller-revision-hash
+}
+
+// RevisionFrom reads a ControllerRevision; false when no DaemonSet owns
+// it. The hash is its controller-revision-hash label, else its name past
+// "<ds>-", as the upgrade controller finds it
+// (GetDaemonsetControllerRevisionHash).
+func RevisionFrom(r *appsv1.ControllerRevision) (Revision, bool) {
+	ref := metav1.GetControllerOf(r)
+	if ref == nil || ref.Kind != "DaemonSet" {
+		return Revision{}, false
+	}
+	hash, ok := r.Labels[operand.RevisionHashLabel]
+	if !ok {
+		hash = strings.TrimPrefix(r.Name, ref.Name+"-")
+	}
+	return Revision{DaemonSet: ref.Name, Number: r.Revision, Hash: hash}, true
+}
+
+// LatestRevisions maps each DaemonSet to the hash of its highest-numbered
+// revision: its current template (Snapshot.Revisions).
+func LatestRevisions(rs []Revision) map[string]string {
+	latest := map[string]Revision{}
+	for _, r := range rs {
+		if prev, ok := latest[r.DaemonSet]; !ok || r.Number > prev.Number {
+			latest[r.DaemonSet] = r
+		}
+	}
+	out := make(map[string]string, len(latest))
+	for ds, r := range latest {
+		out[ds] = r.Hash
+	}
+	return out
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/upgrade"
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
@@ -166,6 +167,9 @@ type Group struct {
 	// Health counts the group's GPU nodes that can run GPU work and those
 	// that cannot, with their root causes; nil when health was not judged.
 	Health *HealthCounts `json:"health,omitempty"`
+	// Upgrades counts the group's nodes in the driver rollout by verdict
+	// (pkg/upgrade); nil when the rollout was not judged.
+	Upgrades map[string]int `json:"upgrades,omitempty"`
 }
 
 // HealthCounts are a group's GPU nodes by health.
@@ -230,6 +234,9 @@ type Fleet struct {
 	Rules    []operand.Rule
 	Groups   []Group // in natural order of their names, NoGroup last
 	Nodes    []Node  // group by group in Groups' order, natural name order within
+	// Rollout is the driver upgrade of the whole fleet, when judged: its
+	// budget is the policy's, not a group's.
+	Rollout *upgrade.Rollout
 }
 
 // Findings counts the findings of every node.
@@ -266,6 +273,12 @@ func Build(s *snapshot.Snapshot, verdicts []verdict.Verdict, roster []operand.Op
 				g.Health = &HealthCounts{Causes: []CauseCount{}}
 			}
 			g.Health.add(v.Health)
+		}
+		if v.Upgrade != nil {
+			if g.Upgrades == nil {
+				g.Upgrades = map[string]int{}
+			}
+			g.Upgrades[v.Upgrade.Verdict]++
 		}
 		for j, o := range roster {
 			c := cellOf(l, o, v.Row.Present[o.Column])

@@ -35,6 +35,9 @@ const (
 	Outdated = "outdated"
 )
 
+// Verdicts are every verdict, in the order a rollout goes.
+var Verdicts = []string{Done, InProgress, Waiting, Stuck, Failed, Skipped, LeftCordoned, Outdated}
+
 // Node is the verdict on one node.
 type Node struct {
 	Node    string `json:"node"`
@@ -73,6 +76,7 @@ type Pool struct {
 	Name   string                  `json:"name"`
 	Policy *snapshot.UpgradePolicy `json:"policy"`
 	Budget Budget                  `json:"budget"`
+	Counts map[string]int          `json:"counts"` // by verdict
 }
 
 // Rollout is the verdict on the fleet. Policy and Budget are the
@@ -94,6 +98,23 @@ type member struct {
 	driver    *snapshot.Pod // nil: no driver pod on the node
 	validator *snapshot.Pod
 	pool      string
+}
+
+// Trouble reports whether a verdict needs a person: failed, stuck or left
+// cordoned (gpuops upgrades exits 1 on it).
+func Trouble(verdict string) bool {
+	return verdict == Failed || verdict == Stuck || verdict == LeftCordoned
+}
+
+// Settled reports whether counts by verdict (a rollout's, a pool's or a
+// group's) are all done or skipped: nothing for a person to look at.
+func Settled(counts map[string]int) bool {
+	for v := range counts {
+		if v != Done && v != Skipped {
+			return false
+		}
+	}
+	return true
 }
 
 // Judge judges the upgrade of every node with a state label or a driver pod
@@ -157,27 +178,46 @@ func Judge(s *snapshot.Snapshot, roster []operand.Operand, now time.Time, stuckA
 		if v := verdicts[m]; v.Verdict != "" {
 			r.Nodes = append(r.Nodes, v)
 			r.Counts[v.Verdict]++
+			if i := slices.IndexFunc(r.Pools, func(p Pool) bool { return p.Name == m.pool }); i >= 0 {
+				if r.Pools[i].Counts == nil {
+					r.Pools[i].Counts = map[string]int{}
+				}
+				r.Pools[i].Counts[v.Verdict]++
+			}
 		}
 	}
 	return r
+}
+
+// Reads says which pods the rollout reads (a snapshot of fewer pods judges
+// the same): the driver's, by the roster, and the operator validator's.
+func Reads(roster []operand.Operand) func(*snapshot.Pod) (driver, read bool) {
+	i := slices.IndexFunc(roster, func(o operand.Operand) bool { return o.Name == operand.Driver })
+	return func(p *snapshot.Pod) (bool, bool) {
+		if i >= 0 && roster[i].RunBy(p.DaemonSet) {
+			return true, true
+		}
+		return false, p.DaemonSet == operand.UpgradeValidator
+	}
 }
 
 // podsByNode finds each node's driver pod (a live one over one on its way
 // out) and operator validator pod.
 func podsByNode(s *snapshot.Snapshot, roster []operand.Operand) (drivers, validators map[string]*snapshot.Pod) {
 	drivers, validators = map[string]*snapshot.Pod{}, map[string]*snapshot.Pod{}
-	i := slices.IndexFunc(roster, func(o operand.Operand) bool { return o.Name == operand.Driver })
+	reads := Reads(roster)
 	for j := range s.Pods {
 		p := &s.Pods[j]
 		if p.Node == "" || p.DaemonSet == "" {
 			continue // the controller skips a driver pod not yet scheduled
 		}
-		into := validators
-		switch {
-		case i >= 0 && roster[i].RunBy(p.DaemonSet):
-			into = drivers
-		case p.DaemonSet != operand.UpgradeValidator:
+		driver, read := reads(p)
+		if !read {
 			continue
+		}
+		into := validators
+		if driver {
+			into = drivers
 		}
 		if prev := into[p.Node]; prev == nil || prev.Deleting && !p.Deleting {
 			into[p.Node] = p

@@ -11,6 +11,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/upgrade"
 )
 
 // Verdict is everything the judges say about one node.
@@ -27,6 +28,9 @@ type Verdict struct {
 	// Health is whether the node can run GPU work, and if not the root
 	// cause along the operator's start-up chain; nil unless asked for.
 	Health *health.Node
+	// Upgrade is the node's part in the driver rollout; nil unless asked
+	// for, or when the node takes no part (no driver pod, no state label).
+	Upgrade *upgrade.Node
 }
 
 // OK reports whether nothing is missing and no rule is broken.
@@ -54,7 +58,10 @@ type Batch struct {
 	Time    time.Time
 	Initial bool
 	Changes []Change // verdicts that differ, in natural node order
-	Judged  int      // nodes judged
+	// Rollout is the driver upgrade of every node the judge holds, when
+	// it judges upgrades: the budget and counts are the fleet's.
+	Rollout *upgrade.Rollout
+	Judged  int // nodes judged
 	Took    time.Duration
 	Roster  []operand.Operand
 	Rules   []operand.Rule

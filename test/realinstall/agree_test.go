@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -127,23 +128,9 @@ func (in *install) auditJSONAny(t *testing.T, args ...string) auditJSON {
 // series, and how many nodes it judged; nothing before the first verdict.
 func scrape(t *testing.T, url string) (map[string]findings, int) {
 	t.Helper()
-	resp, err := http.Get(url + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	fams := metricFamilies(t, url)
+	if fams == nil {
 		return nil, 0
-	}
-	resp, err = http.Get(url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
 	}
 	raw := map[string]*findings{}
 	each := func(name, label string, add func(f *findings, value string)) {
@@ -170,6 +157,31 @@ func scrape(t *testing.T, url string) (map[string]findings, int) {
 		judged += int(m.GetGauge().GetValue())
 	}
 	return out, judged
+}
+
+// metricFamilies is the exporter's /metrics, parsed; nil before the
+// first verdict (/readyz not OK).
+func metricFamilies(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	resp, err = http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fams
 }
 
 // liveProcess is watch or serve running in the background.

@@ -3,12 +3,15 @@ package realinstall_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/upgrade"
@@ -38,11 +41,16 @@ func (in *install) checkUpgrades(t *testing.T) {
 	}
 	full, upgrading, stuck := in.nodes["full"], in.nodes["upgrade"], in.nodes["upgrade-stuck"]
 	state := operand.UpgradeStateLabel
+	// serve judges the rollout live all along: at each step its series say
+	// of every node what upgrades -o json says (served below).
+	serve := in.startLive(t, []string{"serve", "--listen", "127.0.0.1:0", "-l", in.selector()})
+	url := serve.stderr.wait(t, regexp.MustCompile(`serving (http://\S+)/metrics`))[1]
 	in.label(t, full, "gpu-operator", map[string]string{state: "upgrade-required"})
 	// The controller moved upgrade-stuck to its state three hours ago.
 	in.backdate(t, stuck, "gpu-operator", 3*time.Hour)
 
 	r, got := in.rollout(t)
+	in.served(t, url)
 	if r.Code != 1 {
 		t.Errorf("upgrades: exit %d, want 1 (a node is stuck)\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
@@ -64,6 +72,7 @@ func (in *install) checkUpgrades(t *testing.T) {
 	if _, got = in.rollout(t); got[upgrading].Verdict != upgrade.Failed {
 		t.Errorf("upgrade-failed: %+v", got[upgrading])
 	}
+	in.served(t, url)
 
 	// Done, and cordoned by a person: done. Cordoned again by the
 	// controller (it cordons in cordon-required): left cordoned.
@@ -75,6 +84,37 @@ func (in *install) checkUpgrades(t *testing.T) {
 	in.cordon(t, upgrading, "gpu-operator", true)
 	if _, got = in.rollout(t); got[upgrading].Verdict != upgrade.LeftCordoned {
 		t.Errorf("upgrade-done, cordoned by the controller: %+v", got[upgrading])
+	}
+	in.served(t, url)
+}
+
+// served waits until serve's gpuops_driver_upgrade_node series give every
+// node the verdict and state upgrades -o json gives it, the budget's
+// available slots too, and fails with both if they do not within the
+// patience of a settling cluster.
+func (in *install) served(t *testing.T, url string) {
+	t.Helper()
+	type part struct{ Verdict, State string }
+	var oneShot, live map[string]part
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, nodes := in.rollout(t)
+		oneShot = map[string]part{}
+		for n, u := range nodes {
+			oneShot[n] = part{u.Verdict, u.State}
+		}
+		live = map[string]part{}
+		fams := metricFamilies(t, url)
+		for _, m := range fams["gpuops_driver_upgrade_node"].GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			live[l["node"]] = part{l["verdict"], l["state"]}
+		}
+		return maps.Equal(oneShot, live), nil
+	})
+	if err != nil {
+		t.Fatalf("serve and upgrades disagree on the rollout:\n upgrades %v\n serve    %v", oneShot, live)
 	}
 }
 

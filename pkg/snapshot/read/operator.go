@@ -276,53 +276,36 @@ func readUpgrades(ctx context.Context, c kubernetes.Interface, namespace string,
 // DaemonSet's current template (GetDaemonsetControllerRevisionHash): the
 // revision's controller-revision-hash label, else its name past "<ds>-".
 func readRevisions(ctx context.Context, apps rest.Interface, namespace string, pageSize int64) (map[string]string, error) {
-	type latest struct {
-		revision int64
-		hash     string
-	}
-	found := map[string]latest{}
+	var revs []snapshot.Revision
 	err := readList(ctx, func() *rest.Request { return apps.Get().Namespace(namespace).Resource("controllerrevisions") },
 		metav1.ListOptions{Limit: pageSize}, revisionFields, &appsv1.ControllerRevisionList{},
 		func(r *appsv1.ControllerRevision, _ []byte) error {
-			ref := metav1.GetControllerOf(r)
-			if ref == nil || ref.Kind != "DaemonSet" {
-				return nil
+			if rev, ok := snapshot.RevisionFrom(r); ok {
+				revs = append(revs, rev)
 			}
-			if prev, ok := found[ref.Name]; ok && prev.revision >= r.Revision {
-				return nil
-			}
-			hash, ok := r.Labels[operand.RevisionHashLabel]
-			if !ok {
-				hash = strings.TrimPrefix(r.Name, ref.Name+"-")
-			}
-			found[ref.Name] = latest{r.Revision, hash}
 			return nil
 		})
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]string, len(found))
-	for ds, l := range found {
-		out[ds] = l.hash
-	}
-	return out, nil
+	return snapshot.LatestRevisions(revs), nil
 }
 
 // readUpgradeEvents keeps, per node, the upgrade controller's Event that
 // says most (snapshot.Event.Supersedes). The recorder files the Events of
 // a node, a cluster-scoped object, in namespace default.
 func readUpgradeEvents(ctx context.Context, core rest.Interface, pageSize int64) (map[string]snapshot.Event, error) {
-	sel := fieldsel.AndSelectors(fieldsel.OneTermEqualSelector("reason", operand.UpgradeEventReason),
-		fieldsel.OneTermEqualSelector("involvedObject.kind", "Node"))
 	out := map[string]snapshot.Event{}
 	err := readList(ctx, func() *rest.Request { return core.Get().Namespace(metav1.NamespaceDefault).Resource("events") },
-		metav1.ListOptions{Limit: pageSize, FieldSelector: sel.String()}, eventFields, &corev1.EventList{},
+		metav1.ListOptions{Limit: pageSize, FieldSelector: UpgradeEvents}, eventFields, &corev1.EventList{},
 		func(e *corev1.Event, _ []byte) error {
-			node, ev := e.InvolvedObject.Name, snapshot.EventFrom(e)
-			if prev, ok := out[node]; !ok || ev.Supersedes(prev) {
-				out[node] = ev
-			}
+			snapshot.KeepEvent(out, e.InvolvedObject.Name, snapshot.EventFrom(e))
 			return nil
 		})
 	return out, err
 }
+
+// UpgradeEvents selects the upgrade controller's Events on nodes (in
+// namespace default, where its recorder files them).
+var UpgradeEvents = fieldsel.AndSelectors(fieldsel.OneTermEqualSelector("reason", operand.UpgradeEventReason),
+	fieldsel.OneTermEqualSelector("involvedObject.kind", "Node")).String()

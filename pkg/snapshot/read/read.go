@@ -67,6 +67,22 @@ type Options struct {
 	Upgrades bool
 }
 
+// Traced picks the node labels a read traces: Trace's and, for upgrades,
+// the upgrade state label; nil for none.
+func (o Options) Traced() func(key, value string) bool {
+	switch {
+	case !o.Upgrades:
+		return o.Trace
+	case o.Trace == nil:
+		return operand.UpgradeTraced
+	}
+	return func(k, v string) bool { return operand.UpgradeTraced(k, v) || o.Trace(k, v) }
+}
+
+// DeployOnly reports whether a read keeps only the deploy labels of each
+// node: DeployLabelsOnly, unless Upgrades needs the whole node.
+func (o Options) DeployOnly() bool { return o.DeployLabelsOnly && !o.Upgrades }
+
 // Snapshot takes a snapshot with one LIST call per page of objects, never one
 // per node: nodes, the namespace's pods (in three parts by label,
 // podparts.go) and its DaemonSets when asked, listed concurrently. Each list,
@@ -77,14 +93,8 @@ type Options struct {
 func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opts Options) (*snapshot.Snapshot, error) {
 	s := &snapshot.Snapshot{Namespace: namespace}
 	core := c.CoreV1().RESTClient()
-	pick := opts.Trace
-	if opts.Upgrades {
-		opts.DeployLabelsOnly = false
-		pick = operand.UpgradeTraced
-		if opts.Trace != nil {
-			pick = func(k, v string) bool { return operand.UpgradeTraced(k, v) || opts.Trace(k, v) }
-		}
-	}
+	pick := opts.Traced()
+	opts.DeployLabelsOnly = opts.DeployOnly()
 	// The lists are not cancelled when one fails: each ends with its own
 	// error, in its slot, so that a failure every list meets (a bad token)
 	// is said as the node list met it, whichever list failed first. Failing
