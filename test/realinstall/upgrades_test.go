@@ -86,6 +86,17 @@ func (in *install) checkUpgrades(t *testing.T) {
 		t.Errorf("upgrade-done, cordoned by the controller: %+v", got[upgrading])
 	}
 	in.served(t, url)
+
+	// The other nodes finish and are uncordoned: the budget is free, and the
+	// waiting node gets its slot though no event touched it. serve must see
+	// it too: the rollout is judged over every node, not the touched ones.
+	in.cordon(t, upgrading, "gpu-operator", false)
+	in.label(t, stuck, "gpu-operator", map[string]string{state: "upgrade-done"})
+	in.cordon(t, stuck, "gpu-operator", false)
+	if _, got = in.rollout(t); got[full].Verdict != upgrade.InProgress {
+		t.Errorf("budget freed: %+v, want in-progress", got[full])
+	}
+	in.served(t, url)
 }
 
 // served waits until serve's gpuops_driver_upgrade_node series give every
