@@ -174,6 +174,7 @@ func render(t *testing.T, o guard.Options) *guard.Objects {
 // Every label set, created and reached by changing one label, is judged by
 // the policy exactly as plan.Broken judges it.
 func TestPolicyAgreesWithPlan(t *testing.T) {
+	t.Parallel() // tens of thousands of CEL evaluations each, nothing shared
 	v := compile(t, render(t, guard.Options{Mode: guard.Deny}).Policy)
 	sets := labelSets()
 	if len(sets) != 2187+2000 {
@@ -215,6 +216,7 @@ func TestPolicyAgreesWithPlan(t *testing.T) {
 // Values other than true and false: the host's, the operator's pauses, and
 // the ones that only look like true.
 func TestPolicyAgreesWithPlanOnOddValues(t *testing.T) {
+	t.Parallel() // tens of thousands of CEL evaluations each, nothing shared
 	v := compile(t, render(t, guard.Options{Mode: guard.Deny}).Policy)
 	values := []string{"", "true", "false", "True", "TRUE", "pre-installed", "paused-for-driver-upgrade", "paused-for-mig-change"}
 	for _, r := range operand.AllRules {
