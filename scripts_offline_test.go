@@ -206,6 +206,7 @@ func snapshotOf(nodes []corev1.Node, pods []corev1.Pod) *snapshot.Snapshot {
 // TestScriptsAgreeWithTheJudge runs both scripts (on a fake kubectl) and the
 // Go judge on many random states and wants the same lines and exit codes.
 func TestScriptsAgreeWithTheJudge(t *testing.T) {
+	t.Parallel() // each test has its own fake cluster (a folder) and waits mostly on bash and jq
 	f := newFakeCluster(t)
 	r := rand.New(rand.NewPCG(4, 2))
 	seen := map[string]bool{} // verdicts compared, to prove the states are not too tame
@@ -262,6 +263,7 @@ func TestScriptsAgreeWithTheJudge(t *testing.T) {
 }
 
 func TestScriptsCannotJudge(t *testing.T) {
+	t.Parallel()
 	f := newFakeCluster(t)
 	r := rand.New(rand.NewPCG(1, 1))
 	nodes, pods := randomState(r)
@@ -310,6 +312,7 @@ func TestScriptsCannotJudge(t *testing.T) {
 // TestAuditScriptAtScale: 5,000 nodes and 25,000 pods pass through files,
 // not arguments, and the verdict is still the judge's.
 func TestAuditScriptAtScale(t *testing.T) {
+	t.Parallel()
 	f := newFakeCluster(t)
 	var nodes []corev1.Node
 	var pods []corev1.Pod
