@@ -279,7 +279,16 @@ func (g *gpuopsView) check(ctx context.Context, s rehearsal.Step, want row) {
 			t.Errorf("%s: health %s: %q, want %q", at, h.Node, causes(h), w)
 		}
 	}
-	g.checkServe(ctx, at, wantHealth)
+	// serve's rollout: the table's verdict and the node's state label.
+	wantRollout := map[string]string{}
+	for i, name := range walked {
+		n, err := g.env.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantRollout[name] = want.verdicts[i] + "/" + n.Labels[operand.UpgradeStateLabel]
+	}
+	g.checkServe(ctx, at, wantHealth, wantRollout)
 	g.checkManagers(ctx, at, s)
 }
 

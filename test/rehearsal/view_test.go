@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -52,9 +53,10 @@ func (g *gpuopsView) startServe() {
 var series = regexp.MustCompile(`^(gpuops_[a-z_]+)\{([^}]*)\} (\S+)$`)
 
 // checkServe waits until serve, judging live, says of every GPU node what
-// health does after the step (usable, and its causes), and finds nothing
-// missing or stuck on any node.
-func (g *gpuopsView) checkServe(ctx context.Context, at string, want map[string]string) {
+// health does after the step (usable, and its causes), of every node in the
+// rollout its verdict and state (upgrades: "verdict/state"), and finds
+// nothing missing or stuck on any node.
+func (g *gpuopsView) checkServe(ctx context.Context, at string, want, upgrades map[string]string) {
 	t := g.t
 	t.Helper()
 	var last []string
@@ -64,7 +66,7 @@ func (g *gpuopsView) checkServe(ctx context.Context, at string, want map[string]
 			return false, nil
 		}
 		defer resp.Body.Close()
-		got := map[string][]string{}
+		got, rollout := map[string][]string{}, map[string]string{}
 		last = last[:0]
 		sc := bufio.NewScanner(resp.Body)
 		findings := false
@@ -84,12 +86,17 @@ func (g *gpuopsView) checkServe(ctx context.Context, at string, want map[string]
 				op := regexp.MustCompile(`operand="([^"]*)"`).FindStringSubmatch(m[2])[1]
 				got[node[1]] = append(got[node[1]], code+"/"+op)
 				last = append(last, sc.Text())
+			case m[1] == "gpuops_driver_upgrade_node" && m[3] == "1":
+				verdict := regexp.MustCompile(`verdict="([^"]*)"`).FindStringSubmatch(m[2])[1]
+				state := regexp.MustCompile(`state="([^"]*)"`).FindStringSubmatch(m[2])[1]
+				rollout[node[1]] = verdict + "/" + state
+				last = append(last, sc.Text())
 			case (m[1] == "gpuops_operand_missing" || m[1] == "gpuops_operand_stuck" || m[1] == "gpuops_order_violation") && m[3] == "1":
 				findings = true
 				last = append(last, sc.Text())
 			}
 		}
-		if findings || len(got) != len(want) {
+		if findings || len(got) != len(want) || !maps.Equal(rollout, upgrades) {
 			return false, nil
 		}
 		for node, causes := range want {
@@ -106,7 +113,7 @@ func (g *gpuopsView) checkServe(ctx context.Context, at string, want map[string]
 		return true, nil
 	})
 	if err != nil {
-		t.Errorf("%s: serve does not say what health says (%v) within 30s:\n%s", at, want, strings.Join(last, "\n"))
+		t.Errorf("%s: serve does not say what health (%v) and the rollout (%v) are within 30s:\n%s", at, want, upgrades, strings.Join(last, "\n"))
 	}
 }
 
