@@ -401,13 +401,15 @@ func (j *Judge) judge(names []string, initial bool) {
 	b := verdict.Batch{Initial: initial, Judged: len(names), Roster: j.plan.Roster, Rules: j.plan.Rules}
 	after := j.verdictsOf(names, began)
 	if j.opts.Upgrades {
-		b.Rollout = j.rollout(after, began)
-		for name := range after {
-			if !slices.Contains(names, name) {
+		judged := len(after)
+		b.Rollout = j.rollout(names, after, began)
+		if len(after) > judged { // nodes whose part in the rollout changed
+			for name := range after {
 				names = append(names, name)
 			}
+			slices.SortFunc(names, judge.NaturalCompare)
+			names = slices.Compact(names)
 		}
-		slices.SortFunc(names, judge.NaturalCompare)
 	}
 	for _, name := range names {
 		before, now := j.verdicts[name], after[name]
@@ -435,7 +437,7 @@ func (j *Judge) judge(names []string, initial bool) {
 // another's (a cordon spends the budget it waits for), so a node not judged
 // again gets a new verdict in after when its part changed. It costs a pass
 // over the held nodes and their driver pods per batch.
-func (j *Judge) rollout(after map[string]*verdict.Verdict, now time.Time) *upgrade.Rollout {
+func (j *Judge) rollout(judged []string, after map[string]*verdict.Verdict, now time.Time) *upgrade.Rollout {
 	s := j.base()
 	reads := upgrade.Reads(j.plan.Roster)
 	for _, name := range j.nodeStore().ListKeys() {
@@ -460,8 +462,13 @@ func (j *Judge) rollout(after map[string]*verdict.Verdict, now time.Time) *upgra
 	for name, v := range after {
 		v.Upgrade = part[name]
 	}
+	wasJudged := make(map[string]bool, len(judged))
+	for _, n := range judged {
+		wasJudged[n] = true
+	}
 	for name, v := range j.verdicts {
-		if _, judged := after[name]; !judged && !reflect.DeepEqual(v.Upgrade, part[name]) {
+		// A node judged and not in after is gone: it keeps no part.
+		if !wasJudged[name] && !reflect.DeepEqual(v.Upgrade, part[name]) {
 			again := *v
 			again.Upgrade = part[name]
 			after[name] = &again

@@ -130,31 +130,25 @@ func Reports(r *pipeline.Result, cluster string) []v1alpha1.ClusterReport {
 
 // Nodes are the results of every node of a result, in its node order.
 func Nodes(r *pipeline.Result) []Node {
-	ups := map[string]*upgrade.Node{}
-	if r.Rollout != nil {
-		for i := range r.Rollout.Nodes {
-			ups[r.Rollout.Nodes[i].Node] = &r.Rollout.Nodes[i]
-		}
-	}
 	out := make([]Node, len(r.Nodes))
 	for i := range r.Nodes {
-		out[i] = NodeOf(&r.Nodes[i], ups[r.Nodes[i].Node], r.Namespace, r.Taken)
+		out[i] = NodeOf(&r.Nodes[i], r.Namespace, r.Taken)
 	}
 	return out
 }
 
 // NodeOf is one node's results: its audit, order, health (when judged) and
-// driver upgrade (when u is not nil), found at the time given. namespace is
-// the operands' (their pods are resources).
-func NodeOf(v *verdict.Verdict, u *upgrade.Node, namespace string, at time.Time) Node {
+// driver upgrade (when it takes part in the rollout), found at the time
+// given. namespace is the operands' (their pods are resources).
+func NodeOf(v *verdict.Verdict, namespace string, at time.Time) Node {
 	b := builder{node: v.Node, ns: namespace, at: metav1.Timestamp{Seconds: at.Unix()}}
 	b.audit(v)
 	b.order(v)
 	if v.Health != nil && v.Health.Judged {
 		b.health(v.Health)
 	}
-	if u != nil {
-		b.upgrade(u)
+	if v.Upgrade != nil {
+		b.upgrade(v.Upgrade)
 	}
 	return Node{Name: v.Node, Results: b.out, Bytes: size(b.out)}
 }

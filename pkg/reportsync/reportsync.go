@@ -151,7 +151,7 @@ func (s *Sync) Judged(b verdict.Batch) {
 			delete(s.nodes, name)
 			continue
 		}
-		n := openreports.NodeOf(c.After, nil, s.opts.Namespace, b.Time)
+		n := openreports.NodeOf(c.After, s.opts.Namespace, b.Time)
 		openreports.Carry(s.nodes[name].Results, n.Results)
 		s.nodes[name] = n
 		s.total += n.Bytes

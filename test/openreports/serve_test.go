@@ -125,6 +125,15 @@ func TestServeKeepsTheReports(t *testing.T) {
 	if len(checksOf(got.Results, openreports.Health)) != 4 {
 		t.Errorf("the report's health checks %v, want one of each GPU node", checksOf(got.Results, openreports.Health))
 	}
+	// The driver rollout too, as gpuops upgrades -o openreports says it:
+	// serve judges the rollout live.
+	var want []check
+	for _, r := range list(t, f.gpuops(t, "upgrades", "-o", "openreports").Stdout) {
+		want = append(want, checksOf(r.Results, openreports.Upgrade)...)
+	}
+	if served := checksOf(got.Results, openreports.Upgrade); len(want) == 0 || !sameChecks(served, want) {
+		t.Errorf("the report's upgrade checks %v, want %v (upgrades -o openreports)", served, want)
+	}
 	poll(t, "serve deletes its report no verdict makes", func() (bool, string) {
 		_, err := f.get(t, stale.Name)
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
