@@ -139,7 +139,7 @@ func (f fleetNode) deployLabels() map[string]string {
 	return labels
 }
 
-func (f fleetNode) object(withDeployLabels bool) *corev1.Node {
+func (f fleetNode) object(withDeployLabels, dressed bool) *corev1.Node {
 	labels := map[string]string{}
 	if f.role != noGPU {
 		labels[operand.GPUPresent] = "true"
@@ -150,7 +150,9 @@ func (f fleetNode) object(withDeployLabels bool) *corev1.Node {
 		}
 	}
 	n := testcluster.FakeNode(f.name, labels)
-	fleettest.DressNode(n, f.index)
+	if dressed {
+		fleettest.DressNode(n, f.index)
+	}
 	registered(n)
 	switch f.role {
 	case tainted:
@@ -295,8 +297,9 @@ func expectedMatrix(fleet []fleetNode) string {
 
 // applyDaemonSets creates the namespace and server-side applies the five
 // DaemonSets rendered from the embedded bases, as `gpuops up` would, their
-// pods dressed as the GPU Operator renders them (fleettest.DressPodSpec).
-func applyDaemonSets(ctx context.Context, c kubernetes.Interface, namespace string) error {
+// pods dressed as the GPU Operator renders them (fleettest.DressPodSpec)
+// unless dressed is false.
+func applyDaemonSets(ctx context.Context, c kubernetes.Interface, namespace string, dressed bool) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 	if _, err := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s: %w", namespace, err)
@@ -311,7 +314,9 @@ func applyDaemonSets(ctx context.Context, c kubernetes.Interface, namespace stri
 		if err := yaml.UnmarshalStrict(m.YAML, &ds); err != nil {
 			return fmt.Errorf("DaemonSet %s: %w", m.Operand.DaemonSet, err)
 		}
-		fleettest.DressPodSpec(&ds.Spec.Template.Spec, m.Operand.Name)
+		if dressed {
+			fleettest.DressPodSpec(&ds.Spec.Template.Spec, m.Operand.Name)
+		}
 		dressed, err := yaml.Marshal(&ds)
 		if err != nil {
 			return err

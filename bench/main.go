@@ -41,6 +41,7 @@ type config struct {
 	up      bool // settle the fleet with `gpuops up` (and time it)
 	upRuns  int  // rounds of `gpuops up` against its floor (with up)
 	watcher bool // also measure gpuops serve (bench/watcher.go)
+	small   bool // lab-sized objects: nodes and pod templates not dressed (fleettest)
 	results string
 }
 
@@ -55,6 +56,7 @@ func main() {
 	flag.BoolVar(&cfg.reuse, "reuse", false, "measure the fleet a -keep run left (no setup, no `gpuops up` figure)")
 	flag.BoolVar(&cfg.up, "up", true, "label the nodes and apply the DaemonSets with `gpuops up`, timed (false: label the nodes at creation and apply the DaemonSets directly, quicker at 5,000 nodes)")
 	flag.IntVar(&cfg.upRuns, "up-rounds", 0, "with -up: time `gpuops up` against its floor (the DaemonSets applied with kubectl to labelled nodes, until ready) in this many interleaved rounds")
+	flag.BoolVar(&cfg.small, "small", false, "a fleet of lab-sized objects: nodes with only their lab labels and the DaemonSets' pods as the bases render them (default: dressed as a cloud GPU fleet's, internal/fleettest)")
 	flag.BoolVar(&cfg.watcher, "watcher", true, "also measure `gpuops serve` against `gpuops audit` run back to back (CPU, memory, label change to verdict)")
 	flag.StringVar(&cfg.results, "results", "bench/RESULTS.md", "file the results are appended to (empty: none)")
 	flag.Parse()
@@ -240,7 +242,7 @@ func buildFleet(ctx context.Context, c kubernetes.Interface, fleet []fleetNode, 
 		return nil
 	}
 	err = step(fmt.Sprintf("create %d nodes (64 concurrent creates)", len(first)), func() error {
-		return createNodes(ctx, c, objects(first, !up))
+		return createNodes(ctx, c, objects(first, !up, !cfg.small))
 	})
 	if err != nil {
 		return nil, nil, err
@@ -272,14 +274,14 @@ func buildFleet(ctx context.Context, c kubernetes.Interface, fleet []fleetNode, 
 			}
 		}
 	} else {
-		err = step("apply the 5 DaemonSets (server-side apply)", func() error { return applyDaemonSets(ctx, c, kube.DefaultNamespace) })
+		err = step("apply the 5 DaemonSets (server-side apply)", func() error { return applyDaemonSets(ctx, c, kube.DefaultNamespace, !cfg.small) })
 		if err != nil {
 			return nil, nil, err
 		}
 	}
 	running, pending := expectedPods(fleet)
 	err = step(fmt.Sprintf("add %d low-memory nodes (deploy labels set), wait for %d Running and %d Pending pods", len(late), running, pending), func() error {
-		if err := createNodes(ctx, c, objects(late, true)); err != nil {
+		if err := createNodes(ctx, c, objects(late, true, !cfg.small)); err != nil {
 			return err
 		}
 		return waitPods(ctx, c, kube.DefaultNamespace, running, pending)
@@ -287,10 +289,10 @@ func buildFleet(ctx context.Context, c kubernetes.Interface, fleet []fleetNode, 
 	return notes, ups, err
 }
 
-func objects(fleet []fleetNode, withDeployLabels bool) []*corev1.Node {
+func objects(fleet []fleetNode, withDeployLabels, dressed bool) []*corev1.Node {
 	out := make([]*corev1.Node, 0, len(fleet))
 	for _, f := range fleet {
-		out = append(out, f.object(withDeployLabels))
+		out = append(out, f.object(withDeployLabels, dressed))
 	}
 	return out
 }
