@@ -3,8 +3,7 @@
 # passed on). Packages that use internal/testcluster each start a dedicated
 # lab cluster and delete it when they end; their names carry a prefix unique
 # to this run, so whatever a crashed test binary left behind is pruned here
-# at the end. The gpuops binary the tests run is built once, here
-# (GPUOPS_TEST_BINARY). Exits with go test's status.
+# at the end. Exits with go test's status.
 #
 # GPUOPS_TEST_KUBECONFIG=<kubeconfig> makes the integration tests use that
 # running cluster instead (faster, but packages then share it).
@@ -18,12 +17,6 @@ export KUBECACHEDIR="${KUBECACHEDIR:-$ROOT/.lab/kube-cache}" # kubectl's cache, 
 hack/build-tools.sh
 
 export GPUOPS_TEST_CLUSTER_PREFIX="gpuops-t$$"
-bin_dir="$(mktemp -d)"
-trap 'rm -rf "$bin_dir"; hack/cluster.sh prune "$GPUOPS_TEST_CLUSTER_PREFIX-"' EXIT
-
-# One gpuops binary for the packages that run it (internal/gpuopstest), not
-# a link of its own in each.
-go build -o "$bin_dir/gpuops" ./cmd/gpuops
-export GPUOPS_TEST_BINARY="$bin_dir/gpuops"
+trap 'hack/cluster.sh prune "$GPUOPS_TEST_CLUSTER_PREFIX-"' EXIT
 
 go test -count=1 -timeout 30m "$@" ./...

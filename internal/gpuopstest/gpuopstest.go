@@ -5,6 +5,8 @@ package gpuopstest
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 
 	gpuops "github.com/gpuops/gpuops"
@@ -23,40 +26,23 @@ type Result struct {
 	Code           int
 }
 
-// EnvBinary names a gpuops binary, built from this tree, that Binary returns
-// instead of building its own: hack/test.sh builds it once for every test
-// package of a run (each build is a link of about 10 CPU-seconds).
-const EnvBinary = "GPUOPS_TEST_BINARY"
-
 var (
 	buildOnce sync.Once
 	binary    string
 	buildErr  error
 )
 
-// Binary returns the path of a gpuops binary: the one EnvBinary names, or
-// else one it builds from ./cmd/gpuops once per test process.
+// Binary returns the path of a gpuops binary built from this checkout's
+// ./cmd/gpuops. It is built once per test process into the user's cache, a
+// folder per checkout, under a lock: go build relinks only when the source
+// changed (a binary of the same build ID is left as it is), so the packages
+// of a run, and the runs after it, share one instead of each linking its
+// own, about 10 CPU-seconds apiece (the temporary folder of each, never
+// removed, also piled up in /tmp). A rebuild, when the source changed, goes
+// as go build installs: a process running the old binary keeps it.
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		if p := os.Getenv(EnvBinary); p != "" {
-			binary = p
-			if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 {
-				buildErr = fmt.Errorf("%s=%s is not an executable (%v)", EnvBinary, p, err)
-			}
-			return
-		}
-		dir, err := os.MkdirTemp("", "gpuopstest-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binary = filepath.Join(dir, "gpuops")
-		out, err := exec.Command("go", "build", "-o", binary, "github.com/gpuops/gpuops/cmd/gpuops").CombinedOutput()
-		if err != nil {
-			buildErr = errors.New("go build ./cmd/gpuops: " + err.Error() + "\n" + string(out))
-		}
-	})
+	buildOnce.Do(func() { binary, buildErr = build() })
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
@@ -91,4 +77,34 @@ func Run(t testing.TB, env []string, name string, args ...string) Result {
 		t.Fatalf("%s %q: %v\n%s", name, args, err, stderr.String())
 	}
 	return Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: cmd.ProcessState.ExitCode()}
+}
+
+func build() (string, error) {
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(bytes.TrimSpace(gomod))
+	dir := filepath.Join(cache, "gpuops-test", hex.EncodeToString(sum[:8]))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close() // releases the lock
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", fmt.Errorf("lock %s: %w", lock.Name(), err)
+	}
+	bin := filepath.Join(dir, "gpuops")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/gpuops/gpuops/cmd/gpuops").CombinedOutput()
+	if err != nil {
+		return "", errors.New("go build ./cmd/gpuops: " + err.Error() + "\n" + string(out))
+	}
+	return bin, nil
 }
