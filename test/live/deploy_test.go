@@ -43,15 +43,6 @@ func moduleDir(t *testing.T, module string) string {
 	return m.Dir
 }
 
-func kubectl(t *testing.T, env *testcluster.Env, args ...string) string {
-	t.Helper()
-	out, err := exec.Command("kubectl", append([]string{"--kubeconfig", env.Kubeconfig}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
 // TestDeployManifests checks kustomize/deploy as a user applies it, in the
 // namespace it names: every overlay passes a server-side dry run on the real
 // control plane, the Prometheus Operator's objects against the Operator's
@@ -70,10 +61,10 @@ func TestDeployManifests(t *testing.T) {
 
 	crds := filepath.Join(moduleDir(t, prometheusOperator), "example", "prometheus-operator-crd")
 	for _, kind := range []string{"servicemonitors", "prometheusrules"} {
-		kubectl(t, env, "apply", "--server-side", "-f", filepath.Join(crds, "monitoring.coreos.com_"+kind+".yaml"))
-		t.Cleanup(func() { kubectl(t, env, "delete", "crd", kind+".monitoring.coreos.com") })
+		env.Kubectl(t, "apply", "--server-side", "-f", filepath.Join(crds, "monitoring.coreos.com_"+kind+".yaml"))
+		t.Cleanup(func() { env.Kubectl(t, "delete", "crd", kind+".monitoring.coreos.com") })
 	}
-	kubectl(t, env, "wait", "--for", "condition=established", "--timeout", "60s",
+	env.Kubectl(t, "wait", "--for", "condition=established", "--timeout", "60s",
 		"crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com")
 
 	// Every object of each kustomization, as the server's dry run returns it:
@@ -96,7 +87,7 @@ func TestDeployManifests(t *testing.T) {
 			t.Errorf("%s: the server's dry run has\n%s\nwant\n%s", dir, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	}
-	events := kubectl(t, env, "kustomize", "../../kustomize/deploy/events")
+	events := env.Kubectl(t, "kustomize", "../../kustomize/deploy/events")
 	if !strings.Contains(events, "- --events") {
 		t.Errorf("the events overlay does not pass --events:\n%s", events)
 	}
@@ -136,13 +127,13 @@ func TestDeployManifests(t *testing.T) {
 // with a token of its service account, on the test's nodes.
 func serveAs(t *testing.T, env *testcluster.Env, rbac, account string) *server {
 	t.Helper()
-	kubectl(t, env, "apply", "--server-side", "-k", rbac)
-	t.Cleanup(func() { kubectl(t, env, "delete", "-k", rbac, "--ignore-not-found") })
+	env.Kubectl(t, "apply", "--server-side", "-k", rbac)
+	t.Cleanup(func() { env.Kubectl(t, "delete", "-k", rbac, "--ignore-not-found") })
 	token, err := env.Client.CoreV1().ServiceAccounts(kube.DefaultNamespace).CreateToken(context.Background(), account, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return serve(t, "--kubeconfig", kubeconfig(t, env.RESTConfig.Host, token.Status.Token), "-n", kube.DefaultNamespace,
+	return serve(t, "--kubeconfig", testcluster.TokenKubeconfig(t, env.RESTConfig.Host, token.Status.Token), "-n", kube.DefaultNamespace,
 		"-l", testcluster.LabelTestID+"="+env.ID, "--discover", "--all-rules")
 }
 
@@ -158,7 +149,7 @@ func dryRun(t *testing.T, env *testcluster.Env, dir string) []string {
 		object
 		Items []object // when there are several
 	}
-	if err := json.Unmarshal([]byte(kubectl(t, env, "apply", "--server-side", "--dry-run=server", "-k", dir, "-o", "json")), &out); err != nil {
+	if err := json.Unmarshal([]byte(env.Kubectl(t, "apply", "--server-side", "--dry-run=server", "-k", dir, "-o", "json")), &out); err != nil {
 		t.Fatal(err)
 	}
 	if out.Kind != "List" {

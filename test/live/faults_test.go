@@ -1,11 +1,8 @@
 package live_test
 
 import (
-	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -43,31 +40,7 @@ func blackhole(t *testing.T) string {
 		}
 	}()
 	t.Cleanup(func() { ln.Close(); <-done })
-	return kubeconfig(t, "https://"+ln.Addr().String(), "t")
-}
-
-// kubeconfig points at server, authenticating with a bearer token and
-// without checking the server's certificate.
-func kubeconfig(t *testing.T, server, token string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "kubeconfig")
-	cfg := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {server: %q, insecure-skip-tls-verify: true}
-users:
-- name: u
-  user: {token: %q}
-contexts:
-- name: c
-  context: {cluster: c, user: u}
-current-context: c
-`, server, token)
-	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return testcluster.TokenKubeconfig(t, "https://"+ln.Addr().String(), "t")
 }
 
 // TestNotReadyBeforeTheFirstSync: serve answers at once, but /readyz says
@@ -99,7 +72,7 @@ func TestNotReadyBeforeTheFirstSync(t *testing.T) {
 func TestWatchUnreachable(t *testing.T) {
 	bin := gpuopstest.Binary(t) // built before the clock starts
 	for _, tc := range []struct{ name, kubeconfig, want string }{
-		{"refused", kubeconfig(t, "https://127.0.0.1:1", "t"), "connection refused"},
+		{"refused", testcluster.TokenKubeconfig(t, "https://127.0.0.1:1", "t"), "connection refused"},
 		{"silent", blackhole(t), "(Client.Timeout|context deadline) exceeded"},
 	} {
 		began := time.Now()

@@ -168,8 +168,8 @@ func TestOutputAppliesAndMatchesTheVerdicts(t *testing.T) {
 		t.Fatalf("audit -o openreports: %d items, want the one ClusterReport gpuops:\n%s", len(items), r.Stdout)
 	}
 	file := writeFile(t, "audit.yaml", r.Stdout)
-	kubectl(t, f.env, "apply", "-f", file) // as the README says: | kubectl apply -f -
-	kubectl(t, f.env, "apply", "--server-side", "-f", file)
+	f.env.Kubectl(t, "apply", "-f", file) // as the README says: | kubectl apply -f -
+	f.env.Kubectl(t, "apply", "--server-side", "-f", file)
 	got, err := f.get(t, "gpuops")
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +197,7 @@ func TestOutputAppliesAndMatchesTheVerdicts(t *testing.T) {
 	if r.Code != 1 || len(items) != 1 || items[0].Name != "gpuops-"+f.order || items[0].Scope == nil || items[0].Scope.Name != f.order {
 		t.Fatalf("order-check %s -o openreports: exit %d, %d items\n%s", f.order, r.Code, len(items), r.Stdout)
 	}
-	kubectl(t, f.env, "apply", "--server-side", "-f", writeFile(t, "order.yaml", r.Stdout))
+	f.env.Kubectl(t, "apply", "--server-side", "-f", writeFile(t, "order.yaml", r.Stdout))
 	var mine []check
 	for _, c := range want {
 		if c.node == f.order {
@@ -221,7 +221,7 @@ func TestOutputAppliesAndMatchesTheVerdicts(t *testing.T) {
 	if r.Code != 1 || len(items) != 2 || items[0].Name == items[1].Name {
 		t.Fatalf("audit --contexts -o openreports: exit %d, %d items\n%s%s", r.Code, len(items), r.Stdout, r.Stderr)
 	}
-	kubectl(t, f.env, "apply", "--server-side", "-f", writeFile(t, "contexts.yaml", r.Stdout))
+	f.env.Kubectl(t, "apply", "--server-side", "-f", writeFile(t, "contexts.yaml", r.Stdout))
 	for _, it := range items {
 		got, err := f.get(t, it.Name)
 		if err != nil {
@@ -239,7 +239,7 @@ func TestOutputAppliesAndMatchesTheVerdicts(t *testing.T) {
 		if len(items) != 1 || items[0].Name != "gpuops" {
 			t.Fatalf("%s -o openreports: exit %d, %d items\n%s%s", cmd, r.Code, len(items), r.Stdout, r.Stderr)
 		}
-		kubectl(t, f.env, "apply", "--server-side", "-f", writeFile(t, cmd+".yaml", r.Stdout))
+		f.env.Kubectl(t, "apply", "--server-side", "-f", writeFile(t, cmd+".yaml", r.Stdout))
 		policy := map[string]string{"health": openreports.Health, "upgrades": openreports.Upgrade}[cmd]
 		if g := checksOf(items[0].Results, openreports.Audit, openreports.Order); !slices.Equal(g, want) {
 			t.Errorf("%s -o openreports: audit and order %v, want %v", cmd, g, want)

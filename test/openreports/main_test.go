@@ -79,8 +79,8 @@ func newFleet(t *testing.T) *fleet {
 	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	kubectl(t, env, "apply", "--server-side", "-f", crdFile(t))
-	kubectl(t, env, "wait", "--for", "condition=established", "--timeout", "60s", "crd/clusterreports.openreports.io")
+	env.Kubectl(t, "apply", "--server-side", "-f", crdFile(t))
+	env.Kubectl(t, "wait", "--for", "condition=established", "--timeout", "60s", "crd/clusterreports.openreports.io")
 	cs, err := versioned.NewForConfig(env.RESTConfig)
 	if err != nil {
 		t.Fatal(err)
@@ -145,15 +145,6 @@ func (f *fleet) waitForPods(t *testing.T) {
 		}
 		return true
 	})
-}
-
-func kubectl(t *testing.T, env *testcluster.Env, args ...string) string {
-	t.Helper()
-	out, err := exec.Command("kubectl", append([]string{"--kubeconfig", env.Kubeconfig}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
 }
 
 // gpuops runs a judge on the fleet's nodes.

@@ -68,12 +68,12 @@ func TestServeKeepsTheReports(t *testing.T) {
 	ctx := context.Background()
 	clusterReports := f.reports.OpenreportsV1alpha1().ClusterReports()
 
-	built := kubectl(t, env, "kustomize", "testdata/deploy")
+	built := env.Kubectl(t, "kustomize", "testdata/deploy")
 	if !strings.Contains(built, "- --reports") || !strings.Contains(built, "name: gpuops-reports") {
 		t.Fatalf("the reports component adds no --reports or no rights:\n%s", built)
 	}
-	kubectl(t, env, "apply", "--server-side", "-k", "testdata/deploy")
-	t.Cleanup(func() { kubectl(t, env, "delete", "-k", "testdata/deploy", "--ignore-not-found") })
+	env.Kubectl(t, "apply", "--server-side", "-k", "testdata/deploy")
+	t.Cleanup(func() { env.Kubectl(t, "delete", "-k", "testdata/deploy", "--ignore-not-found") })
 	args := deployedArgs(t, built)
 
 	stale := owned("gpuops-"+env.NodeName("gone"), nil)
@@ -88,7 +88,7 @@ func TestServeKeepsTheReports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := kubeconfig(t, env.RESTConfig.Host, token.Status.Token)
+	cfg := testcluster.TokenKubeconfig(t, env.RESTConfig.Host, token.Status.Token)
 	cmd := exec.Command(gpuopstest.Binary(t), append(args, "--kubeconfig", cfg, "--namespace", ns, "-l", testcluster.LabelTestID+"="+env.ID,
 		"--listen", "127.0.0.1:0")...)
 	stderr, err := cmd.StderrPipe()
@@ -196,23 +196,6 @@ func deployedArgs(t *testing.T, built string) []string {
 		t.Fatalf("the Deployment's args %q", args)
 	}
 	return args
-}
-
-func kubeconfig(t *testing.T, server, token string) string {
-	t.Helper()
-	return writeFile(t, "kubeconfig", fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {server: %q, insecure-skip-tls-verify: true}
-users:
-- name: u
-  user: {token: %q}
-contexts:
-- name: c
-  context: {cluster: c, user: u}
-current-context: c
-`, server, token))
 }
 
 // TestSyncSplitsPerNode drives reportsync on the real API server with a
