@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
@@ -119,14 +120,18 @@ func Settled(counts map[string]int) bool {
 
 // Judge judges the upgrade of every node with a state label or a driver pod
 // (of the roster's driver operand) as of now; a node in one state longer
-// than stuckAfter is stuck (0: never).
+// than stuckAfter is stuck (0: never). The nodes are taken in natural name
+// order, whatever the snapshot's: the budget's slots go to the first
+// upgrade-required nodes, so a read and the live store, which hold the
+// nodes in different orders, give the same slots.
 func Judge(s *snapshot.Snapshot, roster []operand.Operand, now time.Time, stuckAfter time.Duration) Rollout {
 	drivers, validators := podsByNode(s, roster)
 	crd := s.Policy != nil && s.Policy.NVIDIADriverCRD
 	pools := map[string][]*member{}
 	var order []*member
-	for i := range s.Nodes {
-		n := &s.Nodes[i]
+	nodes := judge.SortedNodes(s)
+	for i := range nodes {
+		n := &nodes[i]
 		state, labelled := n.Labels[operand.UpgradeStateLabel]
 		m := &member{node: n, state: state, driver: drivers[n.Name], validator: validators[n.Name]}
 		if !labelled && m.driver == nil {

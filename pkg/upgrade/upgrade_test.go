@@ -237,3 +237,19 @@ func TestPools(t *testing.T) {
 		t.Errorf("d without an owner judged (%v), or policy %v, pools %+v", ok, r.Policy, r.Pools)
 	}
 }
+
+// TestSlotsFollowNamesNotSnapshotOrder: the live store holds its nodes in
+// no order; the slot goes to the first upgrade-required node by name
+// whatever order the snapshot lists them in.
+func TestSlotsFollowNamesNotSnapshotOrder(t *testing.T) {
+	for _, order := range [][]string{{"gpu-2", "gpu-10", "gpu-1"}, {"gpu-10", "gpu-1", "gpu-2"}, {"gpu-1", "gpu-2", "gpu-10"}} {
+		var nodes []node
+		for _, name := range order {
+			nodes = append(nodes, node{name: name, state: operand.UpgradeRequired})
+		}
+		got := verdicts(Judge(fleet(policy(1, "1"), nodes...), operand.Lab, now, time.Hour))
+		if got["gpu-1"].Verdict != InProgress || got["gpu-2"].Verdict != Waiting || got["gpu-10"].Verdict != Waiting {
+			t.Errorf("nodes listed %v: %+v, want gpu-1 in progress with the slot and the others waiting", order, got)
+		}
+	}
+}
