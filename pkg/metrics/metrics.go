@@ -71,7 +71,7 @@ var (
 		"When the node entered its driver upgrade state (the state label's last write), in Unix seconds.",
 		[]string{"node"}, nil)
 	upgradeNodesDesc = prometheus.NewDesc("gpuops_driver_upgrade_nodes",
-		"Nodes of the driver rollout by verdict, per upgrade policy (ClusterPolicy, or NVIDIADriver/<name> for its pool).",
+		"Nodes of the driver rollout by verdict, per upgrade policy (ClusterPolicy, NVIDIADriver/<name> for its pool, or none where no ClusterPolicy was read).",
 		[]string{"policy", "verdict"}, nil)
 	upgradeBudgetDesc = prometheus.NewDesc("gpuops_driver_upgrade_budget",
 		"The upgrade policy's budget as the controller counts it: max_parallel (maxParallelUpgrades, 0 for no limit), max_unavailable (resolved to nodes), available (upgrades it may start now), in_progress, unavailable (nodes using maxUnavailable).",
@@ -236,8 +236,11 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		gauge(runningDesc, float64(running[o.Name]), o.Name)
 	}
 	if r := e.rollout; r != nil {
-		if r.Policy != nil {
+		switch {
+		case r.Policy != nil:
 			rolloutGauges(gauge, "ClusterPolicy", r.Counts, r.Budget)
+		case len(r.Pools) == 0: // no policy read: the counts still say where the nodes are
+			rolloutGauges(gauge, "none", r.Counts, r.Budget)
 		}
 		for _, p := range r.Pools {
 			rolloutGauges(gauge, "NVIDIADriver/"+p.Name, p.Counts, p.Budget)

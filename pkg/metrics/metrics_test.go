@@ -299,6 +299,23 @@ gpuops_driver_upgrade_state_since_timestamp_seconds{node="b"} 1.6999964e+09
 		t.Errorf("%d rollout series, want %d", n, len(upgrade.Verdicts)+5)
 	}
 
+	// Without a ClusterPolicy (none read) the counts come under policy "none".
+	e.Judged(verdict.Batch{Time: t0, Roster: roster, Rules: rules, Rollout: &upgrade.Rollout{Counts: map[string]int{upgrade.Waiting: 1}}})
+	if err := testutil.CollectAndCompare(e, strings.NewReader(`
+# HELP gpuops_driver_upgrade_nodes Nodes of the driver rollout by verdict, per upgrade policy (ClusterPolicy, NVIDIADriver/<name> for its pool, or none where no ClusterPolicy was read).
+# TYPE gpuops_driver_upgrade_nodes gauge
+gpuops_driver_upgrade_nodes{policy="none",verdict="done"} 0
+gpuops_driver_upgrade_nodes{policy="none",verdict="failed"} 0
+gpuops_driver_upgrade_nodes{policy="none",verdict="in-progress"} 0
+gpuops_driver_upgrade_nodes{policy="none",verdict="left-cordoned"} 0
+gpuops_driver_upgrade_nodes{policy="none",verdict="outdated"} 0
+gpuops_driver_upgrade_nodes{policy="none",verdict="skipped"} 0
+gpuops_driver_upgrade_nodes{policy="none",verdict="stuck"} 0
+gpuops_driver_upgrade_nodes{policy="none",verdict="waiting"} 1
+`), "gpuops_driver_upgrade_nodes"); err != nil {
+		t.Error(err)
+	}
+
 	fixed := *b
 	fixed.Upgrade = &upgrade.Node{Node: "b", State: "upgrade-done", Verdict: upgrade.Done}
 	e.Judged(verdict.Batch{Time: t0.Add(time.Minute), Roster: roster, Rules: rules, Changes: []verdict.Change{{Before: b, After: &fixed}}, Rollout: ro})
