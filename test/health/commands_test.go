@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os/exec"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -113,28 +111,9 @@ func sameVerdict(a, b health.Node) bool {
 
 // checkServe: serve exports each GPU node's usability and root cause.
 func checkServe(t *testing.T, bin string, args []string, want []health.Node) {
-	cmd := exec.Command(bin, args...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	sc := bufio.NewScanner(stderr)
-	var url string
-	for url == "" && sc.Scan() {
-		if m := regexp.MustCompile(`serving (http://\S+)/metrics`).FindStringSubmatch(sc.Text()); m != nil {
-			url = m[1]
-		}
-	}
-	go func() {
-		for sc.Scan() { // keep reading so serve never blocks on stderr
-		}
-	}()
+	url := gpuopstest.StartServe(t, bin, args...)
 	var body string
-	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		resp, err := http.Get(url + "/readyz")
 		if err != nil {
 			return false, nil

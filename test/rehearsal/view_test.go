@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -26,28 +25,7 @@ import (
 // startServe runs gpuops serve on the test's nodes for the whole walk.
 func (g *gpuopsView) startServe() {
 	t := g.t
-	cmd := exec.Command(g.bin, g.args("serve", "--listen", "127.0.0.1:0", "--stuck-after", pipeline.DefaultStuckAfter.String())...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	sc := bufio.NewScanner(stderr)
-	for g.metrics == "" && sc.Scan() {
-		if m := regexp.MustCompile(`serving (http://\S+)/metrics`).FindStringSubmatch(sc.Text()); m != nil {
-			g.metrics = m[1] + "/metrics"
-		}
-	}
-	go func() {
-		for sc.Scan() { // keep reading so serve never blocks on stderr
-		}
-	}()
-	if g.metrics == "" {
-		t.Fatal("serve did not say where it serves")
-	}
+	g.metrics = gpuopstest.StartServe(t, g.bin, g.args("serve", "--listen", "127.0.0.1:0", "--stuck-after", pipeline.DefaultStuckAfter.String())...) + "/metrics"
 }
 
 var series = regexp.MustCompile(`^(gpuops_[a-z_]+)\{([^}]*)\} (\S+)$`)
