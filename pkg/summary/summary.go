@@ -309,9 +309,7 @@ func Build(s *snapshot.Snapshot, verdicts []verdict.Verdict, roster []operand.Op
 	}
 	for _, g := range groups {
 		if h := g.Health; h != nil {
-			slices.SortStableFunc(h.Causes, func(a, b CauseCount) int {
-				return cmp.Or(b.Nodes-a.Nodes, cmp.Compare(a.Code, b.Code), cmp.Compare(a.Operand, b.Operand))
-			})
+			sortCauses(h.Causes)
 		}
 		f.Groups = append(f.Groups, *g)
 	}

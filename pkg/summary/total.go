@@ -72,6 +72,12 @@ func (g *Group) add(o Group) {
 		}
 		g.Order[i].Nodes += rc.Nodes
 	}
+	for v, n := range o.Upgrades {
+		if g.Upgrades == nil {
+			g.Upgrades = map[string]int{}
+		}
+		g.Upgrades[v] += n
+	}
 	if o.Health == nil {
 		return
 	}
@@ -90,8 +96,7 @@ func (g *Group) add(o Group) {
 	}
 }
 
-// sortCauses puts the causes that make the most nodes unusable first, as
-// Build does.
+// sortCauses puts the causes that make the most nodes unusable first.
 func sortCauses(cs []CauseCount) {
 	slices.SortStableFunc(cs, func(a, b CauseCount) int {
 		return cmp.Or(b.Nodes-a.Nodes, cmp.Compare(a.Code, b.Code), cmp.Compare(a.Operand, b.Operand))
