@@ -269,7 +269,7 @@ func TestNames(t *testing.T) {
 	seen := map[string]string{}
 	for _, c := range []string{"kind-a", "KIND-A", "arn:aws:eks:eu-west-1:123456789012:cluster/gpu-train", "arn:aws:eks:eu-west-1:123456789012:cluster/gpu_train",
 		"-.-", strings.Repeat("x", 300), "gke_proj_zone_c"} {
-		for _, node := range []string{"", "lab-node-1", strings.Repeat("n", 250)} {
+		for _, node := range []string{"", "gpu-node-1", strings.Repeat("n", 250)} {
 			name := openreports.Name(c, node)
 			if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 				t.Errorf("Name(%q, %q) = %q: %v", c, node, name, errs)
