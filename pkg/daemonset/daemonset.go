@@ -136,3 +136,22 @@ func NodeOf(p *corev1.Pod) string {
 	}
 	return TargetNode(p)
 }
+
+// SelectorLabels are the node label keys a pod template's placement reads:
+// its nodeSelector's and those of its required node affinity's match
+// expressions (matchFields name the node, not a label), sorted, each once.
+func SelectorLabels(spec corev1.PodSpec) []string {
+	var keys []string
+	for k := range spec.NodeSelector {
+		keys = append(keys, k)
+	}
+	if a := spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			for _, r := range term.MatchExpressions {
+				keys = append(keys, r.Key)
+			}
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}

@@ -57,8 +57,11 @@ type Hooks struct {
 
 // Judge is the live judge of one cluster.
 type Judge struct {
-	opts      Options
-	client    kubernetes.Interface
+	opts   Options
+	client kubernetes.Interface
+	// resources change only in Run's goroutine (a forbidden one left, the
+	// node informer started or replaced), under mu for Synced.
+	mu        sync.Mutex
 	resources []resource
 	hooks     []Hooks
 	// queue holds the names of the nodes to judge again: a node queued
@@ -69,6 +72,8 @@ type Judge struct {
 	failed chan error // the first watch error, for SyncTimeout
 
 	// Owned by the goroutine of Run.
+	wg       sync.WaitGroup  // the informers' goroutines
+	labels   pipeline.Labels // the node labels the node informer keeps
 	verdicts map[string]*verdict.Verdict
 	operator snapshot.Snapshot // the ClusterPolicy and NVIDIADrivers, with the reader's notes
 	plan     pipeline.Plan
@@ -79,6 +84,7 @@ type resource struct {
 	name     string
 	informer cache.SharedIndexInformer
 	synced   cache.DoneChecker
+	stop     context.CancelFunc // set once it runs
 	// probe, for a resource the judge can go without, lists one object:
 	// if the user may not, the resource is not watched (an informer would
 	// retry for ever and never sync).
@@ -92,17 +98,13 @@ const daemonSetsChanged = "\x00daemonsets"
 
 // New sets up the informers; nothing is read before Run. Each object is
 // trimmed to what the judges read as it arrives. The informers list with a
-// streaming watch (WatchList) where the server offers it.
+// streaming watch (WatchList) where the server offers it. The node informer
+// is set up in Run, once the DaemonSets are known (watchNodes).
 func New(client kubernetes.Interface, opts Options) (*Judge, error) {
 	j := &Judge{opts: opts, client: client, queue: workqueue.NewTypedDelayingQueue[string](), failed: make(chan error, 1), verdicts: map[string]*verdict.Verdict{}}
-	nodes := coreinformers.NewFilteredNodeInformer(client, 0, cache.Indexers{},
-		func(o *metav1.ListOptions) { o.LabelSelector = opts.NodeSelector })
 	pods := coreinformers.NewFilteredPodInformer(client, opts.Namespace, 0, cache.Indexers{nodeIndex: podNode}, nil)
 	// The DaemonSets are few; the roster and the reasons read them.
 	dss := appsinformers.NewFilteredDaemonSetInformer(client, opts.Namespace, 0, cache.Indexers{}, nil)
-	if err := j.add("nodes", nodes, trimNode(opts.ReadOptions()), nodeEvents(j.mark), nil); err != nil {
-		return nil, err
-	}
 	if err := j.add("pods", pods, trimPod, podEvents(j.mark), nil); err != nil {
 		return nil, err
 	}
@@ -157,41 +159,92 @@ func NewFor(cl *kube.Clients, opts Options, personWaits bool) (*Judge, error) {
 }
 
 func (j *Judge) add(name string, inf cache.SharedIndexInformer, trim cache.TransformFunc, h cache.ResourceEventHandler, probe func(context.Context) error) error {
+	r, err := j.watched(name, inf, trim, h, probe)
+	if err == nil {
+		j.resources = append(j.resources, r)
+	}
+	return err
+}
+
+// watched readies an informer: trimmed, its errors told, its events marking
+// nodes.
+func (j *Judge) watched(name string, inf cache.SharedIndexInformer, trim cache.TransformFunc, h cache.ResourceEventHandler, probe func(context.Context) error) (resource, error) {
 	if err := inf.SetTransform(trim); err != nil {
-		return err
+		return resource{}, err
 	}
 	err := inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 		j.watchFailed(name, err)
 	})
 	if err != nil {
-		return err
+		return resource{}, err
 	}
 	reg, err := inf.AddEventHandler(h)
 	if err != nil {
+		return resource{}, err
+	}
+	return resource{name: name, informer: inf, synced: reg.HasSyncedChecker(), probe: probe}, nil
+}
+
+// start runs the informer until ctx ends or it is stopped.
+func (j *Judge) start(ctx context.Context, r *resource) {
+	ctx, r.stop = context.WithCancel(ctx)
+	j.wg.Go(func() { r.informer.RunWithContext(ctx) })
+}
+
+// watchNodes starts a node informer that keeps the labels the verdicts read
+// given the DaemonSets held, and waits for its first list, when the one
+// running (if any) does not keep them all: a DaemonSet that selects on a new
+// label needs the nodes read again, which is rare. On success the new
+// informer replaces the old, which stops.
+func (j *Judge) watchNodes(ctx context.Context) error {
+	want := j.opts.LabelsRead(j.operator.DaemonSets)
+	old := slices.IndexFunc(j.resources, func(r resource) bool { return r.name == "nodes" })
+	if old >= 0 && j.labels.Covers(want) {
+		return nil
+	}
+	inf := coreinformers.NewFilteredNodeInformer(j.client, 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.LabelSelector = j.opts.NodeSelector })
+	r, err := j.watched("nodes", inf, trimNode(j.opts.ReadOptions(), want), nodeEvents(j.mark), nil)
+	if err != nil {
 		return err
 	}
-	j.resources = append(j.resources, resource{name: name, informer: inf, synced: reg.HasSyncedChecker(), probe: probe})
+	j.start(ctx, &r)
+	if err := j.waitForSync(ctx, r); err != nil || ctx.Err() != nil {
+		r.stop()
+		return err
+	}
+	j.mu.Lock()
+	if old >= 0 {
+		j.resources[old].stop()
+		j.resources[old] = r
+	} else {
+		j.resources = append(j.resources, r)
+	}
+	j.mu.Unlock()
+	j.labels = want
 	return nil
 }
 
 // leaveForbidden stops watching the resources the judge can go without
 // that the user may not list, and tells the hooks.
 func (j *Judge) leaveForbidden(ctx context.Context) {
-	j.resources = slices.DeleteFunc(j.resources, func(r resource) bool {
+	forbidden := map[string]bool{}
+	for _, r := range j.resources {
 		if r.probe == nil {
-			return false
+			continue
 		}
-		err := r.probe(ctx)
-		if !apierrors.IsForbidden(err) {
-			return false
-		}
-		for _, h := range j.hooks {
-			if h.Skipped != nil {
-				h.Skipped(r.name, err)
+		if err := r.probe(ctx); apierrors.IsForbidden(err) {
+			forbidden[r.name] = true
+			for _, h := range j.hooks {
+				if h.Skipped != nil {
+					h.Skipped(r.name, err)
+				}
 			}
 		}
-		return true
-	})
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.resources = slices.DeleteFunc(j.resources, func(r resource) bool { return forbidden[r.name] })
 }
 
 // store is the store of the named resource; nil when it is not watched.
@@ -225,9 +278,12 @@ func (j *Judge) Observe(h Hooks) { j.hooks = append(j.hooks, h) }
 func (j *Judge) Ready() bool { return j.ready.Load() }
 
 // Synced reports, per watched resource, whether its informer has
-// delivered its initial list.
+// delivered its initial list; the nodes are false until their informer
+// runs.
 func (j *Judge) Synced() map[string]bool {
-	out := make(map[string]bool, len(j.resources))
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := map[string]bool{"nodes": false}
 	for _, r := range j.resources {
 		out[r.name] = r.informer.HasSynced()
 	}
@@ -240,15 +296,14 @@ func (j *Judge) Synced() map[string]bool {
 // informers have synced, so the verdict is never made from half a list.
 func (j *Judge) Run(ctx context.Context) error {
 	ctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer j.wg.Wait()
 	defer stop()
 	defer j.queue.ShutDown()
 	j.leaveForbidden(ctx)
-	for _, r := range j.resources {
-		wg.Go(func() { r.informer.RunWithContext(ctx) })
+	for i := range j.resources {
+		j.start(ctx, &j.resources[i])
 	}
-	if err := j.waitForSync(ctx); err != nil {
+	if err := j.waitForSync(ctx, j.resources...); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
@@ -258,6 +313,12 @@ func (j *Judge) Run(ctx context.Context) error {
 		return err
 	}
 	j.replan()
+	if err := j.watchNodes(ctx); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
 	// The first batch judges every node: what the informers queued on the
 	// way is in it.
 	for _, n := range j.take(false) {
@@ -277,6 +338,11 @@ func (j *Judge) Run(ctx context.Context) error {
 			// change of one is when the policy may have changed too.
 			_ = j.readOperator(ctx)
 			j.replan()
+			if err := j.watchNodes(ctx); err != nil {
+				// The old informer keeps on: the reasons may miss the new
+				// selector label until the next DaemonSet change.
+				j.watchFailed("nodes", err)
+			}
 			names = slices.DeleteFunc(names, func(n string) bool { return n == daemonSetsChanged })
 			names = append(names, j.nodeStore().ListKeys()...)
 			for n := range j.verdicts { // gone nodes too
@@ -314,11 +380,11 @@ func (j *Judge) take(wait bool) []string {
 	return names
 }
 
-// waitForSync waits until every informer has synced, or ctx ends, or (with
+// waitForSync waits until the informers have synced, or ctx ends, or (with
 // SyncTimeout) a watch fails or time runs out.
-func (j *Judge) waitForSync(ctx context.Context) error {
-	synced := make([]cache.DoneChecker, len(j.resources))
-	for i, r := range j.resources {
+func (j *Judge) waitForSync(ctx context.Context, rs ...resource) error {
+	synced := make([]cache.DoneChecker, len(rs))
+	for i, r := range rs {
 		synced[i] = r.synced
 	}
 	waitCtx, cancel := context.WithCancelCause(ctx)
@@ -340,8 +406,8 @@ func (j *Judge) waitForSync(ctx context.Context) error {
 	return context.Cause(waitCtx)
 }
 
-func (j *Judge) nodeStore() cache.Store  { return j.resources[0].informer.GetStore() }
-func (j *Judge) podIndex() cache.Indexer { return j.resources[1].informer.GetIndexer() }
+func (j *Judge) nodeStore() cache.Store  { return j.store("nodes") }
+func (j *Judge) podIndex() cache.Indexer { return j.store("pods") }
 
 // revisions are the latest template hash of each DaemonSet; nil when not
 // watched.
@@ -386,7 +452,7 @@ func (j *Judge) readOperator(ctx context.Context) error {
 func (j *Judge) replan() {
 	s := j.operator
 	s.DaemonSets = nil
-	for _, o := range j.resources[2].informer.GetStore().List() {
+	for _, o := range j.store("daemonsets").List() {
 		s.DaemonSets = append(s.DaemonSets, o.(*stored[snapshot.DaemonSet]).Of)
 	}
 	slices.SortFunc(s.DaemonSets, func(a, b snapshot.DaemonSet) int { return strings.Compare(a.Name, b.Name) })

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/snapshot/read"
 )
@@ -29,26 +29,20 @@ func keep(m metav1.ObjectMeta) metav1.ObjectMeta {
 // handed to a handler. Anything else (a tombstone, an object trimmed
 // already) passes unchanged, which keeps them idempotent as client-go asks.
 
-// trimNode keeps a node's labels, which are most of the store: a real node
-// carries a hundred (NFD, GFD, the cloud's). With deployOnly it keeps only
-// the deploy labels, as the one-shot judges' narrow read does
-// (read.Options.DeployLabelsOnly), and a change to another label no longer
-// marks the node; reasons (Explain, always on in serve) read the others
-// too, so then every label is kept, interned. At 5,000 realistic nodes
-// interning took serve's live heap from 98 to 69 MB (docs/scale.md). With
+// trimNode keeps of a node's labels only those its verdicts read (labels,
+// pipeline.Options.LabelsRead): a real node carries a hundred, most of the
+// store, and a change to one no judge reads (GFD's timestamp) then marks
+// nothing. The kept labels are interned: a fleet's nodes carry the same keys
+// and mostly the same values, so the store holds each string once. With
 // trace, it keeps who last wrote the labels trace picks (a helper's pause),
 // from managedFields, as the one-shot read does; for upgrades, who cordoned
 // a cordoned node too.
-func trimNode(read read.Options) cache.TransformFunc {
-	deployOnly, trace := read.DeployOnly(), read.Traced()
+func trimNode(read read.Options, labels pipeline.Labels) cache.TransformFunc {
+	trace := read.Traced()
 	return func(obj any) (any, error) {
 		if n, ok := obj.(*corev1.Node); ok {
 			node := snapshot.NodeFrom(n)
-			if deployOnly {
-				node.Labels = operand.DeployLabels(node.Labels)
-			} else {
-				node.Labels = interned(node.Labels)
-			}
+			node.Labels = kept(node.Labels, labels.Keep)
 			if trace != nil {
 				if keys := snapshot.TracedKeys(node.Labels, trace); len(keys) > 0 {
 					node.LabelChanges = snapshot.LabelChangesFrom(n.ManagedFields, keys)
@@ -125,13 +119,17 @@ func eventNode(obj any) ([]string, error) {
 	return nil, nil
 }
 
-// interned copies labels with every key and value interned (unique.Make): a
-// fleet's nodes carry the same hundred keys, and mostly the same values, so
-// the store holds each string once instead of once a node.
-func interned(labels map[string]string) map[string]string {
-	out := make(map[string]string, len(labels))
+// kept copies the labels that keep picks, each key and value interned
+// (unique.Make); nil if it picks none.
+func kept(labels map[string]string, keep func(key string) bool) map[string]string {
+	var out map[string]string
 	for k, v := range labels {
-		out[unique.Make(k).Value()] = unique.Make(v).Value()
+		if keep(k) {
+			if out == nil {
+				out = make(map[string]string, 16)
+			}
+			out[unique.Make(k).Value()] = unique.Make(v).Value()
+		}
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package live
 
 import (
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,34 +12,38 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/snapshot/read"
 )
 
 // Without reasons the store keeps a node's deploy labels alone, as the
-// one-shot judges' narrow read does; with them, every label (the reasons
-// name a driver DaemonSet's selector labels).
+// one-shot judges' narrow read does; with them, those the verdicts read
+// (pipeline.Options.LabelsRead): the catalog's and the DaemonSets' selector
+// keys, not the rest of a real node's hundred.
 func TestTrimNodeKeepsWhatTheJudgesRead(t *testing.T) {
 	deploy := map[string]string{operand.Lab[0].LabelKey(): "true", operand.OperandsLabel: "true"}
+	read := map[string]string{operand.GPUPresent: "true", "feature.node.kubernetes.io/pci-10de.present": "true"}
+	maps.Copy(read, deploy)
 	all := map[string]string{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "feature.node.kubernetes.io/kernel-version.full": "6.8.0-40-generic"}
-	for k, v := range deploy {
-		all[k] = v
-	}
+	maps.Copy(all, read)
+	dss := []snapshot.DaemonSet{{Name: "nvidia-driver-daemonset", NodeSelector: map[string]string{"feature.node.kubernetes.io/pci-10de.present": "true"}}}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1", ResourceVersion: "7", Labels: all}}
 	for _, tc := range []struct {
-		deployOnly bool
-		want       map[string]string
-	}{{true, deploy}, {false, all}} {
-		got, err := trimNode(read.Options{DeployLabelsOnly: tc.deployOnly})(node)
+		opts pipeline.Options
+		want map[string]string
+	}{{pipeline.Options{}, deploy}, {pipeline.Options{Explain: true}, read}} {
+		trim := trimNode(tc.opts.ReadOptions(), tc.opts.LabelsRead(dss))
+		got, err := trim(node)
 		if err != nil {
 			t.Fatal(err)
 		}
 		s := got.(*stored[snapshot.Node])
 		if !reflect.DeepEqual(s.Of.Labels, tc.want) || s.Name != "gpu-1" || s.ResourceVersion != "7" {
-			t.Errorf("deployOnly=%v: kept %s@%s with labels %v, want %v", tc.deployOnly, s.Name, s.ResourceVersion, s.Of.Labels, tc.want)
+			t.Errorf("%+v: kept %s@%s with labels %v, want %v", tc.opts, s.Name, s.ResourceVersion, s.Of.Labels, tc.want)
 		}
-		if again, _ := trimNode(read.Options{DeployLabelsOnly: tc.deployOnly})(got); again != got {
-			t.Errorf("deployOnly=%v: a trimmed node is trimmed again (the transform must be idempotent)", tc.deployOnly)
+		if again, _ := trim(got); again != got {
+			t.Errorf("%+v: a trimmed node is trimmed again (the transform must be idempotent)", tc.opts)
 		}
 	}
 }
@@ -48,11 +53,11 @@ func TestTrimNodeKeepsWhatTheJudgesRead(t *testing.T) {
 func TestTrimNodeInternsLabels(t *testing.T) {
 	labels := func() map[string]string {
 		// Built at run time, so that no two nodes share the strings to begin with.
-		return map[string]string{strings.Clone("feature.node.kubernetes.io/cpu-cpuid.AVX"): strings.Clone("true")}
+		return map[string]string{strings.Clone(operand.GPUPresent): strings.Clone("true")}
 	}
 	var kept []*stored[snapshot.Node]
 	for _, name := range []string{"gpu-1", "gpu-2"} {
-		got, err := trimNode(read.Options{})(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels()}})
+		got, err := trimNode(read.Options{}, pipeline.Options{Explain: true}.LabelsRead(nil))(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels()}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +80,7 @@ func TestTrimNodeTracesPauses(t *testing.T) {
 	fields := &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:` + key + `":{}}}}`)}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1", Labels: map[string]string{key: "paused-for-mig-change"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "nvidia-mig-manager", Operation: metav1.ManagedFieldsOperationUpdate, Time: &at, FieldsType: "FieldsV1", FieldsV1: fields}}}}
-	got, err := trimNode(read.Options{DeployLabelsOnly: true, Trace: operand.Paused})(node)
+	got, err := trimNode(read.Options{DeployLabelsOnly: true, Trace: operand.Paused}, pipeline.Options{}.LabelsRead(nil))(node)
 	if err != nil {
 		t.Fatal(err)
 	}

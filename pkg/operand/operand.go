@@ -143,3 +143,24 @@ func (r Rule) Excused(labels map[string]string, need Operand) bool {
 // DeviceRule is the lab's order check: a device plugin advertises nvidia.com/gpu,
 // but without the container toolkit no container can open the device.
 var DeviceRule = Rule{Operand: DevicePlugin, Needs: ContainerToolkit, Finding: "device-plugin-without-toolkit"}
+
+// JudgedLabel reports whether the judges read a node label of this key
+// whatever the DaemonSets select on: the deploy labels and the operator's own
+// labels the catalog names (a GPU's presence and count, the MIG strategy, the
+// workload config, the driver upgrade's state, skip and pool, the helpers'
+// progress). A store may keep only these and the DaemonSets' selector keys
+// (pkg/pipeline Labels): a real node's other hundred labels (NFD's, most of
+// GFD's, the cloud's) are most of its size and never judged.
+func JudgedLabel(key string) bool {
+	switch key {
+	case GPUPresent, GPUCountLabel, MIGStrategyLabel, WorkloadConfigLabel,
+		UpgradeStateLabel, UpgradeSkipLabel, NVIDIADriverOwner:
+		return true
+	}
+	for _, p := range Pauses {
+		if key == p.StateLabel {
+			return true
+		}
+	}
+	return IsDeployLabel(key)
+}

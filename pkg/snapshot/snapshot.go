@@ -162,8 +162,13 @@ type DaemonSet struct {
 }
 
 // Admission is how the DaemonSet's pods are placed on nodes.
-func (d DaemonSet) Admission() daemonset.Admission {
-	return daemonset.NewAdmission(corev1.PodSpec{NodeSelector: d.NodeSelector, Affinity: d.Affinity, Tolerations: d.Tolerations, HostNetwork: d.HostNetwork})
+func (d DaemonSet) Admission() daemonset.Admission { return daemonset.NewAdmission(d.placement()) }
+
+// SelectorLabels are the node label keys the DaemonSet selects nodes on.
+func (d DaemonSet) SelectorLabels() []string { return daemonset.SelectorLabels(d.placement()) }
+
+func (d DaemonSet) placement() corev1.PodSpec {
+	return corev1.PodSpec{NodeSelector: d.NodeSelector, Affinity: d.Affinity, Tolerations: d.Tolerations, HostNetwork: d.HostNetwork}
 }
 
 // API rebuilds the API node's placement fields (name, labels, taints), for
