@@ -32,6 +32,19 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	return r.next.RoundTrip(req)
 }
 
+// recordedClient is a client of env whose requests rec records.
+func recordedClient(t *testing.T, env *testcluster.Env) (kubernetes.Interface, *recorder) {
+	t.Helper()
+	rec := &recorder{}
+	cfg := rest.CopyConfig(env.RESTConfig)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { rec.next = rt; return rec })
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client, rec
+}
+
 // TestFirstVerdictIsTheOneShotVerdict starts the live judge in process
 // on a settled fleet with a finding of each kind: its first verdict is what
 // audit --explain, order-check --all-rules and matrix say from their LIST
@@ -53,13 +66,7 @@ func TestFirstVerdictIsTheOneShotVerdict(t *testing.T) {
 		return running == 9 && len(pods) == 9
 	})
 
-	rec := &recorder{}
-	cfg := rest.CopyConfig(f.env.RESTConfig)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { rec.next = rt; return rec })
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, rec := recordedClient(t, f.env)
 	selector := testcluster.LabelTestID + "=" + f.env.ID
 	opts := pipeline.Options{Namespace: f.env.Namespace, NodeSelector: selector, AllRules: true, Explain: true, StuckAfter: pipeline.DefaultStuckAfter}
 	j, err := live.New(client, live.Options{Options: opts})

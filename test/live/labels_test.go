@@ -2,7 +2,6 @@ package live_test
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -10,8 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/live"
@@ -41,13 +38,7 @@ func TestNewSelectorLabelReadsTheNodesAgain(t *testing.T) {
 		return running == len(operand.Lab)
 	})
 
-	rec := &recorder{}
-	cfg := rest.CopyConfig(f.env.RESTConfig)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { rec.next = rt; return rec })
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, rec := recordedClient(t, f.env)
 	opts := pipeline.Options{Namespace: f.env.Namespace, NodeSelector: testcluster.LabelTestID + "=" + f.env.ID, Explain: true}
 	j, err := live.New(client, live.Options{Options: opts})
 	if err != nil {
