@@ -42,7 +42,7 @@ func run(kubeconfig, namespace string, asJSON bool) error {
 	if asJSON {
 		accept = "application/json"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var g errgroup.Group
 	for _, path := range []string{"/api/v1/nodes", "/api/v1/namespaces/" + namespace + "/pods"} {
