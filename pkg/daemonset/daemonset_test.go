@@ -1,6 +1,7 @@
 package daemonset_test
 
 import (
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -71,5 +72,31 @@ func TestPodFacts(t *testing.T) {
 	*other.OwnerReferences[0].Controller = true
 	if got := daemonset.Controller(other); got != "" || daemonset.TargetNode(other) != "" {
 		t.Errorf("a ReplicaSet's pod: Controller = %q", got)
+	}
+}
+
+// SelectorLabels names every label key placement reads, nodeSelector and
+// required affinity alike, once each; not matchFields (the node's name) nor
+// preferred affinity (it never keeps a pod away).
+func TestSelectorLabels(t *testing.T) {
+	req := func(key string) corev1.NodeSelectorRequirement {
+		return corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpExists}
+	}
+	spec := corev1.PodSpec{
+		NodeSelector: map[string]string{"nvidia.com/gpu.deploy.driver": "true", "b": "x"},
+		Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
+				{MatchExpressions: []corev1.NodeSelectorRequirement{req("a"), req("b")}, MatchFields: []corev1.NodeSelectorRequirement{req("metadata.name")}},
+				{MatchExpressions: []corev1.NodeSelectorRequirement{req("c")}},
+			}},
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{req("preferred")}}}},
+		}},
+	}
+	got := daemonset.SelectorLabels(spec)
+	if want := []string{"a", "b", "c", "nvidia.com/gpu.deploy.driver"}; !slices.Equal(got, want) {
+		t.Errorf("SelectorLabels = %v, want %v", got, want)
+	}
+	if got := daemonset.SelectorLabels(corev1.PodSpec{}); len(got) != 0 {
+		t.Errorf("no selector: %v", got)
 	}
 }

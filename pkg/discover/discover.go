@@ -81,17 +81,7 @@ func runBy(dss []snapshot.DaemonSet) map[string][]string {
 
 // operandKeys lists the operand names in a DaemonSet's deploy-label keys.
 func operandKeys(d snapshot.DaemonSet) []string {
-	var keys []string
-	for k := range d.NodeSelector {
-		keys = append(keys, k)
-	}
-	if a := d.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-			for _, e := range term.MatchExpressions {
-				keys = append(keys, e.Key)
-			}
-		}
-	}
+	keys := d.SelectorLabels()
 	var names []string
 	for _, k := range keys {
 		name, ok := strings.CutPrefix(k, operand.LabelPrefix)
