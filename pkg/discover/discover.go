@@ -81,9 +81,8 @@ func runBy(dss []snapshot.DaemonSet) map[string][]string {
 
 // operandKeys lists the operand names in a DaemonSet's deploy-label keys.
 func operandKeys(d snapshot.DaemonSet) []string {
-	keys := d.SelectorLabels()
 	var names []string
-	for _, k := range keys {
+	for _, k := range d.SelectorLabels() {
 		name, ok := strings.CutPrefix(k, operand.LabelPrefix)
 		if ok && name != "" && !slices.Contains(operand.LabelOnly, name) {
 			names = append(names, name)

@@ -195,8 +195,9 @@ func (j *Judge) start(ctx context.Context, r *resource) {
 // given the DaemonSets held, and waits for its first list, when the one
 // running (if any) does not keep them all: a DaemonSet that selects on a new
 // label needs the nodes read again, which is rare. On success the new
-// informer replaces the old, which stops.
-func (j *Judge) watchNodes(ctx context.Context) error {
+// informer replaces the old, which stops. The wait ends at deadline (see
+// waitForSync).
+func (j *Judge) watchNodes(ctx context.Context, deadline time.Time) error {
 	want := j.opts.LabelsRead(j.operator.DaemonSets)
 	old := slices.IndexFunc(j.resources, func(r resource) bool { return r.name == "nodes" })
 	if old >= 0 && j.labels.Covers(want) {
@@ -209,7 +210,7 @@ func (j *Judge) watchNodes(ctx context.Context) error {
 		return err
 	}
 	j.start(ctx, &r)
-	if err := j.waitForSync(ctx, r); err != nil || ctx.Err() != nil {
+	if err := j.waitForSync(ctx, deadline, r); err != nil || ctx.Err() != nil {
 		r.stop()
 		return err
 	}
@@ -303,7 +304,9 @@ func (j *Judge) Run(ctx context.Context) error {
 	for i := range j.resources {
 		j.start(ctx, &j.resources[i])
 	}
-	if err := j.waitForSync(ctx, j.resources...); err != nil {
+	// SyncTimeout bounds the whole first sync, the nodes' list included.
+	deadline := j.syncDeadline()
+	if err := j.waitForSync(ctx, deadline, j.resources...); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
@@ -313,7 +316,7 @@ func (j *Judge) Run(ctx context.Context) error {
 		return err
 	}
 	j.replan()
-	if err := j.watchNodes(ctx); err != nil {
+	if err := j.watchNodes(ctx, deadline); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
@@ -338,7 +341,7 @@ func (j *Judge) Run(ctx context.Context) error {
 			// change of one is when the policy may have changed too.
 			_ = j.readOperator(ctx)
 			j.replan()
-			if err := j.watchNodes(ctx); err != nil {
+			if err := j.watchNodes(ctx, j.syncDeadline()); err != nil {
 				// The old informer keeps on: the reasons may miss the new
 				// selector label until the next DaemonSet change.
 				j.watchFailed("nodes", err)
@@ -380,17 +383,27 @@ func (j *Judge) take(wait bool) []string {
 	return names
 }
 
+// syncDeadline is when a sync starting now must end: SyncTimeout from now;
+// zero (no end) without one.
+func (j *Judge) syncDeadline() time.Time {
+	if t := j.opts.SyncTimeout; t > 0 {
+		return time.Now().Add(t)
+	}
+	return time.Time{}
+}
+
 // waitForSync waits until the informers have synced, or ctx ends, or (with
-// SyncTimeout) a watch fails or time runs out.
-func (j *Judge) waitForSync(ctx context.Context, rs ...resource) error {
+// a deadline) a watch fails or the deadline passes.
+func (j *Judge) waitForSync(ctx context.Context, deadline time.Time, rs ...resource) error {
 	synced := make([]cache.DoneChecker, len(rs))
 	for i, r := range rs {
 		synced[i] = r.synced
 	}
 	waitCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	if t := j.opts.SyncTimeout; t > 0 {
-		timer := time.AfterFunc(t, func() { cancel(fmt.Errorf("no answer from the API server within %s", t)) })
+	if !deadline.IsZero() {
+		t := j.opts.SyncTimeout
+		timer := time.AfterFunc(time.Until(deadline), func() { cancel(fmt.Errorf("no answer from the API server within %s", t)) })
 		defer timer.Stop()
 		go func() {
 			select {
