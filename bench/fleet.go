@@ -330,21 +330,30 @@ func applyDaemonSets(ctx context.Context, c kubernetes.Interface, namespace stri
 	return nil
 }
 
+// shape is how big a fleet's objects are as the API server sends them.
+type shape struct {
+	desc            string
+	nodeKB, podKB   float64 // one node, one operand pod (protobuf)
+	nodesMB, podsMB float64 // the two lists the floor reads
+}
+
+func (s shape) String() string { return s.desc }
+
 // fleetShape says how big the fleet's objects are as the API server sends
 // them: one node and one operand pod, and the two lists the floor reads
 // (protobuf).
-func fleetShape(ctx context.Context, c kubernetes.Interface, namespace string, node string) (string, error) {
+func fleetShape(ctx context.Context, c kubernetes.Interface, namespace string, node string) (shape, error) {
 	size := func(path string) (int, error) {
 		b, err := c.CoreV1().RESTClient().Get().AbsPath(path).SetHeader("Accept", "application/vnd.kubernetes.protobuf").DoRaw(ctx)
 		return len(b), err
 	}
 	n, err := c.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
-		return "", err
+		return shape{}, err
 	}
 	pods, err := c.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
 	if err != nil || len(pods.Items) == 0 {
-		return "", fmt.Errorf("the pods of node %s: %d, %v", node, len(pods.Items), err)
+		return shape{}, fmt.Errorf("the pods of node %s: %d, %v", node, len(pods.Items), err)
 	}
 	p := pods.Items[0]
 	env, mounts := 0, 0
@@ -355,13 +364,15 @@ func fleetShape(ctx context.Context, c kubernetes.Interface, namespace string, n
 	for i, path := range []string{"/api/v1/nodes/" + node, "/api/v1/namespaces/" + namespace + "/pods/" + p.Name,
 		"/api/v1/nodes", "/api/v1/namespaces/" + namespace + "/pods"} {
 		if sizes[i], err = size(path); err != nil {
-			return "", err
+			return shape{}, err
 		}
 	}
-	return fmt.Sprintf("object sizes: a node has %d labels, %d annotations, %d images, %d conditions, %d addresses, %.1f KB in protobuf; "+
+	sh := shape{nodeKB: float64(sizes[0]) / 1e3, podKB: float64(sizes[1]) / 1e3, nodesMB: float64(sizes[2]) / 1e6, podsMB: float64(sizes[3]) / 1e6}
+	sh.desc = fmt.Sprintf("object sizes: a node has %d labels, %d annotations, %d images, %d conditions, %d addresses, %.1f KB in protobuf; "+
 		"an operand pod (%s) has %d init containers, %d containers, %d env vars, %d volumes, %d mounts, %.1f KB; "+
 		"the floor's LISTs are %.1f MB of nodes and %.1f MB of pods",
-		len(n.Labels), len(n.Annotations), len(n.Status.Images), len(n.Status.Conditions), len(n.Status.Addresses), float64(sizes[0])/1e3,
-		p.Name, len(p.Spec.InitContainers), len(p.Spec.Containers), env, len(p.Spec.Volumes), mounts, float64(sizes[1])/1e3,
-		float64(sizes[2])/1e6, float64(sizes[3])/1e6), nil
+		len(n.Labels), len(n.Annotations), len(n.Status.Images), len(n.Status.Conditions), len(n.Status.Addresses), sh.nodeKB,
+		p.Name, len(p.Spec.InitContainers), len(p.Spec.Containers), env, len(p.Spec.Volumes), mounts, sh.podKB,
+		sh.nodesMB, sh.podsMB)
+	return sh, nil
 }

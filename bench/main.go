@@ -51,9 +51,9 @@ func main() {
 	flag.IntVar(&cfg.rounds, "rounds", 5, "timed rounds per contender (after one warm-up)")
 	flag.IntVar(&cfg.scripts, "script-rounds", -1, "timed rounds of operand-audit.sh and the kubectl+jq recipe, without their warm-up when fewer than -rounds (-1: as -rounds); they take minutes a run at 5,000 real-sized nodes")
 	flag.BoolVar(&cfg.recipe, "recipe", true, "also time the kubectl+jq recipe (bench/recipe.sh): about 10 minutes a run at 5,000 real-sized nodes")
-	flag.StringVar(&cfg.cluster, "cluster", "gpuops-scale", "name of the bench's own KWOK cluster (hack/cluster.sh)")
+	flag.StringVar(&cfg.cluster, "cluster", "gpuops-scale", "name of the bench's own KWOK cluster (hack/cluster.sh); with -reuse, several names separated by commas measure their fleets one after the other in one run, with one table of the judges against each fleet's floor")
 	flag.BoolVar(&cfg.keep, "keep", false, "leave the cluster running at the end")
-	flag.BoolVar(&cfg.reuse, "reuse", false, "measure the fleet a -keep run left (no setup, no `gpuops up` figure)")
+	flag.BoolVar(&cfg.reuse, "reuse", false, "measure the fleet a -keep run left (no setup, no `gpuops up` figure; its size is the cluster's node count, -n is not used)")
 	flag.BoolVar(&cfg.up, "up", true, "label the nodes and apply the DaemonSets with `gpuops up`, timed (false: label the nodes at creation and apply the DaemonSets directly, quicker at 5,000 nodes)")
 	flag.IntVar(&cfg.upRuns, "up-rounds", 0, "with -up: time `gpuops up` against its floor (the DaemonSets applied with kubectl to labelled nodes, until ready) in this many interleaved rounds")
 	flag.BoolVar(&cfg.small, "small", false, "a fleet of lab-sized objects: nodes with only their lab labels and the DaemonSets' pods as the bases render them (default: dressed as a cloud GPU fleet's, internal/fleettest)")
@@ -64,6 +64,10 @@ func main() {
 	// building would waste them.
 	if cfg.rounds < 1 || cfg.scripts == 0 {
 		fmt.Fprintln(os.Stderr, "bench: error: -rounds and -script-rounds: at least one timed round each")
+		os.Exit(2)
+	}
+	if strings.Contains(cfg.cluster, ",") && !cfg.reuse {
+		fmt.Fprintln(os.Stderr, "bench: error: several -cluster names measure fleets that -keep runs left: add -reuse")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -103,33 +107,55 @@ func run(ctx context.Context, cfg config) (err error) {
 		return err
 	}
 
-	logf("starting cluster %s", cfg.cluster)
+	var reps []report
+	for _, name := range strings.Split(cfg.cluster, ",") {
+		rep, err := benchFleet(ctx, cfg, name, root, env, bin, tmp)
+		if err != nil {
+			return err
+		}
+		reps = append(reps, rep)
+	}
+	text := reps[0].markdown(2)
+	if len(reps) > 1 {
+		text = fleetsMarkdown(reps)
+	}
+	fmt.Print(text)
+	if cfg.results != "" {
+		return appendResults(cfg.results, text)
+	}
+	return nil
+}
+
+// benchFleet sets up (or, with -reuse, finds) the fleet of one cluster and
+// measures every contender on it.
+func benchFleet(ctx context.Context, cfg config, cluster, root string, env []string, bin func(string) string, tmp string) (rep report, err error) {
+	logf("starting cluster %s", cluster)
 	script := filepath.Join(root, "hack", "cluster.sh")
 	// Heartbeats 30 times slower than kwokctl's default (a lease renewed
 	// every 5 minutes, not 50 s): the two cores simulate every node's
 	// kubelet, and 5,000 nodes' leases alone would be 100 writes a second.
 	// The controller manager's grace period stretches alike. The judges and
 	// `up` read and write the same objects either way.
-	if err := sh(ctx, append(env, "LAB_NODES=", "LAB_HEARTBEAT_FACTOR=30"), "bash", script, "up", cfg.cluster); err != nil {
-		return err
+	if err := sh(ctx, append(env, "LAB_NODES=", "LAB_HEARTBEAT_FACTOR=30"), "bash", script, "up", cluster); err != nil {
+		return rep, err
 	}
-	if !cfg.keep {
+	if !cfg.keep && !cfg.reuse {
 		defer func() {
-			logf("deleting cluster %s", cfg.cluster)
-			if derr := sh(context.Background(), env, "bash", script, "down", cfg.cluster); derr != nil && err == nil {
+			logf("deleting cluster %s", cluster)
+			if derr := sh(context.Background(), env, "bash", script, "down", cluster); derr != nil && err == nil {
 				err = derr
 			}
 		}()
 	}
-	out, err := exec.CommandContext(ctx, "bash", script, "kubeconfig", cfg.cluster).Output()
+	out, err := exec.CommandContext(ctx, "bash", script, "kubeconfig", cluster).Output()
 	if err != nil {
-		return fmt.Errorf("kubeconfig of %s: %w", cfg.cluster, err)
+		return rep, fmt.Errorf("kubeconfig of %s: %w", cluster, err)
 	}
 	kubeconfig := strings.TrimSpace(string(out))
 	env = append(env, "KUBECONFIG="+kubeconfig)
 	client, server, err := benchClient(kubeconfig)
 	if err != nil {
-		return err
+		return rep, err
 	}
 
 	fleet := plan(cfg.nodes)
@@ -138,26 +164,27 @@ func run(ctx context.Context, cfg config) (err error) {
 	if cfg.reuse {
 		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
-			return err
+			return rep, err
 		}
-		if len(nodes.Items) != len(fleet) {
-			return fmt.Errorf("-reuse: cluster %s has %d nodes, want %d", cfg.cluster, len(nodes.Items), len(fleet))
+		if len(nodes.Items) == 0 {
+			return rep, fmt.Errorf("-reuse: cluster %s has no nodes: leave a fleet with -keep first", cluster)
 		}
+		fleet = plan(len(nodes.Items))
 		running, pending := expectedPods(fleet)
 		logf("waiting for %d Running and %d Pending pods", running, pending)
 		if err := waitPods(ctx, client, kube.DefaultNamespace, running, pending); err != nil {
-			return err
+			return rep, err
 		}
 		setup = append(setup, "fleet reused from an earlier run: `gpuops up` not timed")
 	} else if setup, ups, err = buildFleet(ctx, client, fleet, cfg, env, bin("gpuops"), tmp); err != nil {
-		return err
+		return rep, err
 	}
 
 	shape, err := fleetShape(ctx, client, kube.DefaultNamespace, fleet[0].name)
 	if err != nil {
-		return err
+		return rep, err
 	}
-	setup = append(setup, shape)
+	setup = append(setup, shape.String())
 	contenders, notes := lineUp(root, bin, fleet, cfg.recipe)
 	logf("measuring %d contenders, %d rounds each", len(contenders), cfg.rounds)
 	load := loadAverage()
@@ -167,27 +194,20 @@ func run(ctx context.Context, cfg config) (err error) {
 	}
 	results, err := measure(ctx, contenders, append(env, "ROSTER="+rosterJSON()), tmp, cfg.rounds, scripts, func(s string) { logf("%s", s) })
 	if err != nil {
-		return err
+		return rep, err
 	}
 	running, pending := expectedPods(fleet)
-	rep := report{
-		nodes: len(fleet), running: running, pending: pending, rounds: cfg.rounds,
+	rep = report{
+		nodes: len(fleet), running: running, pending: pending, rounds: cfg.rounds, shape: shape,
 		when: time.Now().UTC(), machine: machine(server), revision: revision(ctx, root),
 		results: results, setup: setup, notes: notes, load: [2]string{load, loadAverage()}, up: ups,
 	}
-	text := rep.markdown()
 	if cfg.watcher {
-		watcher, err := benchWatcher(ctx, root, cfg.cluster, client, env, bin("gpuops"), fleet, cfg.rounds)
-		if err != nil {
-			return err
+		if rep.watcher, err = benchWatcher(ctx, root, cluster, client, env, bin("gpuops"), fleet, cfg.rounds); err != nil {
+			return rep, err
 		}
-		text += watcher
 	}
-	fmt.Print(text)
-	if cfg.results != "" {
-		return appendResults(cfg.results, text)
-	}
-	return nil
+	return rep, nil
 }
 
 // benchClient is a client for setting the fleet up quickly: many concurrent

@@ -80,11 +80,15 @@ type report struct {
 	setup, notes                    []string
 	load                            [2]string // 1-minute load average before and after the rounds
 	up                              *upRounds // nil unless -up-rounds
+	shape                           shape
+	watcher                         string // serve's section (-watcher), or empty
 }
 
-func (r report) markdown() string {
+// markdown is the fleet's section, its heading at level (2: a run's own
+// section, 3: one fleet of several).
+func (r report) markdown(level int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n## %d nodes, %d operand pods (%d Pending) — %s\n\n", r.nodes, r.running+r.pending, r.pending, r.when.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "\n%s %d nodes, %d operand pods (%d Pending) — %s\n\n", strings.Repeat("#", level), r.nodes, r.running+r.pending, r.pending, r.when.Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "%s; gpuops %s. Median of %d rounds after a warm-up; peak RSS is the largest process of the run (/usr/bin/time). Load average (1 min) %s before the rounds, %s after.\n\n",
 		r.machine, r.revision, r.rounds, r.load[0], r.load[1])
 	var floor time.Duration
@@ -114,6 +118,46 @@ func (r report) markdown() string {
 	}
 	for _, s := range r.notes {
 		fmt.Fprintf(&b, "- %s\n", s)
+	}
+	b.WriteString(r.watcher)
+	return b.String()
+}
+
+// floor is the median wall of the run's floor contender.
+func (r report) floor() time.Duration {
+	for _, res := range r.results {
+		if res.floor {
+			return res.median()
+		}
+	}
+	return 0
+}
+
+// fleetsMarkdown is the section of a run over several fleets: first each
+// judge against the floor of the same fleet, one row a fleet, then every
+// fleet's own table.
+func fleetsMarkdown(reps []report) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n## The judges against the floor on %d fleets, one run — %s\n\n", len(reps), reps[0].when.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "%s; gpuops %s. The fleets were measured one after the other (each contender's rounds interleaved within its fleet); each ratio is a judge's median wall over its own fleet's floor.\n\n", reps[0].machine, reps[0].revision)
+	judges := []string{"gpuops audit", "gpuops matrix", "gpuops health (whole nodes, pod health)"}
+	b.WriteString("| fleet | a node, a pod | floor | audit | matrix | health |\n|---|---|---:|---:|---:|---:|\n")
+	for _, r := range reps {
+		floor := r.floor()
+		fmt.Fprintf(&b, "| %d nodes, %d pods | %.1f KB, %.1f KB | %.3f s |", r.nodes, r.running+r.pending, r.shape.nodeKB, r.shape.podKB, floor.Seconds())
+		for _, j := range judges {
+			cell := " — |"
+			for _, res := range r.results {
+				if res.name == j && floor > 0 {
+					cell = fmt.Sprintf(" %.3f s (%.2f×) |", res.median().Seconds(), float64(res.median())/float64(floor))
+				}
+			}
+			b.WriteString(cell)
+		}
+		b.WriteByte('\n')
+	}
+	for _, r := range reps {
+		b.WriteString(r.markdown(3))
 	}
 	return b.String()
 }
