@@ -51,22 +51,6 @@ func (o Operand) AskedBy(labels map[string]string) bool { return Asks(labels, o.
 // only labels a judge reads (pkg/judge).
 func IsDeployLabel(key string) bool { return strings.HasPrefix(key, LabelPrefix) }
 
-// DeployLabels copies the deploy labels out of a node's labels into a map of
-// their size (nil if there are none), so the whole map, a hundred NFD and
-// GFD labels on a real node, can be left to the garbage collector.
-func DeployLabels(all map[string]string) map[string]string {
-	var kept map[string]string
-	for k, v := range all {
-		if IsDeployLabel(k) {
-			if kept == nil {
-				kept = make(map[string]string, 8)
-			}
-			kept[k] = v
-		}
-	}
-	return kept
-}
-
 // DaemonSets lists every DaemonSet whose pods count as the operand.
 func (o Operand) DaemonSets() []string { return append([]string{o.DaemonSet}, o.Variants...) }
 

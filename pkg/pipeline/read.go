@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/snapshot/read"
 )
 
@@ -34,6 +35,8 @@ func (o Options) ReadOptions() read.Options {
 		NoPods:           o.LabelsOnly,
 		Upgrades:         o.Upgrades,
 	}
+	// Of whole nodes, only the labels the verdicts read are decoded.
+	ro.NodeLabels = func(dss []snapshot.DaemonSet) func(string) bool { return o.LabelsRead(dss).Keep }
 	switch {
 	case o.Health:
 		ro.Trace = pausedOrUpgrading

@@ -98,7 +98,7 @@ func TestTrimRevisionAndEvent(t *testing.T) {
 		Revision: 7,
 	}
 	var got appsv1.ControllerRevision
-	decodeTrimmed(t, &rev, &got, revisionFields)
+	decodeTrimmed(t, &rev, &got, revisionFields, podLabels)
 	if got.Revision != 7 || got.Labels[operand.RevisionHashLabel] != "5f7d" || metav1.GetControllerOf(&got).Name != "nvidia-driver-daemonset" || got.Data.Raw != nil {
 		t.Errorf("trimmed revision %+v", got)
 	}
@@ -110,7 +110,7 @@ func TestTrimRevisionAndEvent(t *testing.T) {
 		{InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "gpu-1"}, Series: &corev1.EventSeries{Count: 2, LastObservedTime: metav1.NewMicroTime(at.Time)}, FirstTimestamp: metav1.Unix(1, 0)},
 	} {
 		var got corev1.Event
-		decodeTrimmed(t, &e, &got, eventFields)
+		decodeTrimmed(t, &e, &got, eventFields, nil)
 		if want, have := snapshot.EventFrom(&e), snapshot.EventFrom(&got); want != have || !have.Time.Equal(at.Time) || got.InvolvedObject.Name != "gpu-1" {
 			t.Errorf("trimmed event %+v, want %+v at %v", have, want, at)
 		}

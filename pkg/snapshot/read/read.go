@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -42,8 +43,14 @@ type Options struct {
 	// node is decoded: at 5,000 nodes they were most of a judge's memory.
 	// Node.Taints, Unschedulable and Ready are left zero.
 	DeployLabelsOnly bool
-	DaemonSets       bool // also list the namespace's DaemonSets
-	NoPods           bool // read no pods: a judge of the labels alone
+	// NodeLabels, when set, picks the labels of whole nodes the read keeps,
+	// given the DaemonSets it read (none when it reads none), as
+	// pipeline.Options.LabelsRead does: the others are never decoded. The
+	// nodes' list is sent beside the DaemonSets' and decoded once those are
+	// in. With DeployLabelsOnly the deploy labels are kept.
+	NodeLabels func(daemonSets []snapshot.DaemonSet) func(key string) bool
+	DaemonSets bool // also list the namespace's DaemonSets
+	NoPods     bool // read no pods: a judge of the labels alone
 	// PageSize, when set, splits each list into pages of that many objects
 	// (limit/continue), to spare an API server that cannot stream lists.
 	// Unpaged is the fastest: one request each, streamed and decoded item by
@@ -102,12 +109,16 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 	var g errgroup.Group
 	var errs [5]error
 	run := func(slot int, f func() error) { g.Go(func() error { errs[slot] = f(); return errs[slot] }) }
+	daemonSetsRead := make(chan struct{})
+	labels := nodeLabels(opts, s, daemonSetsRead)
 	run(0, func() error {
-		err := readNodes(ctx, core, opts, func(n *corev1.Node, whole []byte) error {
-			node := snapshot.NodeFrom(n)
-			if opts.DeployLabelsOnly {
-				node.Labels = operand.DeployLabels(node.Labels)
+		err := readNodes(ctx, core, opts, labels, func(n *corev1.Node, whole []byte) error {
+			if whole == nil && labels != nil { // decoded whole (JSON): not filtered yet
+				if maps.DeleteFunc(n.Labels, func(k, _ string) bool { return !labels(k) }); len(n.Labels) == 0 {
+					n.Labels = nil // as the protobuf decode leaves a node none of whose labels are kept
+				}
 			}
+			node := snapshot.NodeFrom(n)
 			if pick != nil {
 				if err := trace(&node, n, whole, pick, opts.Upgrades); err != nil {
 					return fmt.Errorf("node %s: %w", node.Name, err)
@@ -132,8 +143,11 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 		s.Pods = pods
 		return nil
 	})
-	if opts.DaemonSets {
+	if !opts.DaemonSets {
+		close(daemonSetsRead)
+	} else {
 		run(2, func() error {
+			defer close(daemonSetsRead)
 			dss, err := c.AppsV1().DaemonSets(namespace).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return fmt.Errorf("list daemonsets in namespace %s: %w", namespace, err)
@@ -165,13 +179,33 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 	return s, nil
 }
 
+// nodeLabels is the label filter of the nodes' read: the deploy labels
+// alone, opts.NodeLabels of the DaemonSets (waiting, at the first label
+// decoded, until read has closed once they are in s), or nil for all.
+func nodeLabels(opts Options, s *snapshot.Snapshot, read <-chan struct{}) labelFilter {
+	switch {
+	case opts.DeployLabelsOnly:
+		return operand.IsDeployLabel
+	case opts.NodeLabels == nil:
+		return nil
+	}
+	var keep func(string) bool // only the nodes' reader calls the filter
+	return func(key string) bool {
+		if keep == nil {
+			<-read
+			keep = opts.NodeLabels(s.DaemonSets)
+		}
+		return keep(key)
+	}
+}
+
 // readPods lists the namespace's pods: those bound to opts.Node, or all of
 // them in parts side by side (podparts.go), merged back into the order of
 // one LIST (by name).
 func readPods(ctx context.Context, core rest.Interface, namespace string, opts Options) ([]snapshot.Pod, error) {
 	list := func(o metav1.ListOptions, pods *[]snapshot.Pod) error {
 		return readList(ctx, func() *rest.Request { return core.Get().Namespace(namespace).Resource("pods") }, o,
-			podFields, &corev1.PodList{}, func(p *corev1.Pod, _ []byte) error { *pods = append(*pods, snapshot.PodFrom(p)); return nil })
+			podFields, podLabels, &corev1.PodList{}, func(p *corev1.Pod, _ []byte) error { *pods = append(*pods, snapshot.PodFrom(p)); return nil })
 	}
 	if opts.Node != "" {
 		var pods []snapshot.Pod
@@ -199,15 +233,16 @@ const metadataList = "application/vnd.kubernetes.protobuf;as=PartialObjectMetada
 	"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 
 // readNodes calls add on each node opts asks for, with its protobuf bytes
-// when it came as protobuf (see readList).
-func readNodes(ctx context.Context, core rest.Interface, opts Options, add func(n *corev1.Node, whole []byte) error) error {
+// when it came as protobuf (see readList): then with only the labels that
+// labels keeps.
+func readNodes(ctx context.Context, core rest.Interface, opts Options, labels labelFilter, add func(n *corev1.Node, whole []byte) error) error {
 	list := metav1.ListOptions{LabelSelector: opts.NodeSelector, Limit: opts.PageSize}
 	if opts.Node != "" {
 		list.FieldSelector = fieldsel.OneTermEqualSelector("metadata.name", opts.Node).String()
 	}
 	if opts.DeployLabelsOnly {
 		return readList(ctx, func() *rest.Request { return core.Get().Resource("nodes").SetHeader("Accept", metadataList) }, list,
-			metadataFields, &metav1.PartialObjectMetadataList{}, func(m *metav1.PartialObjectMetadata, whole []byte) error {
+			metadataFields, labels, &metav1.PartialObjectMetadataList{}, func(m *metav1.PartialObjectMetadata, whole []byte) error {
 				return add(&corev1.Node{ObjectMeta: m.ObjectMeta}, whole)
 			})
 	}
@@ -215,7 +250,7 @@ func readNodes(ctx context.Context, core rest.Interface, opts Options, add func(
 	if opts.Upgrades {
 		keep = upgradeNodeFields
 	}
-	return readList(ctx, func() *rest.Request { return core.Get().Resource("nodes") }, list, keep, &corev1.NodeList{}, add)
+	return readList(ctx, func() *rest.Request { return core.Get().Resource("nodes") }, list, keep, labels, &corev1.NodeList{}, add)
 }
 
 // message is an API type with its generated protobuf decoder.
@@ -227,11 +262,12 @@ type message[T any] interface {
 // readList GETs a list (a fresh request from req for each page), page by
 // page when opts.Limit is set, and calls add on every item, in the server's
 // order. A protobuf body is decoded item by item as it streams in, trimmed
-// to keep, and add gets the item's whole bytes too; any other (JSON) is
+// to keep and to the labels that labels passes, and add gets the item's
+// whole bytes too; any other (JSON) is
 // decoded whole into a fresh copy of the empty list, as a plain client
 // would, and add gets nil bytes: the item is whole.
 func readList[T any, PT message[T]](ctx context.Context, req func() *rest.Request,
-	opts metav1.ListOptions, keep fields, list runtime.Object, add func(item *T, whole []byte) error) error {
+	opts metav1.ListOptions, keep fields, labels labelFilter, list runtime.Object, add func(item *T, whole []byte) error) error {
 	var item T
 	for {
 		body, err := req().VersionedParams(&opts, scheme.ParameterCodec).Stream(ctx)
@@ -241,7 +277,7 @@ func readList[T any, PT message[T]](ctx context.Context, req func() *rest.Reques
 		r := bufio.NewReaderSize(body, 64<<10)
 		var next string
 		if magic, _ := r.Peek(len(protobufMagic)); bytes.Equal(magic, protobufMagic) {
-			next, err = eachListItem(r, keep, func(b, whole []byte) error {
+			next, err = eachListItem(r, keep, labels, func(b, whole []byte) error {
 				item = *new(T) // add may keep the previous item's maps and slices
 				if err := PT(&item).Unmarshal(b); err != nil {
 					return err

@@ -3,6 +3,7 @@ package read_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -167,6 +168,41 @@ func TestReadMatchesPlainList(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: read differs from the plain list\n got: %+v\nwant: %+v", tc.name, got, want)
+		}
+	}
+
+	// Whole nodes with only the labels the DaemonSets select on, the
+	// filter made of the DaemonSets read beside them.
+	selected := func(dss []snapshot.DaemonSet) func(string) bool {
+		keys := map[string]bool{}
+		for _, d := range dss {
+			for _, k := range d.SelectorLabels() {
+				keys[k] = true
+			}
+		}
+		return func(k string) bool { return keys[k] }
+	}
+	narrow := *want
+	narrow.Nodes = nil
+	for _, n := range want.Nodes {
+		n.Labels = maps.Clone(n.Labels)
+		if maps.DeleteFunc(n.Labels, func(k, _ string) bool { return k != "example.com/deploy" }); len(n.Labels) == 0 {
+			n.Labels = nil
+		}
+		narrow.Nodes = append(narrow.Nodes, n)
+	}
+	for _, tc := range []struct {
+		name   string
+		client kubernetes.Interface
+	}{{"protobuf, labels the DaemonSets select on", clients.Kube}, {"JSON, labels the DaemonSets select on", jsonClient}} {
+		o := opts
+		o.NodeLabels = selected
+		got, err := read.Snapshot(ctx, tc.client, env.Namespace, o)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if !reflect.DeepEqual(got, &narrow) {
+			t.Errorf("%s: read differs from the plain list's selected labels\n got: %+v\nwant: %+v", tc.name, got, &narrow)
 		}
 	}
 }

@@ -84,7 +84,7 @@ func nodePage(tb testing.TB, n int, paused bool) []byte {
 func decodeNodes(tb testing.TB, body []byte, pick func(k, v string) bool) []snapshot.Node {
 	var nodes []snapshot.Node
 	var n corev1.Node
-	_, err := eachListItem(reader(body), nodeFields, func(item, whole []byte) error {
+	_, err := eachListItem(reader(body), nodeFields, nil, func(item, whole []byte) error {
 		n = corev1.Node{}
 		if err := n.Unmarshal(item); err != nil {
 			return err

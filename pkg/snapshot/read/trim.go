@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/gpuops/gpuops/pkg/operand"
 )
 
 // Decoding a whole pod costs far more than the few fields a judge reads:
@@ -21,16 +24,34 @@ import (
 
 // fields is the set of fields of one protobuf message to keep. A field
 // mapped to nil is kept whole; one mapped to a set is a message trimmed in
-// turn.
+// turn; one mapped to labelEntries is a map (labels) of which only the
+// entries the read's labelFilter passes are kept.
 type fields map[protowire.Number]fields
+
+// labelEntries marks a map field filtered by key. Field number 0, which no
+// protobuf message has, tells it from a message to trim.
+var labelEntries = fields{0: nil}
+
+func (f fields) entries() bool { _, ok := f[0]; return ok }
+
+// labelFilter picks the labels a trimmed item keeps, by key; nil keeps them
+// all. Labels not kept are never decoded: a real node has a hundred-odd, and
+// the judges read about ten. The key it gets shares the item's bytes (no
+// copy for each of a fleet's labels), valid only during the call: a filter
+// compares it, it does not keep it.
+type labelFilter func(key string) bool
+
+// podLabels keeps the pod labels PodFrom reads (and a ControllerRevision's,
+// snapshot.RevisionFrom): the DaemonSet's template hash.
+func podLabels(key string) bool { return key == operand.RevisionHashLabel }
 
 // podFields are what PodFrom reads.
 var podFields = fields{
 	1: { // metadata
-		1:  nil, // name
-		9:  nil, // deletionTimestamp
-		11: nil, // labels: a DaemonSet pod's controller-revision-hash (a few, unlike a node's hundred)
-		13: nil, // ownerReferences
+		1:  nil,          // name
+		9:  nil,          // deletionTimestamp
+		11: labelEntries, // labels: a DaemonSet pod's controller-revision-hash (podLabels)
+		13: nil,          // ownerReferences
 	},
 	2: { // spec
 		10: nil, // nodeName
@@ -59,8 +80,8 @@ var containerStatusFields = fields{
 // nodeFields are what NodeFrom reads.
 var nodeFields = fields{
 	1: { // metadata
-		1:  nil, // name
-		11: nil, // labels
+		1:  nil,          // name
+		11: labelEntries, // labels, those the read's labelFilter keeps
 	},
 	2: { // spec
 		4: nil, // unschedulable
@@ -77,7 +98,7 @@ var nodeFields = fields{
 // controller's): the other reads leave them out, a real node's annotations
 // alone can outweigh what they keep.
 var upgradeNodeFields = fields{
-	1: {1: nil, 11: nil, 12: nil}, // name, labels, annotations
+	1: {1: nil, 11: labelEntries, 12: nil}, // name, labels, annotations
 	2: nodeFields[2],
 	3: nodeFields[3],
 }
@@ -86,9 +107,9 @@ var upgradeNodeFields = fields{
 // not its data, the whole template of its DaemonSet.
 var revisionFields = fields{
 	1: { // metadata
-		1:  nil, // name
-		11: nil, // labels
-		13: nil, // ownerReferences
+		1:  nil,          // name
+		11: labelEntries, // labels: the template hash (podLabels)
+		13: nil,          // ownerReferences
 	},
 	3: nil, // revision
 }
@@ -109,8 +130,23 @@ var eventFields = fields{
 // field 1 is metadata, as a node's is.
 var metadataFields = fields{1: nodeFields[1]}
 
+// trimmer trims messages without allocating once warm: a nested message
+// is trimmed into the scratch buffer of its depth before it is appended,
+// and the buffers are kept for the next item. Allocating them afresh for
+// every metadata, spec, status and container status was a tenth of a
+// judge's decoding CPU on the lab-sized fleet (bench/RESULTS.md, "Small
+// objects").
+type trimmer struct {
+	scratch [][]byte
+	labels  labelFilter
+}
+
 // trim appends to dst the fields of the message msg that keep names.
-func trim(dst, msg []byte, keep fields) ([]byte, error) {
+func (t *trimmer) trim(dst, msg []byte, keep fields) ([]byte, error) {
+	return t.level(dst, msg, keep, 0)
+}
+
+func (t *trimmer) level(dst, msg []byte, keep fields, depth int) ([]byte, error) {
 	for len(msg) > 0 {
 		num, typ, n := protowire.ConsumeTag(msg)
 		if n < 0 {
@@ -120,21 +156,37 @@ func trim(dst, msg []byte, keep fields) ([]byte, error) {
 		if m < 0 {
 			return nil, protowire.ParseError(m)
 		}
-		field := msg[:n+m]
+		raw := msg[:n+m]
 		msg = msg[n+m:]
 		sub, ok := keep[num]
 		switch {
 		case !ok:
 		case sub == nil:
-			dst = append(dst, field...)
+			dst = append(dst, raw...)
 		case typ != protowire.BytesType:
 			return nil, fmt.Errorf("field %d: wire type %d, want a message", num, typ)
+		case sub.entries():
+			if t.labels != nil {
+				entry, _ := protowire.ConsumeBytes(raw[n:])
+				key, err := field(entry, 1)
+				if err != nil {
+					return nil, fmt.Errorf("field %d: %w", num, err)
+				}
+				if !t.labels(unsafe.String(unsafe.SliceData(key), len(key))) {
+					continue
+				}
+			}
+			dst = append(dst, raw...)
 		default:
-			inner, _ := protowire.ConsumeBytes(field[n:])
-			trimmed, err := trim(nil, inner, sub)
+			if depth == len(t.scratch) {
+				t.scratch = append(t.scratch, nil)
+			}
+			inner, _ := protowire.ConsumeBytes(raw[n:])
+			trimmed, err := t.level(t.scratch[depth][:0], inner, sub, depth+1)
 			if err != nil {
 				return nil, fmt.Errorf("field %d: %w", num, err)
 			}
+			t.scratch[depth] = trimmed
 			dst = protowire.AppendTag(dst, num, protowire.BytesType)
 			dst = protowire.AppendBytes(dst, trimmed)
 		}
@@ -155,7 +207,7 @@ const maxItem = 64 << 20
 // ListMeta, field 2 each item) and calls fn on each item's bytes, trimmed to
 // keep, and whole (valid only during the call). Only one item is in memory
 // at a time, however long the list. It returns the list's continue token.
-func eachListItem(r *bufio.Reader, keep fields, fn func(trimmed, whole []byte) error) (string, error) {
+func eachListItem(r *bufio.Reader, keep fields, labels labelFilter, fn func(trimmed, whole []byte) error) (string, error) {
 	magic, err := r.Peek(len(protobufMagic))
 	if err != nil || !bytes.Equal(magic, protobufMagic) {
 		return "", errors.New("not a protobuf body")
@@ -166,6 +218,7 @@ func eachListItem(r *bufio.Reader, keep fields, fn func(trimmed, whole []byte) e
 	}
 	var cont string
 	var item, trimmed []byte
+	t := trimmer{labels: labels}
 	err = s.fields(-1, func(num protowire.Number, size int64) error {
 		if num != 2 { // runtime.Unknown.raw
 			return s.skip(size)
@@ -182,7 +235,7 @@ func eachListItem(r *bufio.Reader, keep fields, fn func(trimmed, whole []byte) e
 				cont = string(c)
 				return err
 			}
-			if trimmed, err = trim(trimmed[:0], item, keep); err != nil {
+			if trimmed, err = t.trim(trimmed[:0], item, keep); err != nil {
 				return fmt.Errorf("list item: %w", err)
 			}
 			return fn(trimmed, item)

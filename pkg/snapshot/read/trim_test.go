@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"testing"
 	"time"
@@ -82,7 +83,7 @@ func TestTrimKeepsWhatConversionReads(t *testing.T) {
 			})
 		}
 		var got corev1.Pod
-		decodeTrimmed(t, &pod, &got, podFields)
+		decodeTrimmed(t, &pod, &got, podFields, podLabels)
 		if seed%3 == 1 && snapshot.PodFrom(&got).Health.Container == "" {
 			t.Fatalf("seed %d: no worst container read", seed)
 		}
@@ -118,18 +119,18 @@ func TestTrimKeepsWhatConversionReads(t *testing.T) {
 			node.Annotations[operand.UpgradeValidationStart] = "1777636200"
 		}
 		var upgradePod corev1.Pod
-		decodeTrimmed(t, &pod, &upgradePod, podFields)
+		decodeTrimmed(t, &pod, &upgradePod, podFields, podLabels)
 		if want, have := snapshot.PodFrom(&pod), snapshot.PodFrom(&upgradePod); !semantic.DeepEqual(want, have) || seed%2 == 0 && have.DaemonSet != "" && have.Revision != "5f7d" {
 			t.Fatalf("seed %d: pod from upgrade-trimmed bytes\n got %+v\nwant %+v", seed, have, want)
 		}
 		var upgradeNode corev1.Node
-		decodeTrimmed(t, &node, &upgradeNode, upgradeNodeFields)
+		decodeTrimmed(t, &node, &upgradeNode, upgradeNodeFields, nil)
 		if want, have := snapshot.NodeFrom(&node), snapshot.NodeFrom(&upgradeNode); !semantic.DeepEqual(want, have) || seed%2 == 0 && have.Annotations[operand.UpgradeValidationStart] == "" {
 			t.Fatalf("seed %d: node from upgrade-trimmed bytes\n got %+v\nwant %+v", seed, have, want)
 		}
 
 		var gotNode corev1.Node
-		decodeTrimmed(t, &node, &gotNode, nodeFields)
+		decodeTrimmed(t, &node, &gotNode, nodeFields, nil)
 		if seed%3 == 0 && snapshot.NodeFrom(&gotNode).Devices["nvidia.com/gpu"].Capacity != 8 {
 			t.Fatalf("seed %d: GPU capacity not read: %+v", seed, snapshot.NodeFrom(&gotNode).Devices)
 		}
@@ -139,13 +140,21 @@ func TestTrimKeepsWhatConversionReads(t *testing.T) {
 			t.Fatalf("seed %d: node from trimmed bytes\n got %+v\nwant %+v", seed, have, want)
 		}
 
-		// A node's metadata alone, as the server sends it for DeployLabelsOnly.
+		// A node's metadata alone, as the server sends it for
+		// DeployLabelsOnly, with only the deploy labels decoded.
+		if seed%2 == 1 {
+			if node.Labels == nil {
+				node.Labels = map[string]string{}
+			}
+			node.Labels[operand.LabelPrefix+"driver"] = "true"
+		}
 		meta := metav1.PartialObjectMetadata{ObjectMeta: node.ObjectMeta}
 		var gotMeta metav1.PartialObjectMetadata
-		decodeTrimmed(t, &meta, &gotMeta, metadataFields)
+		decodeTrimmed(t, &meta, &gotMeta, metadataFields, operand.IsDeployLabel)
 		want = snapshot.NodeFrom(&corev1.Node{ObjectMeta: node.ObjectMeta})
 		want.Annotations = nil
-		if have := snapshot.NodeFrom(&corev1.Node{ObjectMeta: gotMeta.ObjectMeta}); !semantic.DeepEqual(want, have) {
+		maps.DeleteFunc(want.Labels, func(k, _ string) bool { return !operand.IsDeployLabel(k) })
+		if have := snapshot.NodeFrom(&corev1.Node{ObjectMeta: gotMeta.ObjectMeta}); !semantic.DeepEqual(want, have) || seed%2 == 1 && have.Labels[operand.LabelPrefix+"driver"] != "true" {
 			t.Fatalf("seed %d: node from trimmed metadata\n got %+v\nwant %+v", seed, have, want)
 		}
 	}
@@ -164,13 +173,13 @@ type protoMessage interface {
 	Unmarshal([]byte) error
 }
 
-func decodeTrimmed(t *testing.T, in, out protoMessage, keep fields) {
+func decodeTrimmed(t *testing.T, in, out protoMessage, keep fields, labels labelFilter) {
 	t.Helper()
 	b, err := in.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	trimmed, err := trim(nil, b, keep)
+	trimmed, err := (&trimmer{labels: labels}).trim(nil, b, keep)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +229,7 @@ func reader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b))
 func TestEachListItemReadsAPage(t *testing.T) {
 	body := podPage(t, 3, "next-page")
 	var pods []snapshot.Pod
-	cont, err := eachListItem(reader(body), podFields, func(b, _ []byte) error {
+	cont, err := eachListItem(reader(body), podFields, podLabels, func(b, _ []byte) error {
 		var p corev1.Pod
 		if err := p.Unmarshal(b); err != nil {
 			return err
@@ -238,10 +247,10 @@ func TestEachListItemReadsAPage(t *testing.T) {
 		pods[2].DaemonSet != "gpu-feature-discovery" || pods[2].Phase != corev1.PodRunning || pods[2].Target != "gpu-node-0180" {
 		t.Fatalf("pods = %+v", pods)
 	}
-	if _, err := eachListItem(reader([]byte(`{"kind":"PodList"}`)), podFields, nil); err == nil {
+	if _, err := eachListItem(reader([]byte(`{"kind":"PodList"}`)), podFields, podLabels, nil); err == nil {
 		t.Error("a JSON body must be refused")
 	}
-	if _, err := eachListItem(reader(body[:len(body)-7]), podFields, func(_, _ []byte) error { return nil }); err == nil {
+	if _, err := eachListItem(reader(body[:len(body)-7]), podFields, podLabels, func(_, _ []byte) error { return nil }); err == nil {
 		t.Error("a truncated body must be refused")
 	}
 }
@@ -268,7 +277,7 @@ func BenchmarkDecodePodPage(b *testing.B) {
 		for b.Loop() {
 			var pods []snapshot.Pod
 			var p corev1.Pod
-			_, err := eachListItem(reader(body), podFields, func(item, _ []byte) error {
+			_, err := eachListItem(reader(body), podFields, podLabels, func(item, _ []byte) error {
 				p = corev1.Pod{}
 				if err := p.Unmarshal(item); err != nil {
 					return err
