@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/pipeline"
@@ -155,8 +156,12 @@ func (r *Run) Judge(ctx context.Context, progress io.Writer, opts pipeline.Optio
 func judge(ctx context.Context, t Target, opts pipeline.Options) report.Cluster {
 	c := report.Cluster{Context: t.Context, Server: t.Server}
 	cl, err := kube.Connect(t.Flags)
+	var reader kubernetes.Interface
 	if err == nil {
-		c.Result, err = pipeline.Run(ctx, cl.Kube, opts)
+		reader, err = cl.ForReading()
+	}
+	if err == nil {
+		c.Result, err = pipeline.Run(ctx, reader, opts)
 	}
 	if err == nil && opts.Node != "" {
 		_, err = c.Result.Verdict(opts.Node)

@@ -102,6 +102,22 @@ func protobuf(cfg *rest.Config) *rest.Config {
 	return pb
 }
 
+// ForReading is Kube over HTTP/1.1, for a judge's one-shot read. Its LISTs
+// run side by side (pkg/snapshot/read); over HTTP/2 they share one
+// connection, whose frames one goroutine writes on the server and one reads
+// here, TLS included, while over HTTP/1.1 each gets a connection of its own.
+// On 1,000 lab-sized nodes the read took 5% less CPU, the API server's and
+// the client's, handshakes included (bench/RESULTS.md, "Small objects").
+func (c *Clients) ForReading() (kubernetes.Interface, error) {
+	cfg := protobuf(c.Config)
+	cfg.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return cs, nil
+}
+
 // ForWatching is Kube without the per-request timeout, which would cut
 // every long watch short; informers bound their watches themselves.
 func (c *Clients) ForWatching() (kubernetes.Interface, error) {

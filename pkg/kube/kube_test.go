@@ -1,11 +1,18 @@
 package kube_test
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"sync"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuops/gpuops/pkg/kube"
 )
@@ -66,5 +73,43 @@ contexts:
 	}
 	if _, server := f.ForContext("west").Target(); server != "https://127.0.0.1:1" {
 		t.Errorf("west's server %q", server)
+	}
+}
+
+// The judges' reader speaks HTTP/1.1 to a server that offers HTTP/2, each
+// of its LISTs on a connection of its own; the other clients keep HTTP/2.
+func TestForReadingSpeaksHTTP1(t *testing.T) {
+	var mu sync.Mutex
+	var protos []string
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		protos = append(protos, r.Proto)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"kind":"NodeList","apiVersion":"v1","items":[]}`)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	f := kube.NewFlags()
+	server, insecure := srv.URL, true
+	f.APIServer, f.Insecure = &server, &insecure
+	cl, err := kube.Connect(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, err := cl.ForReading()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := reader.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"HTTP/1.1", "HTTP/2.0"}; !slices.Equal(protos, want) {
+		t.Errorf("reader then Kube spoke %v, want %v", protos, want)
 	}
 }
