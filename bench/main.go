@@ -31,18 +31,20 @@ import (
 )
 
 type config struct {
-	nodes   int
-	rounds  int
-	scripts int  // timed rounds of the scripts (slow at 5,000 nodes); -1: rounds
-	recipe  bool // also time the kubectl+jq recipe
-	cluster string
-	keep    bool // leave the cluster running at the end
-	reuse   bool // measure a fleet an earlier -keep run left, without setup
-	up      bool // settle the fleet with `gpuops up` (and time it)
-	upRuns  int  // rounds of `gpuops up` against its floor (with up)
-	watcher bool // also measure gpuops serve (bench/watcher.go)
-	small   bool // lab-sized objects: nodes and pod templates not dressed (fleettest)
-	results string
+	nodes    int
+	rounds   int
+	scripts  int    // timed rounds of the scripts (slow at 5,000 nodes); -1: rounds
+	recipe   bool   // also time the kubectl+jq recipe
+	script   bool   // also time operand-audit.sh
+	baseline string // another gpuops binary whose audit, matrix and health are timed beside
+	cluster  string
+	keep     bool // leave the cluster running at the end
+	reuse    bool // measure a fleet an earlier -keep run left, without setup
+	up       bool // settle the fleet with `gpuops up` (and time it)
+	upRuns   int  // rounds of `gpuops up` against its floor (with up)
+	watcher  bool // also measure gpuops serve (bench/watcher.go)
+	small    bool // lab-sized objects: nodes and pod templates not dressed (fleettest)
+	results  string
 }
 
 func main() {
@@ -50,6 +52,8 @@ func main() {
 	flag.IntVar(&cfg.nodes, "n", 1000, "number of nodes in the fleet")
 	flag.IntVar(&cfg.rounds, "rounds", 5, "timed rounds per contender (after one warm-up)")
 	flag.IntVar(&cfg.scripts, "script-rounds", -1, "timed rounds of operand-audit.sh and the kubectl+jq recipe, without their warm-up when fewer than -rounds (-1: as -rounds); they take minutes a run at 5,000 real-sized nodes")
+	flag.StringVar(&cfg.baseline, "baseline", "", "another gpuops binary (say, built from the commit before a change) whose audit, matrix and health are timed in the same rounds, as \"baseline …\"")
+	flag.BoolVar(&cfg.script, "script", true, "also time operand-audit.sh: its jq holds 6 GB at 5,000 real-sized nodes, too much beside four kept fleets")
 	flag.BoolVar(&cfg.recipe, "recipe", true, "also time the kubectl+jq recipe (bench/recipe.sh): about 10 minutes a run at 5,000 real-sized nodes")
 	flag.StringVar(&cfg.cluster, "cluster", "gpuops-scale", "name of the bench's own KWOK cluster (hack/cluster.sh); with -reuse, several names separated by commas measure their fleets one after the other in one run, with one table of the judges against each fleet's floor")
 	flag.BoolVar(&cfg.keep, "keep", false, "leave the cluster running at the end")
@@ -108,22 +112,33 @@ func run(ctx context.Context, cfg config) (err error) {
 	}
 
 	var reps []report
+	var failed error
 	for _, name := range strings.Split(cfg.cluster, ",") {
 		rep, err := benchFleet(ctx, cfg, name, root, env, bin, tmp)
 		if err != nil {
-			return err
+			failed = fmt.Errorf("cluster %s: %w", name, err)
+			break
 		}
 		reps = append(reps, rep)
 	}
+	if len(reps) == 0 {
+		return failed
+	}
+	// What was measured is kept when a later fleet fails: minutes of rounds.
 	text := reps[0].markdown(2)
-	if len(reps) > 1 {
+	if len(reps) > 1 || failed != nil {
 		text = fleetsMarkdown(reps)
+	}
+	if failed != nil {
+		text += fmt.Sprintf("\n- the run stopped there: %v\n", failed)
 	}
 	fmt.Print(text)
 	if cfg.results != "" {
-		return appendResults(cfg.results, text)
+		if err := appendResults(cfg.results, text); err != nil {
+			return err
+		}
 	}
-	return nil
+	return failed
 }
 
 // benchFleet sets up (or, with -reuse, finds) the fleet of one cluster and
@@ -185,7 +200,10 @@ func benchFleet(ctx context.Context, cfg config, cluster, root string, env []str
 		return rep, err
 	}
 	setup = append(setup, shape.String())
-	contenders, notes := lineUp(root, bin, fleet, cfg.recipe)
+	contenders, notes := lineUp(root, bin, fleet, cfg.script, cfg.recipe)
+	if cfg.baseline != "" {
+		contenders = append(contenders, baselines(cfg.baseline, contenders)...)
+	}
 	logf("measuring %d contenders, %d rounds each", len(contenders), cfg.rounds)
 	load := loadAverage()
 	scripts := cfg.scripts

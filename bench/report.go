@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 // lineUp lists the contenders, each with the output it must print. A
 // contender that is not there yet (a gpuops command not written, an empty
 // script) is left out with a note, so the bench runs at every stage.
-func lineUp(root string, bin func(string) string, fleet []fleetNode, recipe bool) ([]contender, []string) {
+func lineUp(root string, bin func(string) string, fleet []fleetNode, withScript, recipe bool) ([]contender, []string) {
 	ns := kube.DefaultNamespace
 	audit, matrix := expectedAudit(fleet), expectedMatrix(fleet)
 	cs := []contender{
@@ -44,7 +45,9 @@ func lineUp(root string, bin func(string) string, fleet []fleetNode, recipe bool
 		contender{name: "gpuops health (whole nodes, pod health)", argv: []string{bin("gpuops"), "-n", ns, "health"}, codes: []int{0, 1}},
 	)
 	script := filepath.Join(root, "operand-audit.sh")
-	if data, err := os.ReadFile(script); err != nil || !bytes.Contains(data, []byte("kubectl")) {
+	if !withScript {
+		notes = append(notes, "operand-audit.sh not measured (-script=false)")
+	} else if data, err := os.ReadFile(script); err != nil || !bytes.Contains(data, []byte("kubectl")) {
 		notes = append(notes, "operand-audit.sh not measured: still a placeholder")
 	} else {
 		cs = append(cs, contender{name: "operand-audit.sh", argv: []string{"bash", script}, codes: []int{0, 1}, want: audit, slow: true})
@@ -55,6 +58,24 @@ func lineUp(root string, bin func(string) string, fleet []fleetNode, recipe bool
 		notes = append(notes, "the kubectl+jq recipe not measured (-recipe=false)")
 	}
 	return cs, notes
+}
+
+// baselineJudges are the contenders a -baseline binary runs too, by name.
+var baselineJudges = []string{"gpuops audit", "gpuops matrix", "gpuops health (whole nodes, pod health)"}
+
+// baselines are the judges of cs run by another gpuops binary, checked
+// against the same output.
+func baselines(binary string, cs []contender) []contender {
+	var out []contender
+	for _, c := range cs {
+		if slices.Contains(baselineJudges, c.name) {
+			b := c
+			b.name = "baseline " + strings.TrimPrefix(c.name, "gpuops ")
+			b.argv = append([]string{binary}, c.argv[1:]...)
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // rosterJSON hands the operand catalog to the recipe script.
@@ -140,8 +161,15 @@ func fleetsMarkdown(reps []report) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## The judges against the floor on %d fleets, one run — %s\n\n", len(reps), reps[0].when.Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "%s; gpuops %s. The fleets were measured one after the other (each contender's rounds interleaved within its fleet); each ratio is a judge's median wall over its own fleet's floor.\n\n", reps[0].machine, reps[0].revision)
-	judges := []string{"gpuops audit", "gpuops matrix", "gpuops health (whole nodes, pod health)"}
-	b.WriteString("| fleet | a node, a pod | floor | audit | matrix | health |\n|---|---|---:|---:|---:|---:|\n")
+	judges := slices.Clone(baselineJudges)
+	head := "| fleet | a node, a pod | floor | audit | matrix | health |"
+	if slices.ContainsFunc(reps[0].results, func(r result) bool { return strings.HasPrefix(r.name, "baseline ") }) {
+		for _, j := range baselineJudges {
+			judges = append(judges, "baseline "+strings.TrimPrefix(j, "gpuops "))
+		}
+		head += " baseline audit | baseline matrix | baseline health |"
+	}
+	b.WriteString(head + "\n|---|---|" + strings.Repeat("---:|", len(judges)+1) + "\n")
 	for _, r := range reps {
 		floor := r.floor()
 		fmt.Fprintf(&b, "| %d nodes, %d pods | %.1f KB, %.1f KB | %.3f s |", r.nodes, r.running+r.pending, r.shape.nodeKB, r.shape.podKB, floor.Seconds())
