@@ -63,6 +63,9 @@ func lineUp(root string, bin func(string) string, fleet []fleetNode, withScript,
 // baselineJudges are the contenders a -baseline binary runs too, by name.
 var baselineJudges = []string{"gpuops audit", "gpuops matrix", "gpuops health (whole nodes, pod health)"}
 
+// baselineName is the name of a judge's contender run by the baseline.
+func baselineName(judge string) string { return "baseline " + strings.TrimPrefix(judge, "gpuops ") }
+
 // baselines are the judges of cs run by another gpuops binary, checked
 // against the same output.
 func baselines(binary string, cs []contender) []contender {
@@ -70,7 +73,7 @@ func baselines(binary string, cs []contender) []contender {
 	for _, c := range cs {
 		if slices.Contains(baselineJudges, c.name) {
 			b := c
-			b.name = "baseline " + strings.TrimPrefix(c.name, "gpuops ")
+			b.name = baselineName(c.name)
 			b.argv = append([]string{binary}, c.argv[1:]...)
 			out = append(out, b)
 		}
@@ -165,7 +168,7 @@ func fleetsMarkdown(reps []report) string {
 	head := "| fleet | a node, a pod | floor | audit | matrix | health |"
 	if slices.ContainsFunc(reps[0].results, func(r result) bool { return strings.HasPrefix(r.name, "baseline ") }) {
 		for _, j := range baselineJudges {
-			judges = append(judges, "baseline "+strings.TrimPrefix(j, "gpuops "))
+			judges = append(judges, baselineName(j))
 		}
 		head += " baseline audit | baseline matrix | baseline health |"
 	}

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"os"
-
-	"runtime/debug"
-
 	"fmt"
+	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/urfave/cli/v2"

@@ -39,8 +39,8 @@ type Options struct {
 	// (pkg/judge): its name and its deploy labels (operand.LabelPrefix).
 	// The nodes are listed as PartialObjectMetadata, so the server sends
 	// neither spec nor status (status.images alone can outweigh the labels),
-	// and the other labels (NFD and GFD write a hundred) are dropped as each
-	// node is decoded: at 5,000 nodes they were most of a judge's memory.
+	// and the other labels (NFD and GFD write a hundred) are never decoded
+	// (labelFilter): at 5,000 nodes they were most of a judge's memory.
 	// Node.Taints, Unschedulable and Ready are left zero.
 	DeployLabelsOnly bool
 	// NodeLabels, when set, picks the labels of whole nodes the read keeps,
