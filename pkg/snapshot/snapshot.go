@@ -75,6 +75,12 @@ const GPUResource = "nvidia.com/gpu"
 // strategy, e.g. nvidia.com/mig-1g.10gb.
 const MIGResourcePrefix = "nvidia.com/mig-"
 
+// IsDeviceResource reports whether a node resource is one of the GPU
+// devices NodeFrom counts: whole GPUs or MIG devices.
+func IsDeviceResource(name string) bool {
+	return name == GPUResource || strings.HasPrefix(name, MIGResourcePrefix)
+}
+
 // DeviceCount is how many devices of one resource a node has and how many of
 // them the kubelet can hand out: the device plugin reports unhealthy ones in
 // capacity, not in allocatable.
@@ -195,7 +201,7 @@ func NodeFrom(n *corev1.Node) Node {
 	}
 	count := func(list corev1.ResourceList, set func(*DeviceCount, int64)) {
 		for name, q := range list {
-			if name != GPUResource && !strings.HasPrefix(string(name), MIGResourcePrefix) {
+			if !IsDeviceResource(string(name)) {
 				continue
 			}
 			if out.Devices == nil {

@@ -221,9 +221,36 @@ func readPods(ctx context.Context, core rest.Interface, namespace string, opts O
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	pods := slices.Concat(got...)
-	slices.SortFunc(pods, func(a, b snapshot.Pod) int { return strings.Compare(a.Name, b.Name) })
-	return pods, nil
+	return mergeByName(got), nil
+}
+
+// mergeByName merges parts of a namespace's pods into one slice ordered by
+// name. The API server lists a namespace's objects in key order, so each
+// part comes sorted (one that does not is sorted first) and a merge costs a
+// pass: sorting the concatenation instead moved each pod's struct a dozen
+// times, a twentieth of a health judge's CPU on lab-sized pods
+// (bench/RESULTS.md, "Small objects, again").
+func mergeByName(parts [][]snapshot.Pod) []snapshot.Pod {
+	byName := func(a, b snapshot.Pod) int { return strings.Compare(a.Name, b.Name) }
+	n := 0
+	for _, p := range parts {
+		if !slices.IsSortedFunc(p, byName) {
+			slices.SortFunc(p, byName)
+		}
+		n += len(p)
+	}
+	out := make([]snapshot.Pod, 0, n)
+	for len(out) < n {
+		first := -1
+		for i, p := range parts {
+			if len(p) > 0 && (first < 0 || p[0].Name < parts[first][0].Name) {
+				first = i
+			}
+		}
+		out = append(out, parts[first][0])
+		parts[first] = parts[first][1:]
+	}
+	return out
 }
 
 // metadataList asks for a list as PartialObjectMetadataList, protobuf if the

@@ -11,8 +11,10 @@ import (
 	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
 // Decoding a whole pod costs far more than the few fields a judge reads:
@@ -22,17 +24,25 @@ import (
 // types' own generated code) before the usual conversion. Field numbers are
 // the API's protobuf tags, which never change meaning.
 
-// fields is the set of fields of one protobuf message to keep. A field
-// mapped to nil is kept whole; one mapped to a set is a message trimmed in
-// turn; one mapped to labelEntries is a map (labels) of which only the
-// entries the read's labelFilter passes are kept.
-type fields map[protowire.Number]fields
+// fields is the set of fields of one protobuf message to keep, by number.
+type fields map[protowire.Number]keep
 
-// labelEntries marks a map field filtered by key. Field number 0, which no
-// protobuf message has, tells it from a message to trim.
-var labelEntries = fields{0: nil}
+// keep says what of a field is kept: all of it (nil), the fields of a
+// message trimmed in turn (fields), or some elements of a repeated message
+// (entries).
+type keep interface{ kept() }
 
-func (f fields) entries() bool { _, ok := f[0]; return ok }
+func (fields) kept()  {}
+func (entries) kept() {}
+
+// entries keeps the elements of a repeated message, a map's entries
+// included, whose field 1 (a map entry's key, a node condition's type)
+// passes by; a nil by is the read's labelFilter. What is not kept is never
+// decoded.
+type entries struct{ by func(key string) bool }
+
+// readLabels are labels, of which the read's labelFilter picks those kept.
+var readLabels = entries{}
 
 // labelFilter picks the labels a trimmed item keeps, by key; nil keeps them
 // all. Labels not kept are never decoded: a real node has a hundred-odd, and
@@ -47,17 +57,17 @@ func podLabels(key string) bool { return key == operand.RevisionHashLabel }
 
 // podFields are what PodFrom reads.
 var podFields = fields{
-	1: { // metadata
-		1:  nil,          // name
-		9:  nil,          // deletionTimestamp
-		11: labelEntries, // labels: a DaemonSet pod's controller-revision-hash (podLabels)
-		13: nil,          // ownerReferences
+	1: fields{ // metadata
+		1:  nil,        // name
+		9:  nil,        // deletionTimestamp
+		11: readLabels, // labels: a DaemonSet pod's controller-revision-hash (podLabels)
+		13: nil,        // ownerReferences
 	},
-	2: { // spec
+	2: fields{ // spec
 		10: nil, // nodeName
 		18: nil, // affinity
 	},
-	3: { // status
+	3: fields{ // status
 		1:  nil, // phase
 		2:  nil, // conditions
 		3:  nil, // message
@@ -79,26 +89,35 @@ var containerStatusFields = fields{
 
 // nodeFields are what NodeFrom reads.
 var nodeFields = fields{
-	1: { // metadata
-		1:  nil,          // name
-		11: labelEntries, // labels, those the read's labelFilter keeps
+	1: fields{ // metadata
+		1:  nil,        // name
+		11: readLabels, // labels, those the read's labelFilter keeps
 	},
-	2: { // spec
+	2: fields{ // spec
 		4: nil, // unschedulable
 		5: nil, // taints
 	},
-	3: { // status
-		1: nil, // capacity
-		2: nil, // allocatable
-		4: nil, // conditions
+	3: fields{ // status: of a node's resources and conditions, those NodeFrom reads
+		1: devices,        // capacity
+		2: devices,        // allocatable
+		4: readyCondition, // conditions
 	},
 }
+
+// devices are the entries of a node's resource list that NodeFrom counts:
+// each other entry (cpu, memory, pods, hugepages) would be a Quantity
+// parsed.
+var devices = entries{snapshot.IsDeviceResource}
+
+// readyCondition keeps the Ready condition, the one NodeFrom reads of the
+// node's five or more.
+var readyCondition = entries{func(typ string) bool { return typ == string(corev1.NodeReady) }}
 
 // An upgrades read also keeps a node's annotations (the upgrade
 // controller's): the other reads leave them out, a real node's annotations
 // alone can outweigh what they keep.
 var upgradeNodeFields = fields{
-	1: {1: nil, 11: labelEntries, 12: nil}, // name, labels, annotations
+	1: fields{1: nil, 11: readLabels, 12: nil}, // name, labels, annotations
 	2: nodeFields[2],
 	3: nodeFields[3],
 }
@@ -106,10 +125,10 @@ var upgradeNodeFields = fields{
 // revisionFields are what an upgrades read keeps of a ControllerRevision:
 // not its data, the whole template of its DaemonSet.
 var revisionFields = fields{
-	1: { // metadata
-		1:  nil,          // name
-		11: labelEntries, // labels: the template hash (podLabels)
-		13: nil,          // ownerReferences
+	1: fields{ // metadata
+		1:  nil,        // name
+		11: readLabels, // labels: the template hash (podLabels)
+		13: nil,        // ownerReferences
 	},
 	3: nil, // revision
 }
@@ -159,25 +178,32 @@ func (t *trimmer) level(dst, msg []byte, keep fields, depth int) ([]byte, error)
 		raw := msg[:n+m]
 		msg = msg[n+m:]
 		sub, ok := keep[num]
-		switch {
-		case !ok:
-		case sub == nil:
-			dst = append(dst, raw...)
-		case typ != protowire.BytesType:
+		if !ok {
+			continue
+		}
+		if sub != nil && typ != protowire.BytesType {
 			return nil, fmt.Errorf("field %d: wire type %d, want a message", num, typ)
-		case sub.entries():
-			if t.labels != nil {
+		}
+		switch sub := sub.(type) {
+		case nil:
+			dst = append(dst, raw...)
+		case entries:
+			by := sub.by
+			if by == nil {
+				by = t.labels
+			}
+			if by != nil {
 				entry, _ := protowire.ConsumeBytes(raw[n:])
 				key, err := field(entry, 1)
 				if err != nil {
 					return nil, fmt.Errorf("field %d: %w", num, err)
 				}
-				if !t.labels(unsafe.String(unsafe.SliceData(key), len(key))) {
+				if !by(unsafe.String(unsafe.SliceData(key), len(key))) {
 					continue
 				}
 			}
 			dst = append(dst, raw...)
-		default:
+		case fields:
 			if depth == len(t.scratch) {
 				t.scratch = append(t.scratch, nil)
 			}

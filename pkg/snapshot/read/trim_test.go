@@ -134,6 +134,17 @@ func TestTrimKeepsWhatConversionReads(t *testing.T) {
 		if seed%3 == 0 && snapshot.NodeFrom(&gotNode).Devices["nvidia.com/gpu"].Capacity != 8 {
 			t.Fatalf("seed %d: GPU capacity not read: %+v", seed, snapshot.NodeFrom(&gotNode).Devices)
 		}
+		// Nor is any other resource or condition decoded.
+		for name := range gotNode.Status.Capacity {
+			if !snapshot.IsDeviceResource(string(name)) {
+				t.Fatalf("seed %d: resource %s decoded", seed, name)
+			}
+		}
+		for _, c := range gotNode.Status.Conditions {
+			if c.Type != corev1.NodeReady {
+				t.Fatalf("seed %d: condition %s decoded", seed, c.Type)
+			}
+		}
 		want := snapshot.NodeFrom(&node)
 		want.Annotations = nil // only an upgrades read keeps them
 		if have := snapshot.NodeFrom(&gotNode); !semantic.DeepEqual(want, have) {
