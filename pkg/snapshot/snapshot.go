@@ -217,6 +217,20 @@ func NodeFrom(n *corev1.Node) Node {
 	return out
 }
 
+// NodeConditionRead and PodConditionRead report whether NodeFrom and
+// PodFrom read a condition of this type: a read may leave the others (a
+// node's pressure conditions, a pod's ContainersReady and
+// PodReadyToStartContainers) undecoded.
+func NodeConditionRead(t string) bool { return t == string(corev1.NodeReady) }
+
+func PodConditionRead(t string) bool {
+	switch corev1.PodConditionType(t) {
+	case corev1.PodScheduled, corev1.PodReady, corev1.PodInitialized:
+		return true
+	}
+	return false
+}
+
 // PodFrom converts an API pod.
 func PodFrom(p *corev1.Pod) Pod {
 	out := Pod{Name: p.Name, Node: p.Spec.NodeName, Phase: p.Status.Phase, Deleting: p.DeletionTimestamp != nil,

@@ -280,6 +280,10 @@ func readNodes(ctx context.Context, core rest.Interface, opts Options, labels la
 	return readList(ctx, func() *rest.Request { return core.Get().Resource("nodes") }, list, keep, labels, &corev1.NodeList{}, add)
 }
 
+// bodyBuffer is the buffer a list body is read through: a list item that
+// fits in it, as pods and nodes do, is decoded where it lies (stream.next).
+const bodyBuffer = 64 << 10
+
 // message is an API type with its generated protobuf decoder.
 type message[T any] interface {
 	*T
@@ -301,7 +305,7 @@ func readList[T any, PT message[T]](ctx context.Context, req func() *rest.Reques
 		if err != nil {
 			return err
 		}
-		r := bufio.NewReaderSize(body, 64<<10)
+		r := bufio.NewReaderSize(body, bodyBuffer)
 		var next string
 		if magic, _ := r.Peek(len(protobufMagic)); bytes.Equal(magic, protobufMagic) {
 			next, err = eachListItem(r, keep, labels, func(b, whole []byte) error {

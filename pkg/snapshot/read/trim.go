@@ -11,7 +11,6 @@ import (
 	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
@@ -65,11 +64,19 @@ var podFields = fields{
 	},
 	2: fields{ // spec
 		10: nil, // nodeName
-		18: nil, // affinity
+		18: fields{ // affinity: the node a DaemonSet pod is for (daemonset.TargetNode)
+			1: fields{ // nodeAffinity
+				1: fields{ // requiredDuringSchedulingIgnoredDuringExecution
+					1: fields{ // nodeSelectorTerms
+						2: nil, // matchFields
+					},
+				},
+			},
+		},
 	},
 	3: fields{ // status
 		1:  nil, // phase
-		2:  nil, // conditions
+		2:  podConditions,
 		3:  nil, // message
 		4:  nil, // reason
 		7:  nil, // startTime
@@ -100,7 +107,7 @@ var nodeFields = fields{
 	3: fields{ // status: of a node's resources and conditions, those NodeFrom reads
 		1: devices,        // capacity
 		2: devices,        // allocatable
-		4: readyCondition, // conditions
+		4: nodeConditions, // conditions
 	},
 }
 
@@ -109,9 +116,12 @@ var nodeFields = fields{
 // parsed.
 var devices = entries{snapshot.IsDeviceResource}
 
-// readyCondition keeps the Ready condition, the one NodeFrom reads of the
-// node's five or more.
-var readyCondition = entries{func(typ string) bool { return typ == string(corev1.NodeReady) }}
+// nodeConditions and podConditions are the conditions NodeFrom and PodFrom
+// read: a node's Ready of its five or more, three of a pod's five.
+var (
+	nodeConditions = entries{snapshot.NodeConditionRead}
+	podConditions  = entries{snapshot.PodConditionRead}
+)
 
 // An upgrades read also keeps a node's annotations (the upgrade
 // controller's): the other reads leave them out, a real node's annotations
@@ -253,18 +263,19 @@ func eachListItem(r *bufio.Reader, keep fields, labels labelFilter, fn func(trim
 			if num != 1 && num != 2 {
 				return s.skip(size)
 			}
-			if item, err = s.read(item, size); err != nil {
+			var b []byte
+			if b, item, err = s.next(item, size); err != nil {
 				return err
 			}
 			if num == 1 { // ListMeta
-				c, err := field(item, 3) // continue
+				c, err := field(b, 3) // continue
 				cont = string(c)
 				return err
 			}
-			if trimmed, err = t.trim(trimmed[:0], item, keep); err != nil {
+			if trimmed, err = t.trim(trimmed[:0], b, keep); err != nil {
 				return fmt.Errorf("list item: %w", err)
 			}
-			return fn(trimmed, item)
+			return fn(trimmed, b)
 		})
 	})
 	if err != nil {
@@ -292,6 +303,24 @@ func (s *stream) skip(n int64) error {
 	d, err := s.r.Discard(int(n))
 	s.n += int64(d)
 	return truncated(err)
+}
+
+// next consumes the next n bytes and returns them, valid until s is read
+// again: in the reader's buffer when they fit there, as a list's items do,
+// else read into buf, whose storage it reuses and returns. Not copying the
+// items out of the buffer spares a copy of every byte of the list: the
+// whole decompressed pod list passes through here.
+func (s *stream) next(buf []byte, n int64) (b, grown []byte, err error) {
+	if n > int64(s.r.Size()) {
+		buf, err = s.read(buf, n)
+		return buf, buf, err
+	}
+	if b, err = s.r.Peek(int(n)); err != nil {
+		return nil, buf, truncated(err)
+	}
+	d, _ := s.r.Discard(int(n)) // Peek buffered them: n, and no error
+	s.n += int64(d)
+	return b, buf, nil
 }
 
 // read reads the next n bytes into buf, reusing its storage.

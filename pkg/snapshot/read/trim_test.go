@@ -67,10 +67,14 @@ func TestTrimKeepsWhatConversionReads(t *testing.T) {
 				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "pull"}},
 			})
 		}
-		if seed%3 == 1 { // a pod initialising, and one crash-looping
+		if seed%3 == 1 { // a pod initialising or initialised, and one crash-looping
+			initialized := corev1.ConditionFalse
+			if seed%2 == 0 {
+				initialized = corev1.ConditionTrue
+			}
 			pod.Status.StartTime = &metav1.Time{Time: time.Unix(seed, 0)}
 			pod.Status.Conditions = append(pod.Status.Conditions,
-				corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionFalse},
+				corev1.PodCondition{Type: corev1.PodInitialized, Status: initialized},
 				corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Unix(seed, 0)})
 			pod.Status.InitContainerStatuses = append([]corev1.ContainerStatus{
 				{Name: "done", Ready: true, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}},
@@ -235,34 +239,49 @@ func protobufBody(tb testing.TB, list runtime.Object) []byte {
 	return body
 }
 
-func reader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
+func reader(b []byte) *bufio.Reader { return bufio.NewReaderSize(bytes.NewReader(b), bodyBuffer) }
 
+// TestEachListItemReadsAPage reads a page through a buffer its items fit in
+// (each decoded where it lies) and through one they do not (each read out).
 func TestEachListItemReadsAPage(t *testing.T) {
 	body := podPage(t, 3, "next-page")
-	var pods []snapshot.Pod
-	cont, err := eachListItem(reader(body), podFields, podLabels, func(b, _ []byte) error {
-		var p corev1.Pod
-		if err := p.Unmarshal(b); err != nil {
-			return err
-		}
-		pods = append(pods, snapshot.PodFrom(&p))
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cont != "next-page" {
-		t.Errorf("continue = %q, want next-page", cont)
-	}
-	if len(pods) != 3 || pods[2].Name != "gpu-feature-discovery-22bkd-2" || pods[2].Node != "node-2" ||
-		pods[2].DaemonSet != "gpu-feature-discovery" || pods[2].Phase != corev1.PodRunning || pods[2].Target != "gpu-node-0180" {
-		t.Fatalf("pods = %+v", pods)
-	}
-	if _, err := eachListItem(reader([]byte(`{"kind":"PodList"}`)), podFields, podLabels, nil); err == nil {
-		t.Error("a JSON body must be refused")
-	}
-	if _, err := eachListItem(reader(body[:len(body)-7]), podFields, podLabels, func(_, _ []byte) error { return nil }); err == nil {
-		t.Error("a truncated body must be refused")
+	for _, size := range []int{bodyBuffer, 16} {
+		t.Run(fmt.Sprintf("buffer=%d", size), func(t *testing.T) {
+			r := func(b []byte) *bufio.Reader { return bufio.NewReaderSize(bytes.NewReader(b), size) }
+			var pods []snapshot.Pod
+			var wholeNames []string
+			cont, err := eachListItem(r(body), podFields, podLabels, func(b, whole []byte) error {
+				var p, w corev1.Pod
+				if err := p.Unmarshal(b); err != nil {
+					return err
+				}
+				if err := w.Unmarshal(whole); err != nil {
+					return err
+				}
+				pods = append(pods, snapshot.PodFrom(&p))
+				wholeNames = append(wholeNames, w.Name+" "+w.Spec.Containers[0].Name)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cont != "next-page" {
+				t.Errorf("continue = %q, want next-page", cont)
+			}
+			if len(pods) != 3 || pods[2].Name != "gpu-feature-discovery-22bkd-2" || pods[2].Node != "node-2" ||
+				pods[2].DaemonSet != "gpu-feature-discovery" || pods[2].Phase != corev1.PodRunning || pods[2].Target != "gpu-node-0180" {
+				t.Fatalf("pods = %+v", pods)
+			}
+			if want := "gpu-feature-discovery-22bkd-1 gpu-feature-discovery"; len(wholeNames) != 3 || wholeNames[1] != want {
+				t.Errorf("whole items %q, the second want %q", wholeNames, want)
+			}
+			if _, err := eachListItem(r([]byte(`{"kind":"PodList"}`)), podFields, podLabels, nil); err == nil {
+				t.Error("a JSON body must be refused")
+			}
+			if _, err := eachListItem(r(body[:len(body)-7]), podFields, podLabels, func(_, _ []byte) error { return nil }); err == nil {
+				t.Error("a truncated body must be refused")
+			}
+		})
 	}
 }
 
