@@ -41,7 +41,7 @@ func (x *Explainer) Warnings(node string, roster []operand.Operand) []Warning {
 		pauses[p.Operand] = p
 	}
 	for _, o := range roster {
-		v, ok := n.Labels[o.LabelKey()]
+		v, ok := o.Label(n.Labels)
 		if !ok || v == "true" || v == "false" {
 			continue
 		}

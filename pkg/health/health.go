@@ -239,26 +239,27 @@ func (c chain) state(l *link, n snapshot.Node, now time.Time, stuckAfter time.Du
 		return
 	}
 	h := p.Health
-	ev := podEvidence(p, now)
+	var code, msg string
 	switch {
 	case h.State == "CrashLoopBackOff":
-		l.fail(CrashLoop, fmt.Sprintf("container %s of pod %s is in CrashLoopBackOff", h.Container, p.Name)+restarts(h), ev)
+		code, msg = CrashLoop, fmt.Sprintf("container %s of pod %s is in CrashLoopBackOff", h.Container, p.Name)+restarts(h)
 	case h.Container != "" && h.State != "Running" && !terminated(h.State):
-		l.fail(ContainerWaiting, fmt.Sprintf("container %s of pod %s waits: %s", h.Container, p.Name, h.State), ev)
+		code, msg = ContainerWaiting, fmt.Sprintf("container %s of pod %s waits: %s", h.Container, p.Name, h.State)
 	case h.Init != "":
-		l.fail(InitWaiting, fmt.Sprintf("pod %s waits in init container %s (Init:%d/%d)%s", p.Name, h.Init, h.InitDone, h.InitTotal, sinceText(now, h.InitSince)), ev)
+		code, msg = InitWaiting, fmt.Sprintf("pod %s waits in init container %s (Init:%d/%d)%s", p.Name, h.Init, h.InitDone, h.InitTotal, sinceText(now, h.InitSince))
 	case p.Phase != corev1.PodRunning:
-		msg := fmt.Sprintf("pod %s is %s", p.Name, p.Phase)
+		code, msg = NotRunning, fmt.Sprintf("pod %s is %s", p.Name, p.Phase)
 		if p.Reason != "" {
 			msg += ": " + p.Reason
 		}
-		l.fail(NotRunning, msg, ev)
 	case h.Ready:
+		return // healthy: no evidence to build, as for most links of a fleet
 	case h.Container != "" && (terminated(h.State) || terminated(h.LastState)):
-		l.fail(CrashLoop, fmt.Sprintf("container %s of pod %s failed and is not ready", h.Container, p.Name)+restarts(h), ev)
+		code, msg = CrashLoop, fmt.Sprintf("container %s of pod %s failed and is not ready", h.Container, p.Name)+restarts(h)
 	default:
-		l.fail(NotReady, fmt.Sprintf("pod %s runs but is not Ready%s", p.Name, sinceText(now, h.ReadySince)), ev)
+		code, msg = NotReady, fmt.Sprintf("pod %s runs but is not Ready%s", p.Name, sinceText(now, h.ReadySince))
 	}
+	l.fail(code, msg, podEvidence(p, now))
 }
 
 // upgrade makes a failed or stuck driver upgrade the driver's failure: the

@@ -91,7 +91,7 @@ func Audit(s *snapshot.Snapshot, roster []operand.Operand) []NodeAudit {
 	nodes := SortedNodes(s)
 	out := make([]NodeAudit, 0, len(nodes))
 	for _, n := range nodes {
-		a := NodeAudit{Node: n.Name, Missing: []string{}}
+		a := NodeAudit{Node: n.Name, Missing: []string{}, Asked: make([]string, 0, len(roster))}
 		for _, o := range roster {
 			if o.Off != "" || !o.AskedBy(n.Labels) {
 				continue

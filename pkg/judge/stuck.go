@@ -22,7 +22,8 @@ type Pause struct {
 func Pauses(n snapshot.Node, roster []operand.Operand) []Pause {
 	var out []Pause
 	for _, o := range roster {
-		p, _, ok := operand.PauseOf(n.Labels[o.LabelKey()])
+		v, _ := o.Label(n.Labels)
+		p, _, ok := operand.PauseOf(v)
 		if !ok {
 			continue
 		}

@@ -87,7 +87,7 @@ func (c Cell) Shown() (State, bool) {
 // cellOf says what state an operand is in on a node.
 func cellOf(labels map[string]string, o operand.Operand, running bool) Cell {
 	var c Cell
-	v, labelled := labels[o.LabelKey()]
+	v, labelled := o.Label(labels)
 	if o.Off == "" && o.AskedBy(labels) { // switched off: no node can run it
 		c.set(Asked)
 		if !running {
