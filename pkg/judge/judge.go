@@ -83,14 +83,31 @@ type NodeAudit struct {
 // OK reports whether nothing the node asks for is missing or stuck.
 func (a NodeAudit) OK() bool { return len(a.Missing) == 0 && len(a.Stuck) == 0 }
 
+// Index is a snapshot indexed once for several judges: its nodes in
+// natural name order and its pods' presence. pipeline.Plan.Judge runs the
+// audit, the order check and the matrix over one.
+type Index struct {
+	Nodes    []snapshot.Node
+	Presence Presence
+}
+
+// NewIndex indexes a snapshot.
+func NewIndex(s *snapshot.Snapshot) Index {
+	return Index{Nodes: SortedNodes(s), Presence: NewPresence(s.Pods)}
+}
+
 // Audit judges every node: each operand whose deploy label is "true" on the
 // node must have a present pod of its DaemonSet on that node, unless the
 // ClusterPolicy switches the operand off (then no node can run it).
 func Audit(s *snapshot.Snapshot, roster []operand.Operand) []NodeAudit {
-	pres := NewPresence(s.Pods)
-	nodes := SortedNodes(s)
-	out := make([]NodeAudit, 0, len(nodes))
-	for _, n := range nodes {
+	return NewIndex(s).Audit(roster)
+}
+
+// Audit is the package's Audit of the indexed snapshot.
+func (x Index) Audit(roster []operand.Operand) []NodeAudit {
+	pres := x.Presence
+	out := make([]NodeAudit, 0, len(x.Nodes))
+	for _, n := range x.Nodes {
 		a := NodeAudit{Node: n.Name, Missing: []string{}, Asked: make([]string, 0, len(roster))}
 		for _, o := range roster {
 			if o.Off != "" || !o.AskedBy(n.Labels) {
@@ -154,15 +171,18 @@ func Order(s *snapshot.Snapshot, node string, roster []operand.Operand, rules []
 // OrderAll is Order for every node of the snapshot, in natural name order,
 // indexing the pods once.
 func OrderAll(s *snapshot.Snapshot, roster []operand.Operand, rules []operand.Rule) ([]OrderVerdict, error) {
+	return NewIndex(s).OrderAll(roster, rules)
+}
+
+// OrderAll is the package's OrderAll of the indexed snapshot.
+func (x Index) OrderAll(roster []operand.Operand, rules []operand.Rule) ([]OrderVerdict, error) {
 	c, err := newOrderCheck(roster, rules)
 	if err != nil {
 		return nil, err
 	}
-	pres := NewPresence(s.Pods)
-	nodes := SortedNodes(s)
-	out := make([]OrderVerdict, len(nodes))
-	for i, n := range nodes {
-		out[i] = c.judge(pres, n)
+	out := make([]OrderVerdict, len(x.Nodes))
+	for i, n := range x.Nodes {
+		out[i] = c.judge(x.Presence, n)
 	}
 	return out, nil
 }
@@ -214,12 +234,17 @@ type Matrix struct {
 
 // BuildMatrix tabulates which operand is present on which node.
 func BuildMatrix(s *snapshot.Snapshot, roster []operand.Operand) Matrix {
-	pres := NewPresence(s.Pods)
+	return NewIndex(s).Matrix(roster)
+}
+
+// Matrix is BuildMatrix of the indexed snapshot.
+func (x Index) Matrix(roster []operand.Operand) Matrix {
+	pres := x.Presence
 	m := Matrix{TotalPods: pres.Total()}
 	for _, o := range roster {
 		m.Columns = append(m.Columns, o.Column)
 	}
-	for _, n := range SortedNodes(s) {
+	for _, n := range x.Nodes {
 		row := MatrixRow{Node: n.Name, Present: make(map[string]bool, len(roster))}
 		for _, o := range roster {
 			row.Present[o.Column] = pres.On(n.Name, o) > 0

@@ -133,13 +133,14 @@ func (p Plan) Judge(s *snapshot.Snapshot, now time.Time) (*Result, error) {
 		}
 		s = kept
 	}
-	audits := judge.Audit(s, p.Roster)
+	x := judge.NewIndex(s)
+	audits := x.Audit(p.Roster)
 	judge.Stuck(audits, s, p.Roster, now, p.StuckAfter)
-	orders, err := judge.OrderAll(s, p.Roster, p.Rules)
+	orders, err := x.OrderAll(p.Roster, p.Rules)
 	if err != nil {
 		return nil, err
 	}
-	m := judge.BuildMatrix(s, p.Roster)
+	m := x.Matrix(p.Roster)
 	r := &Result{Plan: p, Namespace: s.Namespace, Taken: now, TotalPods: m.TotalPods, Nodes: make([]verdict.Verdict, len(audits)), Disabled: []explain.Off{}}
 	for _, o := range p.Roster {
 		if o.Off != "" {
