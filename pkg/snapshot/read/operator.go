@@ -278,7 +278,7 @@ func readUpgrades(ctx context.Context, c kubernetes.Interface, namespace string,
 func readRevisions(ctx context.Context, apps rest.Interface, namespace string, pageSize int64) (map[string]string, error) {
 	var revs []snapshot.Revision
 	err := readList(ctx, func() *rest.Request { return apps.Get().Namespace(namespace).Resource("controllerrevisions") },
-		metav1.ListOptions{Limit: pageSize}, revisionFields, podLabels, &appsv1.ControllerRevisionList{},
+		metav1.ListOptions{Limit: pageSize}, revisionFields, podLabels, nil, &appsv1.ControllerRevisionList{},
 		func(r *appsv1.ControllerRevision, _ []byte) error {
 			if rev, ok := snapshot.RevisionFrom(r); ok {
 				revs = append(revs, rev)
@@ -297,7 +297,7 @@ func readRevisions(ctx context.Context, apps rest.Interface, namespace string, p
 func readUpgradeEvents(ctx context.Context, core rest.Interface, pageSize int64) (map[string]snapshot.Event, error) {
 	out := map[string]snapshot.Event{}
 	err := readList(ctx, func() *rest.Request { return core.Get().Namespace(metav1.NamespaceDefault).Resource("events") },
-		metav1.ListOptions{Limit: pageSize, FieldSelector: UpgradeEvents}, eventFields, nil, &corev1.EventList{},
+		metav1.ListOptions{Limit: pageSize, FieldSelector: UpgradeEvents}, eventFields, nil, nil, &corev1.EventList{},
 		func(e *corev1.Event, _ []byte) error {
 			snapshot.KeepEvent(out, e.InvolvedObject.Name, snapshot.EventFrom(e))
 			return nil

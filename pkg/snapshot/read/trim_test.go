@@ -308,7 +308,7 @@ func BenchmarkDecodePodPage(b *testing.B) {
 			var pods []snapshot.Pod
 			var p corev1.Pod
 			_, err := eachListItem(reader(body), podFields, podLabels, func(item, _ []byte) error {
-				p = corev1.Pod{}
+				reusePod(&p) // as readList does
 				if err := p.Unmarshal(item); err != nil {
 					return err
 				}
@@ -345,5 +345,49 @@ func TestMetadataListAsJSON(t *testing.T) {
 	})
 	if err != nil || cont != "next" || fmt.Sprint(got) != "[a=a b=b]" {
 		t.Errorf("got %v, continue %q, %v; want [a=a b=b], next", got, cont, err)
+	}
+}
+
+// TestReusedPodDecodesAsFresh proves that a pod decoded into the previous
+// one's storage (reusePod) converts as one decoded afresh: nothing of the
+// previous pod shows through, whatever each holds.
+func TestReusedPodDecodesAsFresh(t *testing.T) {
+	var reused corev1.Pod
+	for seed := range int64(200) {
+		var pod corev1.Pod
+		filler(seed).Fill(&pod)
+		owner := []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", Controller: new(bool)}}
+		*owner[0].Controller = true
+		switch seed % 3 {
+		case 0: // what PodFrom reads of the lists, for the next pod not to show
+			pod.Labels = map[string]string{operand.RevisionHashLabel: "5f7d"}
+			pod.OwnerReferences = owner
+			pod.Status.Phase = corev1.PodPending
+			pod.Status.Conditions = []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Message: "no fit"},
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+			}
+		case 1: // a DaemonSet's pod with none of the lists
+			pod.Labels, pod.OwnerReferences, pod.Status = nil, owner, corev1.PodStatus{Phase: corev1.PodPending}
+		}
+		b, err := pod.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		trimmed, err := (&trimmer{labels: podLabels}).trim(nil, b, podFields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fresh corev1.Pod
+		if err := fresh.Unmarshal(trimmed); err != nil {
+			t.Fatal(err)
+		}
+		reusePod(&reused)
+		if err := reused.Unmarshal(trimmed); err != nil {
+			t.Fatal(err)
+		}
+		if want, got := snapshot.PodFrom(&fresh), snapshot.PodFrom(&reused); !semantic.DeepEqual(want, got) {
+			t.Fatalf("seed %d: reused pod converts to\n %+v\nwant %+v", seed, got, want)
+		}
 	}
 }
