@@ -96,8 +96,12 @@ func PauseOf(value string) (p Pause, restores string, ok bool) {
 		if value == p.Value {
 			return p, "true", true
 		}
-		if base, found := strings.CutSuffix(value, "_"+p.Value); found && p.Suffixed {
-			return p, base, true
+		// <base>_<pause>, without building "_"+p.Value: the judges ask this
+		// of every operand's label on every node.
+		if base, found := strings.CutSuffix(value, p.Value); found && p.Suffixed {
+			if base, found := strings.CutSuffix(base, "_"); found {
+				return p, base, true
+			}
 		}
 	}
 	return Pause{}, "", false

@@ -116,6 +116,7 @@ func TestPauseOf(t *testing.T) {
 		"paused-for-mig-change":                   {"paused-for-mig-change", "true"},
 		"paused-for-vgpu-change":                  {"paused-for-vgpu-change", "true"},
 		"x_paused-for-mig-change":                 {}, // the MIG manager never suffixes
+		"truepaused-for-driver-upgrade":           {}, // no "_" before the pause
 		"true":                                    {},
 		"":                                        {},
 		"Paused-for-driver-upgrade":               {},
