@@ -44,9 +44,6 @@ func (p Pause) StuckAt(now time.Time, after time.Duration) bool {
 // after before now: a pause that lasts is the incident (a driver upgrade or
 // MIG change that failed half-way), though no label asks for the operand.
 func Stuck(audits []NodeAudit, s *snapshot.Snapshot, roster []operand.Operand, now time.Time, after time.Duration) {
-	if after <= 0 {
-		return // no pause is stuck (Pause.StuckAt)
-	}
 	nodes := make(map[string]*snapshot.Node, len(s.Nodes))
 	for i := range s.Nodes {
 		nodes[s.Nodes[i].Name] = &s.Nodes[i]

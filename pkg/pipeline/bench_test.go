@@ -9,8 +9,9 @@ import (
 )
 
 // BenchmarkJudge5000 is what a one-shot judge does once its read is in:
-// every verdict of a 5,000-node fleet, as audit and health judge it. It
-// runs after the read, on one core, so its time adds to the wall's.
+// every verdict of a 5,000-node fleet, as audit and health judge it with
+// their default --stuck-after. It runs after the read, on one core, so its
+// time adds to the wall's.
 //
 //	go test ./pkg/pipeline -run '^$' -bench Judge5000 -count 6 | benchstat -col /judge -
 func BenchmarkJudge5000(b *testing.B) {
@@ -23,8 +24,8 @@ func BenchmarkJudge5000(b *testing.B) {
 		name string
 		opts pipeline.Options
 	}{
-		{"audit", pipeline.Options{Namespace: s.Namespace}},
-		{"health", pipeline.Options{Namespace: s.Namespace, Health: true}},
+		{"audit", pipeline.Options{Namespace: s.Namespace, StuckAfter: pipeline.DefaultStuckAfter}},
+		{"health", pipeline.Options{Namespace: s.Namespace, StuckAfter: pipeline.DefaultStuckAfter, Health: true}},
 	} {
 		b.Run("judge="+tc.name, func(b *testing.B) {
 			p := pipeline.Decide(s, tc.opts)

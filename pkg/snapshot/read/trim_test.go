@@ -190,6 +190,14 @@ type protoMessage interface {
 
 func decodeTrimmed(t *testing.T, in, out protoMessage, keep fields, labels labelFilter) {
 	t.Helper()
+	if err := out.Unmarshal(trimmedBytes(t, in, keep, labels)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// trimmedBytes is in's protobuf encoding trimmed to keep and labels.
+func trimmedBytes(t *testing.T, in protoMessage, keep fields, labels labelFilter) []byte {
+	t.Helper()
 	b, err := in.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -198,9 +206,7 @@ func decodeTrimmed(t *testing.T, in, out protoMessage, keep fields, labels label
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := out.Unmarshal(trimmed); err != nil {
-		t.Fatal(err)
-	}
+	return trimmed
 }
 
 // podPage is a protobuf PodList body of n copies of a real DaemonSet pod
@@ -370,14 +376,7 @@ func TestReusedPodDecodesAsFresh(t *testing.T) {
 		case 1: // a DaemonSet's pod with none of the lists
 			pod.Labels, pod.OwnerReferences, pod.Status = nil, owner, corev1.PodStatus{Phase: corev1.PodPending}
 		}
-		b, err := pod.Marshal()
-		if err != nil {
-			t.Fatal(err)
-		}
-		trimmed, err := (&trimmer{labels: podLabels}).trim(nil, b, podFields)
-		if err != nil {
-			t.Fatal(err)
-		}
+		trimmed := trimmedBytes(t, &pod, podFields, podLabels)
 		var fresh corev1.Pod
 		if err := fresh.Unmarshal(trimmed); err != nil {
 			t.Fatal(err)
