@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"runtime/debug"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -160,15 +158,6 @@ func judge(c *cli.Context, f judgeFlags) (*pipeline.Result, error) {
 // judgeAndReport is a judging command's body: the pipeline, one view of its
 // result, and exit 1 when failed says the verdict is a finding.
 func judgeAndReport(c *cli.Context, f judgeFlags, view report.View, failed func(*pipeline.Result) bool) error {
-	// A one-shot judge decodes a whole fleet into a small snapshot: almost
-	// all it allocates is garbage at once. Collecting at 4x the live heap
-	// instead of 2x cut audit's CPU at 5,000 realistic nodes from 1.9 to
-	// 1.5 CPU-seconds, for 116 MB of peak RSS instead of 86 (bench/RESULTS.md,
-	// "Small objects"). watch and serve, which live long, keep the default;
-	// so does a GOGC the user set.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
 	if f.clusters != nil {
 		cs := f.clusters.Judge(c.Context, c.App.ErrWriter, f.opts)
 		if err := f.printer.Clusters(c.App.Writer, c.App.ErrWriter, cs, view, c.Command.Name); err != nil {
