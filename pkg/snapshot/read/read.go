@@ -107,7 +107,7 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 	// is said as the node list met it, whichever list failed first. Failing
 	// is the rare path; waiting there for the slowest list costs little.
 	var g errgroup.Group
-	var errs [5]error
+	var errs [4]error
 	run := func(slot int, f func() error) { g.Go(func() error { errs[slot] = f(); return errs[slot] }) }
 	daemonSetsRead := make(chan struct{})
 	labels := nodeLabels(opts, s, daemonSetsRead)
@@ -143,10 +143,11 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 		s.Pods = pods
 		return nil
 	})
-	if !opts.DaemonSets {
-		close(daemonSetsRead)
-	} else {
-		run(2, func() error {
+	// The DaemonSets and the operator's objects are small: read one after
+	// the other, they share a connection, and a fresh process shakes hands
+	// once less (pkg/kube, handshake.go).
+	run(2, func() error {
+		if opts.DaemonSets {
 			defer close(daemonSetsRead)
 			dss, err := c.AppsV1().DaemonSets(namespace).List(ctx, metav1.ListOptions{})
 			if err != nil {
@@ -155,15 +156,17 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 			for i := range dss.Items {
 				s.DaemonSets = append(s.DaemonSets, snapshot.DaemonSetFrom(&dss.Items[i]))
 			}
-			return nil
-		})
-	}
-	if opts.Operator {
-		run(3, func() error { return Operator(ctx, c, s) })
-	}
+		} else {
+			close(daemonSetsRead)
+		}
+		if opts.Operator {
+			return Operator(ctx, c, s)
+		}
+		return nil
+	})
 	var notes []string // apart: Operator writes s.Notes meanwhile
 	if opts.Upgrades {
-		run(4, func() (err error) {
+		run(3, func() (err error) {
 			s.Revisions, s.UpgradeEvents, notes, err = readUpgrades(ctx, c, namespace, opts.PageSize)
 			return err
 		})
