@@ -45,6 +45,7 @@ func durationAtLeast(name string, least time.Duration, want string) func(*cli.Co
 // prepare is the prelude of every provisioning command: read the lab spec,
 // connect, and make sure the caller may make the changes before making any.
 func prepare(c *cli.Context, needs func(namespace string) []access.Need) (*labspec.Lab, *kube.Clients, error) {
+	defaultGC()
 	lab, err := loadLab(c)
 	if err != nil {
 		return nil, nil, err

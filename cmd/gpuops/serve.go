@@ -34,7 +34,7 @@ func serveCommand() *cli.Command {
 				"(needs the CRD, and the rights kustomize/deploy/reports adds)"},
 		},
 		Action: func(c *cli.Context) error {
-			longLivedGC()
+			defaultGC()
 			opts, err := liveOptions(c)
 			if err != nil {
 				return err

@@ -32,7 +32,7 @@ func watchCommand() *cli.Command {
 			selectorFlag(), explainFlag(), discoverFlag(), allRulesFlag(), stuckAfterFlag(),
 		},
 		Action: func(c *cli.Context) error {
-			longLivedGC()
+			defaultGC()
 			f, err := report.ParseFormat(c.String("output"), extraFormats(c.Command)...)
 			if err != nil {
 				return usageError(err)
