@@ -42,10 +42,10 @@ const handshakeTimeout = 10 * time.Second
 // one session, as above; for a server without TLS, client-go's own.
 func readingClient(cfg *rest.Config) (*http.Client, error) {
 	tlsCfg, err := rest.TLSConfigFor(cfg)
-	if err != nil || tlsCfg == nil {
-		if err != nil {
-			return nil, err
-		}
+	if err != nil {
+		return nil, err
+	}
+	if tlsCfg == nil {
 		return rest.HTTPClientFor(cfg)
 	}
 	tc, err := cfg.TransportConfig()
@@ -87,10 +87,9 @@ type handshakes struct {
 	tls  *tls.Config
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
-	mu      sync.Mutex
-	leading bool          // a full handshake is under way
-	open    bool          // a ticket is in, or none will come: no more waiting
-	over    chan struct{} // closed when the leading handshake's wait is over
+	mu   sync.Mutex
+	open bool          // a ticket is in, or none will come: no more waiting
+	over chan struct{} // made when a full handshake leads; closed when its wait is over
 }
 
 // Put keeps a ticket, and the connections waiting for one may go.
@@ -125,8 +124,8 @@ func (h *handshakes) turn(ctx context.Context, connect time.Duration) (lead bool
 		case h.open:
 			h.mu.Unlock()
 			return false, nil
-		case !h.leading:
-			h.leading, h.over = true, make(chan struct{})
+		case h.over == nil:
+			h.over = make(chan struct{})
 			h.mu.Unlock()
 			if connect >= fastLink {
 				h.release()

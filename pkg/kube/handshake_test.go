@@ -75,6 +75,19 @@ func (s *handshakeServer) get(t *testing.T, c *http.Client, n int) {
 	wg.Wait()
 }
 
+// client is the reading client of cfg, the server's own config when nil.
+func (s *handshakeServer) client(t *testing.T, cfg *rest.Config) *http.Client {
+	t.Helper()
+	if cfg == nil {
+		cfg = s.config()
+	}
+	c, err := readingClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func (s *handshakeServer) config() *rest.Config {
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
 	return &rest.Config{Host: s.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}
@@ -85,11 +98,7 @@ func (s *handshakeServer) config() *rest.Config {
 // resume it.
 func TestReadingClientResumesOneHandshake(t *testing.T) {
 	s := newHandshakeServer(t, true)
-	c, err := readingClient(s.config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.get(t, c, 6)
+	s.get(t, s.client(t, nil), 6)
 	if s.conns != 6 || s.requests != 6 {
 		t.Fatalf("%d connections for %d requests, want 6 for 6 (the requests must overlap)", s.conns, s.requests)
 	}
@@ -102,11 +111,7 @@ func TestReadingClientResumesOneHandshake(t *testing.T) {
 // shakes hands in full, once the first has had its answer.
 func TestReadingClientWithoutTickets(t *testing.T) {
 	s := newHandshakeServer(t, false)
-	c, err := readingClient(s.config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.get(t, c, 4)
+	s.get(t, s.client(t, nil), 4)
 	if full := len(s.fullByAddr); full != 4 || s.resumed != 0 {
 		t.Errorf("%d connections shook hands in full and %d requests resumed, want 4 and 0", full, s.resumed)
 	}
@@ -122,11 +127,7 @@ func TestReadingClientSlowLinkDoesNotWait(t *testing.T) {
 		time.Sleep(2 * fastLink)
 		return d.DialContext(ctx, network, addr)
 	}
-	c, err := readingClient(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.get(t, c, 6)
+	s.get(t, s.client(t, cfg), 6)
 	if full := len(s.fullByAddr); full < 2 {
 		t.Errorf("%d connections shook hands in full, want several side by side", full)
 	}
