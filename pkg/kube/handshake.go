@@ -39,14 +39,21 @@ const fastLink = 2 * time.Millisecond
 const handshakeTimeout = 10 * time.Second
 
 // readingClient is an HTTP/1.1 client for cfg whose TLS connections share
-// one session, as above; for a server without TLS, client-go's own.
+// one session, as above; for a server without TLS, client-go's own. Both
+// inflate gzipped responses with gunzip, unless cfg disables compression.
 func readingClient(cfg *rest.Config) (*http.Client, error) {
 	tlsCfg, err := rest.TLSConfigFor(cfg)
 	if err != nil {
 		return nil, err
 	}
 	if tlsCfg == nil {
-		return rest.HTTPClientFor(cfg)
+		plain := rest.CopyConfig(cfg)
+		plain.DisableCompression = true // gunzip's part
+		rt, err := rest.TransportFor(plain)
+		if err != nil {
+			return nil, err
+		}
+		return &http.Client{Transport: inflating(cfg, rt), Timeout: cfg.Timeout}, nil
 	}
 	tc, err := cfg.TransportConfig()
 	if err != nil {
@@ -70,13 +77,22 @@ func readingClient(cfg *rest.Config) (*http.Client, error) {
 		MaxIdleConnsPerHost: 25,
 		DialContext:         dial,
 		DialTLSContext:      h.dialTLS,
-		DisableCompression:  cfg.DisableCompression,
+		DisableCompression:  true, // gunzip's part
 	})
-	rt, err := rest.HTTPWrappersForConfig(cfg, t)
+	rt, err := rest.HTTPWrappersForConfig(cfg, inflating(cfg, t))
 	if err != nil {
 		return nil, err
 	}
 	return &http.Client{Transport: rt, Timeout: cfg.Timeout}, nil
+}
+
+// inflating is rt asking for gzip through gunzip, or rt alone when cfg
+// disables compression (kubectl's --disable-compression).
+func inflating(cfg *rest.Config, rt http.RoundTripper) http.RoundTripper {
+	if cfg.DisableCompression {
+		return rt
+	}
+	return gunzip{next: rt}
 }
 
 // handshakes lets one full TLS handshake at a time go on a fast link, until

@@ -1,0 +1,177 @@
+package kube
+
+import (
+	"bytes"
+	stdgzip "compress/gzip"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+)
+
+// gzipServer answers every request with body, gzipped when the request
+// accepts gzip, and remembers the Accept-Encoding it was sent; over TLS
+// unless plain.
+func gzipServer(t *testing.T, body []byte, plain bool) (*httptest.Server, *string) {
+	accepted := new(string)
+	start := httptest.NewTLSServer
+	if plain {
+		start = httptest.NewServer
+	}
+	s := start(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		*accepted = r.Header.Get("Accept-Encoding")
+		if *accepted != "gzip" {
+			w.Write(body)
+			return
+		}
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := stdgzip.NewWriter(w)
+		zw.Write(body)
+		zw.Close()
+	}))
+	t.Cleanup(s.Close)
+	return s, accepted
+}
+
+func readAll(t *testing.T, c *http.Client, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}
+
+// The reading client asks for gzip and hands the body on inflated, as Go's
+// transport would; with --disable-compression it asks for none; a request
+// that names its own encoding gets the body as the server sent it.
+func TestReadingClientInflates(t *testing.T) {
+	body := bytes.Repeat([]byte("a pod, "), 10000)
+	s, accepted := gzipServer(t, body, false)
+	hs := &handshakeServer{Server: s}
+	for _, tc := range []struct {
+		name    string
+		disable bool
+		own     string // the request's own Accept-Encoding
+		want    string // the Accept-Encoding the server gets
+		gzipped bool   // the body comes as the server gzipped it
+	}{
+		{name: "default", want: "gzip"},
+		{name: "disable-compression", disable: true, want: ""},
+		{name: "own encoding", own: "gzip", want: "gzip", gzipped: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := hs.config()
+			cfg.DisableCompression = tc.disable
+			req, _ := http.NewRequest(http.MethodGet, s.URL, nil)
+			if tc.own != "" {
+				req.Header.Set("Accept-Encoding", tc.own)
+			}
+			resp, got := readAll(t, hs.client(t, cfg), req)
+			if *accepted != tc.want {
+				t.Errorf("the server was sent Accept-Encoding %q, want %q", *accepted, tc.want)
+			}
+			if tc.gzipped {
+				if resp.Header.Get("Content-Encoding") != "gzip" || bytes.Equal(got, body) {
+					t.Errorf("the body was inflated (Content-Encoding %q), want it as sent", resp.Header.Get("Content-Encoding"))
+				}
+				return
+			}
+			if !bytes.Equal(got, body) {
+				t.Errorf("read %d bytes unlike the %d sent", len(got), len(body))
+			}
+			if ce := resp.Header.Get("Content-Encoding"); ce != "" || resp.ContentLength != -1 && resp.ContentLength != int64(len(body)) {
+				t.Errorf("Content-Encoding %q, length %d: the response still describes the gzipped body", ce, resp.ContentLength)
+			}
+		})
+	}
+}
+
+// A body that claims gzip and is not fails its read, not silently.
+func TestReadingClientBadGzip(t *testing.T) {
+	s := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Write([]byte("not gzip at all"))
+	}))
+	defer s.Close()
+	hs := &handshakeServer{Server: s}
+	resp, err := hs.client(t, nil).Get(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := io.ReadAll(resp.Body); err == nil {
+		t.Error("a body that is not gzip was read without an error")
+	}
+}
+
+// A server without TLS gets client-go's client, inflating through gunzip too.
+func TestReadingClientPlainHTTPInflates(t *testing.T) {
+	body := bytes.Repeat([]byte("a node, "), 10000)
+	s, accepted := gzipServer(t, body, true)
+	c, err := readingClient(&rest.Config{Host: s.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, s.URL, nil)
+	if _, got := readAll(t, c, req); !bytes.Equal(got, body) || *accepted != "gzip" {
+		t.Errorf("read %d bytes of %d, Accept-Encoding %q", len(got), len(body), *accepted)
+	}
+}
+
+// BenchmarkInflate inflates a namespace's pod list as the API server sends
+// it (protobuf, gzip level 1), 5,000 copies of a real operand pod, with Go's
+// compress/gzip (what client-go's transport uses) and with gunzip's:
+//
+//	go test ./pkg/kube -run '^$' -bench Inflate
+func BenchmarkInflate(b *testing.B) {
+	raw, err := os.ReadFile("../snapshot/read/testdata/pod.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var pod corev1.Pod
+	if err := yaml.Unmarshal(raw, &pod); err != nil {
+		b.Fatal(err)
+	}
+	item, err := pod.Marshal()
+	if err != nil {
+		b.Fatal(err)
+	}
+	list := bytes.Repeat(item, 5000)
+	var z bytes.Buffer
+	zw, _ := stdgzip.NewWriterLevel(&z, stdgzip.BestSpeed)
+	zw.Write(list)
+	zw.Close()
+	for _, bc := range []struct {
+		name string
+		open func(io.Reader) (io.Reader, error)
+	}{
+		{"inflater=compress-gzip", func(r io.Reader) (io.Reader, error) { return stdgzip.NewReader(r) }},
+		{"inflater=gunzip", func(r io.Reader) (io.Reader, error) {
+			return &gzipBody{body: io.NopCloser(r)}, nil
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(list)))
+			for b.Loop() {
+				r, err := bc.open(bytes.NewReader(z.Bytes()))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n, err := io.Copy(io.Discard, r); err != nil || n != int64(len(list)) {
+					b.Fatalf("inflated %d bytes of %d: %v", n, len(list), err)
+				}
+			}
+		})
+	}
+}
