@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,7 +83,11 @@ func (r result) peakRSS() int64 { return slices.Max(r.rss) }
 
 // measure runs every contender once to warm up (caches, page cache, the
 // apiserver's watch cache), then rounds more times, interleaved so that any
-// drift of the machine hits all of them alike. A slow contender runs only
+// drift of the machine hits all of them alike, each round in its own
+// shuffled order (the same in every run of the bench): in a fixed order
+// each contender always ran right after the same one, and after the JSON
+// read, whose garbage the API server collects while the next contender
+// runs, that was always the audit. A slow contender runs only
 // slowRounds timed rounds, with no warm-up, when slowRounds is below rounds:
 // at 5,000 real-sized nodes the kubectl+jq recipe takes minutes a run, and
 // its first run is checked instead.
@@ -92,8 +97,17 @@ func measure(ctx context.Context, cs []contender, env []string, tmp string, roun
 		results[i].contender = c
 	}
 	capped := slowRounds < rounds
+	order := make([]int, len(cs))
+	for i := range order {
+		order[i] = i
+	}
+	shuffle := rand.New(rand.NewPCG(1, 2))
 	for round := 0; round <= rounds; round++ {
-		for i, c := range cs {
+		if round > 0 {
+			shuffle.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		}
+		for _, i := range order {
+			c := cs[i]
 			if c.slow && capped && (round == 0 || round > slowRounds) {
 				continue
 			}

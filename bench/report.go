@@ -163,7 +163,7 @@ func (r report) floor() time.Duration {
 func fleetsMarkdown(reps []report) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## The judges against the floor on %d fleets, one run — %s\n\n", len(reps), reps[0].when.Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(&b, "%s; gpuops %s. The fleets were measured one after the other (each contender's rounds interleaved within its fleet); each ratio is a judge's median wall over its own fleet's floor.\n\n", reps[0].machine, reps[0].revision)
+	fmt.Fprintf(&b, "%s; gpuops %s. The fleets were measured one after the other (each contender's rounds interleaved within its fleet, each round in a shuffled order); each ratio is a judge's median wall over its own fleet's floor.\n\n", reps[0].machine, reps[0].revision)
 	judges := slices.Clone(baselineJudges)
 	head := "| fleet | a node, a pod | floor | audit | matrix | health |"
 	if slices.ContainsFunc(reps[0].results, func(r result) bool { return strings.HasPrefix(r.name, "baseline ") }) {
