@@ -52,16 +52,19 @@ func TestPodFromTargetAndReason(t *testing.T) {
 		target, reason string
 	}{
 		{"unscheduled: scheduler's message", unscheduled, "n1", "0/3 nodes are available: 1 Insufficient memory."},
-		{"waiting container", pulling, "n1", "ImagePullBackOff: Back-off pulling image"},
+		{"waiting container: bound, no target", pulling, "", "ImagePullBackOff: Back-off pulling image"},
 		{"waiting init container", initCrash, "n1", "CrashLoopBackOff"},
-		{"evicted", evicted, "n1", "Evicted: The node was low on resource: memory."},
-		{"running: no reason", running, "n1", ""},
+		{"evicted", evicted, "", "Evicted: The node was low on resource: memory."},
+		{"running: no reason", running, "", ""},
 		{"not a DaemonSet pod: no target", plain, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := snapshot.PodFrom(tc.pod)
 			if p.Target != tc.target || p.Reason != tc.reason {
 				t.Errorf("target %q reason %q, want %q %q", p.Target, p.Reason, tc.target, tc.reason)
+			}
+			if tc.pod != plain && p.Placement() != "n1" {
+				t.Errorf("placement %q, want n1 (bound there or made for it)", p.Placement())
 			}
 		})
 	}

@@ -97,9 +97,10 @@ type Pod struct {
 	// scheduler's message while unscheduled, else the pod's status reason
 	// (e.g. Evicted) or a waiting container's (e.g. ImagePullBackOff).
 	Reason string
-	// Target is the node a DaemonSet pod was made for (the DaemonSet
-	// controller pins it with a metadata.name node affinity), known before
-	// the pod is scheduled; empty for other pods.
+	// Target is the node a DaemonSet pod not yet bound was made for (the
+	// DaemonSet controller pins it with a metadata.name node affinity);
+	// empty for other pods, and once bound (Node says where it is: the read
+	// does not decode the affinity of a bound pod).
 	Target string
 	// Revision is a DaemonSet pod's controller-revision-hash label: the
 	// template it was made from. Only an upgrades read keeps it.
@@ -241,7 +242,9 @@ func PodFrom(p *corev1.Pod) Pod {
 		}
 	}
 	if out.DaemonSet != "" {
-		out.Target = daemonset.TargetNode(p)
+		if out.Node == "" {
+			out.Target = daemonset.TargetNode(p)
+		}
 		out.Revision = p.Labels[operand.RevisionHashLabel]
 	}
 	if out.Reason == "" && out.Phase != corev1.PodRunning {

@@ -57,6 +57,9 @@ func TestTrimKeepsWhatConversionReads(t *testing.T) {
 			})
 			*pod.OwnerReferences[len(pod.OwnerReferences)-1].Controller = true
 			pod.Spec.Affinity = targetAffinity("node-a")
+			if seed%4 == 0 { // not bound yet: its target is read from the affinity
+				pod.Spec.NodeName = ""
+			}
 			pod.Status.Phase = corev1.PodPending
 			pod.Status.Reason, pod.Status.Message = "", ""
 			pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Message: "no fit"})
@@ -88,6 +91,12 @@ func TestTrimKeepsWhatConversionReads(t *testing.T) {
 		}
 		var got corev1.Pod
 		decodeTrimmed(t, &pod, &got, podFields, podLabels)
+		if pod.Spec.NodeName != "" && got.Spec.Affinity != nil {
+			t.Fatalf("seed %d: a bound pod's affinity was decoded", seed)
+		}
+		if p := snapshot.PodFrom(&got); seed%4 == 0 && p.DaemonSet == "ds" && p.Target != "node-a" {
+			t.Fatalf("seed %d: an unbound DaemonSet pod's target was not read", seed)
+		}
 		if seed%3 == 1 && snapshot.PodFrom(&got).Health.Container == "" {
 			t.Fatalf("seed %d: no worst container read", seed)
 		}
@@ -275,7 +284,7 @@ func TestEachListItemReadsAPage(t *testing.T) {
 				t.Errorf("continue = %q, want next-page", cont)
 			}
 			if len(pods) != 3 || pods[2].Name != "gpu-feature-discovery-22bkd-2" || pods[2].Node != "node-2" ||
-				pods[2].DaemonSet != "gpu-feature-discovery" || pods[2].Phase != corev1.PodRunning || pods[2].Target != "gpu-node-0180" {
+				pods[2].DaemonSet != "gpu-feature-discovery" || pods[2].Phase != corev1.PodRunning || pods[2].Target != "" {
 				t.Fatalf("pods = %+v", pods)
 			}
 			if want := "gpu-feature-discovery-22bkd-1 gpu-feature-discovery"; len(wholeNames) != 3 || wholeNames[1] != want {
