@@ -77,10 +77,10 @@ func podLabels(key string) bool { return key == operand.RevisionHashLabel }
 // podFields are what PodFrom reads.
 var podFields = fields{
 	1: fields{ // metadata
-		1:  whole,      // name
-		9:  whole,      // deletionTimestamp
-		11: readLabels, // labels: a DaemonSet pod's controller-revision-hash (podLabels)
-		13: whole,      // ownerReferences
+		1:  whole,         // name
+		9:  whole,         // deletionTimestamp
+		11: readLabels,    // labels: a DaemonSet pod's controller-revision-hash (podLabels)
+		13: controllerRef, // ownerReferences
 	},
 	2: fields{ // spec
 		10: whole, // nodeName
@@ -106,6 +106,15 @@ var podFields = fields{
 		8:  containerStatusFields,
 		10: containerStatusFields, // initContainerStatuses
 	},
+}
+
+// controllerRef is what daemonset.Controller reads of an owner reference:
+// not its uid or blockOwnerDeletion, two allocations a pod.
+var controllerRef = fields{
+	1: whole, // kind
+	3: whole, // name
+	5: whole, // apiVersion
+	6: whole, // controller
 }
 
 // containerStatusFields are what PodFrom reads of a container status.
