@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -46,8 +47,8 @@ type Options struct {
 	// NodeLabels, when set, picks the labels of whole nodes the read keeps,
 	// given the DaemonSets it read (none when it reads none), as
 	// pipeline.Options.LabelsRead does: the others are never decoded. The
-	// nodes' list is sent beside the DaemonSets' and decoded once those are
-	// in. With DeployLabelsOnly the deploy labels are kept.
+	// nodes are listed after the DaemonSets. With DeployLabelsOnly the
+	// deploy labels are kept.
 	NodeLabels func(daemonSets []snapshot.DaemonSet) func(key string) bool
 	DaemonSets bool // also list the namespace's DaemonSets
 	NoPods     bool // read no pods: a judge of the labels alone
@@ -109,10 +110,15 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 	var g errgroup.Group
 	var errs [4]error
 	run := func(slot int, f func() error) { g.Go(func() error { errs[slot] = f(); return errs[slot] }) }
-	daemonSetsRead := make(chan struct{})
-	labels := nodeLabels(opts, s, daemonSetsRead)
-	run(0, func() error {
-		err := readNodes(ctx, core, opts, labels, func(n *corev1.Node, whole []byte) error {
+	// The DaemonSets, the operator's objects and then the nodes are read one
+	// after the other, on one connection: a fresh process shakes hands once
+	// less (pkg/kube, handshake.go), and the pods take longer than the three
+	// of them together. The DaemonSets come first: the filter of the nodes'
+	// labels is made of them.
+	g.Go(func() error {
+		errs[2] = daemonSetsAndOperator(ctx, c, namespace, opts, s)
+		labels := nodeLabels(opts, s.DaemonSets)
+		errs[0] = readNodes(ctx, core, opts, labels, func(n *corev1.Node, whole []byte) error {
 			if whole == nil && labels != nil { // decoded whole (JSON): not filtered yet
 				if maps.DeleteFunc(n.Labels, func(k, _ string) bool { return !labels(k) }); len(n.Labels) == 0 {
 					n.Labels = nil // as the protobuf decode leaves a node none of whose labels are kept
@@ -127,10 +133,10 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 			s.Nodes = append(s.Nodes, node)
 			return nil
 		})
-		if err != nil {
-			return fmt.Errorf("list nodes: %w", err)
+		if errs[0] != nil {
+			errs[0] = fmt.Errorf("list nodes: %w", errs[0])
 		}
-		return nil
+		return errors.Join(errs[0], errs[2])
 	})
 	run(1, func() error {
 		if opts.NoPods {
@@ -141,27 +147,6 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 			return fmt.Errorf("list pods in namespace %s: %w", namespace, err)
 		}
 		s.Pods = pods
-		return nil
-	})
-	// The DaemonSets and the operator's objects are small: read one after
-	// the other, they share a connection, and a fresh process shakes hands
-	// once less (pkg/kube, handshake.go).
-	run(2, func() error {
-		if opts.DaemonSets {
-			defer close(daemonSetsRead)
-			dss, err := c.AppsV1().DaemonSets(namespace).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return fmt.Errorf("list daemonsets in namespace %s: %w", namespace, err)
-			}
-			for i := range dss.Items {
-				s.DaemonSets = append(s.DaemonSets, snapshot.DaemonSetFrom(&dss.Items[i]))
-			}
-		} else {
-			close(daemonSetsRead)
-		}
-		if opts.Operator {
-			return Operator(ctx, c, s)
-		}
 		return nil
 	})
 	var notes []string // apart: Operator writes s.Notes meanwhile
@@ -182,24 +167,34 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 	return s, nil
 }
 
+// daemonSetsAndOperator reads the namespace's DaemonSets and the operator's
+// objects into s, as opts asks.
+func daemonSetsAndOperator(ctx context.Context, c kubernetes.Interface, namespace string, opts Options, s *snapshot.Snapshot) error {
+	if opts.DaemonSets {
+		dss, err := c.AppsV1().DaemonSets(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("list daemonsets in namespace %s: %w", namespace, err)
+		}
+		for i := range dss.Items {
+			s.DaemonSets = append(s.DaemonSets, snapshot.DaemonSetFrom(&dss.Items[i]))
+		}
+	}
+	if opts.Operator {
+		return Operator(ctx, c, s)
+	}
+	return nil
+}
+
 // nodeLabels is the label filter of the nodes' read: the deploy labels
-// alone, opts.NodeLabels of the DaemonSets (waiting, at the first label
-// decoded, until read has closed once they are in s), or nil for all.
-func nodeLabels(opts Options, s *snapshot.Snapshot, read <-chan struct{}) labelFilter {
+// alone, opts.NodeLabels of the DaemonSets read, or nil for all.
+func nodeLabels(opts Options, daemonSets []snapshot.DaemonSet) labelFilter {
 	switch {
 	case opts.DeployLabelsOnly:
 		return operand.IsDeployLabel
 	case opts.NodeLabels == nil:
 		return nil
 	}
-	var keep func(string) bool // only the nodes' reader calls the filter
-	return func(key string) bool {
-		if keep == nil {
-			<-read
-			keep = opts.NodeLabels(s.DaemonSets)
-		}
-		return keep(key)
-	}
+	return opts.NodeLabels(daemonSets)
 }
 
 // readPods lists the namespace's pods: those bound to opts.Node, or all of
