@@ -44,6 +44,7 @@ type config struct {
 	upRuns   int  // rounds of `gpuops up` against its floor (with up)
 	watcher  bool // also measure gpuops serve (bench/watcher.go)
 	small    bool // lab-sized objects: nodes and pod templates not dressed (fleettest)
+	pause    bool // stop every measured fleet's KWOK controller during the rounds (simulators.go)
 	results  string
 }
 
@@ -62,12 +63,17 @@ func main() {
 	flag.IntVar(&cfg.upRuns, "up-rounds", 0, "with -up: time `gpuops up` against its floor (the DaemonSets applied with kubectl to labelled nodes, until ready) in this many interleaved rounds")
 	flag.BoolVar(&cfg.small, "small", false, "a fleet of lab-sized objects: nodes with only their lab labels and the DaemonSets' pods as the bases render them (default: dressed as a cloud GPU fleet's, internal/fleettest)")
 	flag.BoolVar(&cfg.watcher, "watcher", true, "also measure `gpuops serve` against `gpuops audit` run back to back (CPU, memory, label change to verdict)")
+	flag.BoolVar(&cfg.pause, "pause-simulators", false, "with -reuse: stop the KWOK controllers of every fleet named by -cluster while a fleet's rounds run (SIGSTOP, then SIGCONT), and wait for them to catch up before the next fleet's: the simulated kubelets' work is the bench machine's, not the API server's (bench/simulators.go)")
 	flag.StringVar(&cfg.results, "results", "bench/RESULTS.md", "file the results are appended to (empty: none)")
 	flag.Parse()
 	// Checked before any setup: a bad flag found after minutes of fleet
 	// building would waste them.
 	if cfg.rounds < 1 || cfg.scripts == 0 {
 		fmt.Fprintln(os.Stderr, "bench: error: -rounds and -script-rounds: at least one timed round each")
+		os.Exit(2)
+	}
+	if cfg.pause && !cfg.reuse {
+		fmt.Fprintln(os.Stderr, "bench: error: -pause-simulators pauses kept fleets: add -reuse")
 		os.Exit(2)
 	}
 	if strings.Contains(cfg.cluster, ",") && !cfg.reuse {
@@ -204,6 +210,15 @@ func benchFleet(ctx context.Context, cfg config, cluster, root string, env []str
 	if cfg.baseline != "" {
 		contenders = append(contenders, baselines(cfg.baseline, contenders)...)
 	}
+	resume := func() {}
+	if cfg.pause {
+		var note string
+		if resume, note, err = pauseSimulators(ctx, root, strings.Split(cfg.cluster, ",")); err != nil {
+			return rep, err
+		}
+		defer resume() // on an early return too; twice does no harm
+		notes = append(notes, note)
+	}
 	logf("measuring %d contenders, %d rounds each", len(contenders), cfg.rounds)
 	load := loadAverage()
 	scripts := cfg.scripts
@@ -211,6 +226,7 @@ func benchFleet(ctx context.Context, cfg config, cluster, root string, env []str
 		scripts = cfg.rounds
 	}
 	results, err := measure(ctx, contenders, append(env, "ROSTER="+rosterJSON()), tmp, cfg.rounds, scripts, func(s string) { logf("%s", s) })
+	resume()
 	if err != nil {
 		return rep, err
 	}
