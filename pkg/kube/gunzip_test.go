@@ -3,6 +3,7 @@ package kube
 import (
 	"bytes"
 	stdgzip "compress/gzip"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 )
@@ -130,8 +132,9 @@ func TestReadingClientPlainHTTPInflates(t *testing.T) {
 }
 
 // BenchmarkInflate inflates a namespace's pod list as the API server sends
-// it (protobuf, gzip level 1), 5,000 copies of a real operand pod, with Go's
-// compress/gzip (what client-go's transport uses) and with gunzip's:
+// it (protobuf, gzip level 1), 5,000 of a real operand pod each with its own
+// name, uid, version and node, with Go's compress/gzip (what client-go's
+// transport uses) and with gunzip's:
 //
 //	go test ./pkg/kube -run '^$' -bench Inflate
 func BenchmarkInflate(b *testing.B) {
@@ -143,11 +146,16 @@ func BenchmarkInflate(b *testing.B) {
 	if err := yaml.Unmarshal(raw, &pod); err != nil {
 		b.Fatal(err)
 	}
-	item, err := pod.Marshal()
-	if err != nil {
-		b.Fatal(err)
+	var list []byte
+	for i := range 5000 { // what differs from pod to pod, so that the list compresses as a real one
+		pod.Name, pod.UID, pod.ResourceVersion = fmt.Sprintf("gpu-feature-discovery-%05x", i*7919), types.UID(fmt.Sprintf("%08x-1f2e-4d3c-8b7a-%012x", i*2654435761, i*40503)), fmt.Sprint(1000000+i*37)
+		pod.Spec.NodeName = fmt.Sprintf("gpu-node-%04d", i)
+		item, err := pod.Marshal()
+		if err != nil {
+			b.Fatal(err)
+		}
+		list = append(list, item...)
 	}
-	list := bytes.Repeat(item, 5000)
 	var z bytes.Buffer
 	zw, _ := stdgzip.NewWriterLevel(&z, stdgzip.BestSpeed)
 	zw.Write(list)
