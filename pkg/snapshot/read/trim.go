@@ -25,7 +25,8 @@ import (
 
 // fields is what to keep of one protobuf message, by field number: all of
 // a field (whole), a message trimmed in turn (fields), some elements of a
-// repeated message (entries), or, nil, nothing. A slice indexed by number
+// repeated message (entries), a message kept only while a sibling is empty
+// (unlessSet), or, nil, nothing. A slice indexed by number
 // and not a map: a map lookup for each field of every item was a fifth of
 // the trim's CPU (bench/RESULTS.md, "Small objects, again").
 type fields []keep
@@ -56,7 +57,8 @@ type entries struct{ by func(key string) bool }
 // in the order of their numbers; one that came out of order (by after the
 // field) would leave the field kept, as without the condition.
 type unlessSet struct {
-	by   protowire.Number // below 64
+	by protowire.Number // a string field, numbered below 64
+
 	keep fields
 }
 
