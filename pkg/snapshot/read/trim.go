@@ -57,8 +57,7 @@ type entries struct{ by func(key string) bool }
 // in the order of their numbers; one that came out of order (by after the
 // field) would leave the field kept, as without the condition.
 type unlessSet struct {
-	by protowire.Number // a string field, numbered below 64
-
+	by   protowire.Number // a string field, numbered below 64
 	keep fields
 }
 
