@@ -17,7 +17,7 @@ import (
 // handshakeServer is a TLS server that asks for a client certificate, as
 // an API server does, and counts its connections and the requests that
 // came on a resumed session. Each answer takes a while, so that requests
-// sent side by side need a connection each.
+// sent side by side need a connection each; each handshake too, by delay.
 type handshakeServer struct {
 	*httptest.Server
 	mu         sync.Mutex
@@ -27,7 +27,7 @@ type handshakeServer struct {
 	requests   int
 }
 
-func newHandshakeServer(t *testing.T, tickets bool) *handshakeServer {
+func newHandshakeServer(t *testing.T, tickets bool, delay time.Duration) *handshakeServer {
 	s := &handshakeServer{fullByAddr: map[string]bool{}}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
@@ -49,7 +49,8 @@ func newHandshakeServer(t *testing.T, tickets bool) *handshakeServer {
 			s.mu.Unlock()
 		}
 	}
-	s.TLS = &tls.Config{ClientAuth: tls.RequestClientCert, SessionTicketsDisabled: !tickets}
+	s.TLS = &tls.Config{ClientAuth: tls.RequestClientCert, SessionTicketsDisabled: !tickets,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { time.Sleep(delay); return nil, nil }}
 	s.StartTLS()
 	t.Cleanup(s.Close)
 	return s
@@ -97,7 +98,7 @@ func (s *handshakeServer) config() *rest.Config {
 // the others, opened side by side with it, wait for its session ticket and
 // resume it.
 func TestReadingClientResumesOneHandshake(t *testing.T) {
-	s := newHandshakeServer(t, true)
+	s := newHandshakeServer(t, true, 0)
 	s.get(t, s.client(t, nil), 6)
 	if s.conns != 6 || s.requests != 6 {
 		t.Fatalf("%d connections for %d requests, want 6 for 6 (the requests must overlap)", s.conns, s.requests)
@@ -110,7 +111,7 @@ func TestReadingClientResumesOneHandshake(t *testing.T) {
 // A server that gives no tickets keeps none waiting: every connection
 // shakes hands in full, once the first has had its answer.
 func TestReadingClientWithoutTickets(t *testing.T) {
-	s := newHandshakeServer(t, false)
+	s := newHandshakeServer(t, false, 0)
 	s.get(t, s.client(t, nil), 4)
 	if full := len(s.fullByAddr); full != 4 || s.resumed != 0 {
 		t.Errorf("%d connections shook hands in full and %d requests resumed, want 4 and 0", full, s.resumed)
@@ -118,9 +119,12 @@ func TestReadingClientWithoutTickets(t *testing.T) {
 }
 
 // On a slow link (a connect slower than fastLink) nothing waits: the
-// connections shake hands side by side, in full.
+// connections shake hands side by side, in full. The server takes 200 ms
+// over each handshake, so that no ticket is in before the others have
+// started theirs, however late a busy machine runs them (without it, one
+// run in a hundred or so on a busy machine saw a ticket in time).
 func TestReadingClientSlowLinkDoesNotWait(t *testing.T) {
-	s := newHandshakeServer(t, true)
+	s := newHandshakeServer(t, true, 200*time.Millisecond)
 	cfg := s.config()
 	var d net.Dialer
 	cfg.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
