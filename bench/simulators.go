@@ -3,10 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -28,41 +24,16 @@ import (
 // simulators are the KWOK controllers of the fleets a run measures.
 type simulators []int
 
-// findSimulators finds the running KWOK controllers of the named clusters
-// of the repository (kwokctl runs each from its cluster's directory under
-// hack/cluster.sh's KWOK_WORKDIR, .lab/clusters): one each.
+// findSimulators reads the KWOK controllers' pids of the named clusters,
+// from the pid files kwokctl keeps (as benchWatcher reads the API server's).
 func findSimulators(root string, clusters []string) (simulators, error) {
-	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
-	if err != nil {
-		return nil, err
-	}
-	dirs := map[string]string{} // the cluster's bin directory: the cluster
-	for _, c := range clusters {
-		dirs[filepath.Join(root, ".lab", "clusters", "clusters", c, "bin")] = c
-	}
 	var out simulators
-	found := map[string]bool{}
-	for _, p := range procs {
-		cmd, err := os.ReadFile(p)
-		if err != nil { // gone meanwhile
-			continue
-		}
-		arg0, _, _ := strings.Cut(string(cmd), "\x00")
-		c, ok := dirs[filepath.Dir(arg0)]
-		if !ok || filepath.Base(arg0) != "kwok-controller" {
-			continue
-		}
-		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+	for _, c := range clusters {
+		pid, err := readPID(pidFile(root, c, "kwok-controller"))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("-pause-simulators: the KWOK controller of cluster %s: %w", c, err)
 		}
 		out = append(out, pid)
-		found[c] = true
-	}
-	for _, c := range clusters {
-		if !found[c] {
-			return nil, fmt.Errorf("-pause-simulators: no KWOK controller of cluster %s is running", c)
-		}
 	}
 	return out, nil
 }
@@ -83,22 +54,15 @@ func (s simulators) resume() error { return s.signal(syscall.SIGCONT) }
 
 // cpu is the CPU time the simulators have used.
 func (s simulators) cpu() (time.Duration, error) {
-	var ticks int64
+	var sum time.Duration
 	for _, pid := range s {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		t, err := cpuTime(pid)
 		if err != nil {
 			return 0, err
 		}
-		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		for _, field := range f[11:13] { // utime, stime
-			n, err := strconv.ParseInt(field, 10, 64)
-			if err != nil {
-				return 0, err
-			}
-			ticks += n
-		}
+		sum += t
 	}
-	return time.Duration(ticks) * 10 * time.Millisecond, nil // USER_HZ is 100 on Linux
+	return sum, nil
 }
 
 // quietShare is the simulators' CPU, as a share of one core over a window
@@ -158,10 +122,11 @@ func pauseSimulators(ctx context.Context, root string, clusters []string) (resum
 		sims.resume()
 		return nil, "", err
 	}
-	note = fmt.Sprintf("the KWOK controllers of the %d fleets stopped during the rounds (`-pause-simulators`), after %.0f s waiting for them to use under %.0f%% of a core", len(sims), waited.Seconds(), quietShare*100)
+	wait := fmt.Sprintf("after %.0f s waiting for them to use under %.0f%% of a core", waited.Seconds(), quietShare*100)
 	if !quiet {
-		note = fmt.Sprintf("the KWOK controllers of the %d fleets stopped during the rounds (`-pause-simulators`), still busy after %.0f s of waiting", len(sims), waited.Seconds())
+		wait = fmt.Sprintf("still busy after %.0f s of waiting", waited.Seconds())
 	}
+	note = fmt.Sprintf("the KWOK controllers of the %d fleets stopped during the rounds (`-pause-simulators`), %s", len(sims), wait)
 	return func() {
 		if err := sims.resume(); err != nil {
 			logf("resuming the KWOK controllers: %v (kill -CONT %v)", err, []int(sims))

@@ -54,7 +54,7 @@ type watcherFigures struct {
 
 // benchWatcher measures and returns the section for bench/RESULTS.md.
 func benchWatcher(ctx context.Context, root, cluster string, client kubernetes.Interface, env []string, gpuops string, fleet []fleetNode, rounds int) (string, error) {
-	pid, err := readPID(filepath.Join(root, ".lab", "clusters", "clusters", cluster, "pids", "kube-apiserver.pid"))
+	pid, err := readPID(pidFile(root, cluster, "kube-apiserver"))
 	if err != nil {
 		return "", err
 	}
@@ -319,6 +319,12 @@ func get(ctx context.Context, url string) (string, error) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	return string(body), err
+}
+
+// pidFile is where kwokctl keeps the pid of a component of a cluster of
+// the repository (hack/cluster.sh's KWOK_WORKDIR, .lab/clusters).
+func pidFile(root, cluster, component string) string {
+	return filepath.Join(root, ".lab", "clusters", "clusters", cluster, "pids", component+".pid")
 }
 
 func readPID(path string) (int, error) {
