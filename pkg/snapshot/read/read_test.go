@@ -172,7 +172,7 @@ func TestReadMatchesPlainList(t *testing.T) {
 	}
 
 	// Whole nodes with only the labels the DaemonSets select on, the
-	// filter made of the DaemonSets read beside them.
+	// filter made of the DaemonSets read before them.
 	selected := func(dss []snapshot.DaemonSet) func(string) bool {
 		keys := map[string]bool{}
 		for _, d := range dss {
