@@ -15,8 +15,9 @@ import (
 // inflating them was a fifth of a judge's CPU (bench/RESULTS.md, "Inflating,
 // decoding and connecting less"): klauspost's inflater takes a fifth less
 // time than compress/gzip (BenchmarkInflate; 10.6-13.1 against 14.4-15.1 ms
-// on that fleet's 14 MB pod list). A request that says its own Accept-Encoding, or asks
-// for a range, is left to the transport, as Go's would be.
+// on that fleet's 14 MB pod list). A request that says its own
+// Accept-Encoding, or asks for a range, is left to the transport, as Go's
+// would be.
 type gunzip struct{ next http.RoundTripper }
 
 func (g gunzip) RoundTrip(req *http.Request) (*http.Response, error) {
