@@ -39,21 +39,15 @@ const fastLink = 2 * time.Millisecond
 const handshakeTimeout = 10 * time.Second
 
 // readingClient is an HTTP/1.1 client for cfg whose TLS connections share
-// one session, as above; for a server without TLS, client-go's own. Both
-// inflate gzipped responses with gunzip, unless cfg disables compression.
+// one session, as above, and whose responses gunzip inflates unless cfg
+// disables compression; for a server without TLS, client-go's own.
 func readingClient(cfg *rest.Config) (*http.Client, error) {
 	tlsCfg, err := rest.TLSConfigFor(cfg)
 	if err != nil {
 		return nil, err
 	}
 	if tlsCfg == nil {
-		plain := rest.CopyConfig(cfg)
-		plain.DisableCompression = true // gunzip's part
-		rt, err := rest.TransportFor(plain)
-		if err != nil {
-			return nil, err
-		}
-		return &http.Client{Transport: inflating(cfg, rt), Timeout: cfg.Timeout}, nil
+		return rest.HTTPClientFor(cfg)
 	}
 	tc, err := cfg.TransportConfig()
 	if err != nil {
