@@ -138,6 +138,12 @@ func TestLab(t *testing.T) {
 	if afterReset := runLab("run after reset"); !maps.Equal(afterReset, first) {
 		t.Errorf("run after reset changed out/:\n%v\nfirst:\n%v", afterReset, first)
 	}
+
+	// Every judge in every format, on the lab as it leaves it.
+	t.Run("golden", func(t *testing.T) {
+		gpuopstest.CheckGolden(t, bin, "testdata/golden", []string{"--kubeconfig", gpuopstest.ManyContexts(t, env.Kubeconfig)},
+			gpuopstest.Volatile{env.RESTConfig.Host: "<server>"}, gpuopstest.JudgeCases(lab.Nodes[len(lab.Nodes)-1].Name))
+	})
 }
 
 func readDir(t *testing.T, dir string) map[string]string {

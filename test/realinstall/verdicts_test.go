@@ -92,6 +92,7 @@ func TestVerdicts(t *testing.T) {
 			in.checkRoster(t, m.Roster)
 			in.checkText(t, m.Nodes)
 			in.checkLiveAgrees(t)
+			in.checkGolden(t, "testdata/golden/"+m.Name)
 		})
 	}
 	t.Run("stuck-after", func(t *testing.T) { in.checkStuckAfter(t) })
@@ -346,4 +347,15 @@ func (in *install) switchTo(t *testing.T, s modeState) {
 		in.ensure(t, u, s.nvidiaDriver)
 	}
 	in.settle(t)
+}
+
+// checkGolden: every judge in every format says, byte for byte, what it
+// said when dir was written (the install's names and clock aside).
+func (in *install) checkGolden(t *testing.T, dir string) {
+	t.Helper()
+	node := in.nodes[slices.Sorted(maps.Keys(in.nodes))[0]]
+	gpuopstest.CheckGolden(t, gpuopstest.Binary(t), dir,
+		[]string{"--kubeconfig", gpuopstest.ManyContexts(t, in.env.Kubeconfig), "-n", in.env.Namespace},
+		gpuopstest.Volatile{in.env.Namespace: "<namespace>", in.env.ID: "<id>", in.env.RESTConfig.Host: "<server>"},
+		gpuopstest.JudgeCases(node, in.selector()))
 }

@@ -1,0 +1,179 @@
+package gpuopstest
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Golden is one command line whose whole output (exit code, stdout, stderr)
+// must stay byte for byte what testdata/golden holds: the guard of every
+// change that is meant not to change behaviour.
+type Golden struct {
+	Name string   // the file under testdata/golden, without .golden
+	Args []string // gpuops's arguments
+}
+
+// UpdateGolden is the environment variable that makes CheckGolden write
+// what it got instead of comparing: GPUOPS_UPDATE_GOLDEN=1 go test ./test/...
+const UpdateGolden = "GPUOPS_UPDATE_GOLDEN"
+
+// Volatile is what differs between two runs of the same command on the
+// same objects and is not gpuops's doing: the names a test makes unique
+// (replaced by the caller's) and the clock's instants and ages.
+type Volatile map[string]string
+
+var instant = regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?( UTC)?`)
+
+// normalize makes out comparable across runs: each of v's keys replaced by
+// its value, the instants by <time>, and the ages that follow "for ",
+// "since" clocks or stand in parentheses by <age>.
+func (v Volatile) normalize(out string) string {
+	// the longest first: a namespace may hold a test's ID
+	for _, from := range slices.SortedFunc(maps.Keys(v), func(a, b string) int { return len(b) - len(a) }) {
+		if from != "" {
+			out = strings.ReplaceAll(out, from, v[from])
+		}
+	}
+	out = instant.ReplaceAllString(out, "<time>")
+	return ageIn.ReplaceAllStringFunc(out, func(m string) string {
+		sub := ageIn.FindStringSubmatch(m)
+		return sub[1] + "<age>" + sub[3]
+	})
+}
+
+// ageIn finds an age where gpuops prints one: "(3m)", "for 3m", "3m ago",
+// "age 3m", in JSON as "ageSeconds": 180.
+var ageIn = regexp.MustCompile(`(\(|for |age[": ]+|Seconds": )(\d+h\d+m\d+s|\d+h\d+m|\d+h|\d+m\d+s|\d+m|\d+(\.\d+)?s|\d+)(\)|\b)`)
+
+// CheckGolden runs each command with bin and the common arguments and
+// compares what it printed, normalized by v, with dir/NAME.golden; with
+// GPUOPS_UPDATE_GOLDEN=1 it writes the files instead.
+func CheckGolden(t *testing.T, bin, dir string, common []string, v Volatile, cases []Golden) {
+	t.Helper()
+	update := os.Getenv(UpdateGolden) != ""
+	for _, c := range cases {
+		r := Run(t, nil, bin, append(append([]string{}, common...), c.Args...)...)
+		got := v.normalize(fmt.Sprintf("$ gpuops %s\nexit %d\n--- stdout\n%s--- stderr\n%s", strings.Join(c.Args, " "), r.Code, r.Stdout, r.Stderr))
+		path := filepath.Join(dir, c.Name+".golden")
+		if update {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Errorf("%s: %v (make it with %s=1)", c.Name, err, UpdateGolden)
+			continue
+		}
+		if got != string(want) {
+			t.Errorf("gpuops %s: output changed from %s:\n%s", strings.Join(c.Args, " "), path, lineDiff(string(want), got))
+		}
+	}
+}
+
+// lineDiff names the first line where got leaves want, with both.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := range max(len(w), len(g)) {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			return fmt.Sprintf("line %d:\n  want %q\n  got  %q", i+1, wl, gl)
+		}
+	}
+	return "(same lines, different ends)"
+}
+
+// JudgeCases are every judging command in every format it prints, the one
+// node order-check judges being node, then each again across the contexts
+// of ManyContexts (with -o openreports and report --html too).
+func JudgeCases(node string, selector ...string) []Golden {
+	formats := map[string][]string{
+		"audit":       {"text", "json", "yaml", "table", "wide", "name", "junit", "openreports"},
+		"order-check": {"text", "json", "yaml", "table", "wide", "name", "junit", "openreports"},
+		"matrix":      {"text", "json", "yaml", "table"},
+		"summary":     {"text", "json", "yaml", "table", "name"},
+		"health":      {"text", "json", "yaml", "table", "junit", "openreports"},
+		"upgrades":    {"text", "json", "yaml", "table", "openreports"},
+	}
+	var cs []Golden
+	for _, cmd := range []string{"audit", "order-check", "matrix", "summary", "health", "upgrades"} {
+		var args []string
+		if cmd == "order-check" {
+			args = []string{node}
+		}
+		for _, f := range formats[cmd] {
+			cs = append(cs, Golden{Name: cmd + "." + f, Args: slices.Concat([]string{cmd}, args, []string{"-o", f})})
+			if cmd != "order-check" {
+				cs = append(cs, Golden{Name: "contexts." + cmd + "." + f, Args: []string{cmd, "--contexts", strings.Join(Contexts, ","), "-o", f}})
+			}
+		}
+	}
+	cs = append(cs,
+		Golden{Name: "audit.explain", Args: []string{"audit", "--explain"}},
+		Golden{Name: "audit.all-rules", Args: []string{"audit", "--all-rules", "-o", "table"}},
+		Golden{Name: "health.explain", Args: []string{"health", "--explain"}},
+		Golden{Name: "order-check.all-rules", Args: []string{"order-check", "--all-rules", node, "-o", "wide"}},
+		Golden{Name: "summary.no-headers", Args: []string{"summary", "-o", "table", "--no-headers"}},
+		Golden{Name: "report.html", Args: []string{"report", "--html", "-"}},
+		Golden{Name: "contexts.report.html", Args: []string{"report", "--html", "-", "--contexts", strings.Join(Contexts, ",")}},
+	)
+	if len(selector) > 0 { // order-check judges its NODE alone
+		for i := range cs {
+			if cs[i].Args[0] != "order-check" {
+				cs[i].Args = append(cs[i].Args, "-l", selector[0])
+			}
+		}
+	}
+	return append(cs,
+		Golden{Name: "guard-status.text", Args: []string{"guard", "status"}},
+		Golden{Name: "guard-status.json", Args: []string{"guard", "status", "-o", "json"}},
+	)
+}
+
+// Contexts are the contexts of ManyContexts: the cluster twice, and one
+// whose API server does not answer.
+var Contexts = []string{"east", "west", "down"}
+
+// ManyContexts writes a kubeconfig whose contexts east and west are the
+// cluster of kubeconfig, and down a server that refuses connections.
+func ManyContexts(t testing.TB, kubeconfig string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := cfg.Contexts[cfg.CurrentContext]
+	down := *cfg.Clusters[cur.Cluster]
+	down.Server = "https://127.0.0.1:1"
+	cfg.Clusters["down"] = &down
+	for _, name := range Contexts {
+		c := *cur
+		if name == "down" {
+			c.Cluster = "down"
+		}
+		cfg.Contexts[name] = &c
+	}
+	path := filepath.Join(t.TempDir(), "contexts.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
