@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
+
+	"github.com/gpuops/gpuops/pkg/oneline"
 
 	"github.com/urfave/cli/v2"
 
@@ -99,6 +100,4 @@ func newApp(name string, stdout, stderr io.Writer) *cli.App {
 func usageError(err error) error { return fmt.Errorf("%w (see --help)", err) }
 
 // oneLine keeps an error to the single line a script can log.
-func oneLine(err error) string {
-	return strings.Join(strings.Fields(err.Error()), " ")
-}
+func oneLine(err error) string { return oneline.Error(err) }

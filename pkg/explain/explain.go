@@ -52,6 +52,16 @@ type Reason struct {
 	Message string `json:"message"`
 }
 
+// Messages are the reasons' messages, one after the other, as a person
+// reads them.
+func Messages(rs []Reason) string {
+	msgs := make([]string, len(rs))
+	for i, r := range rs {
+		msgs[i] = r.Message
+	}
+	return strings.Join(msgs, "; ")
+}
+
 // Missing is one operand a node asks for and does not run, with why.
 type Missing struct {
 	Node    string   `json:"node"`

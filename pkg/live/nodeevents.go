@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
+
+	"github.com/gpuops/gpuops/pkg/explain"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -98,11 +99,7 @@ func eventsOf(before, after *verdict.Verdict, rules []operand.Rule) []nodeEvent 
 func why(v *verdict.Verdict, op string) string {
 	for _, m := range v.Explain.Missing {
 		if m.Operand == op && len(m.Reasons) > 0 {
-			msgs := make([]string, len(m.Reasons))
-			for i, r := range m.Reasons {
-				msgs[i] = r.Message
-			}
-			return " (" + strings.Join(msgs, "; ") + ")"
+			return " (" + explain.Messages(m.Reasons) + ")"
 		}
 	}
 	return ""

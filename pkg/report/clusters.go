@@ -1,6 +1,7 @@
 package report
 
 import (
+	"github.com/gpuops/gpuops/pkg/oneline"
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
@@ -40,7 +41,7 @@ type Cluster struct {
 }
 
 // ErrorLine is the cluster's error on one line.
-func (c Cluster) ErrorLine() string { return strings.Join(strings.Fields(c.Err.Error()), " ") }
+func (c Cluster) ErrorLine() string { return oneline.Error(c.Err) }
 
 // FleetContext stands for the whole fleet where summary prints its total
 // beside the clusters.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/summary"
 	"github.com/gpuops/gpuops/pkg/upgrade"
 )
@@ -32,7 +33,7 @@ var fleetTemplate string
 var fleetPage = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("fleet").Funcs(template.FuncMap{
 		"status":   func(kind string) string { return findingStatus[kind] },
-		"messages": messages,
+		"messages": explain.Messages,
 		"join":     strings.Join,
 		"trouble":  upgrade.Trouble,
 	}).Parse(fleetTemplate))
@@ -191,7 +192,7 @@ func cellView(c summary.Cell, op string, findings []summary.Finding) htmlCell {
 	v.Title = op + ": " + s.String()
 	for _, f := range findings {
 		if f.Kind != summary.OrderFinding && f.Subject == op {
-			v.Title += " — " + messages(f.Reasons)
+			v.Title += " — " + explain.Messages(f.Reasons)
 		}
 	}
 	return v

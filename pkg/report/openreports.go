@@ -3,7 +3,8 @@ package report
 import (
 	"fmt"
 	"io"
-	"strings"
+
+	"github.com/gpuops/gpuops/pkg/oneline"
 
 	"github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	"sigs.k8s.io/yaml"
@@ -43,7 +44,7 @@ func clustersReports(w, notes io.Writer, cs []Cluster, view View) error {
 			_, err = c.Result.Verdict(c.Result.Node)
 		}
 		if err != nil {
-			fmt.Fprintf(notes, "%s: error: %s\n", c.Context, strings.Join(strings.Fields(err.Error()), " "))
+			fmt.Fprintf(notes, "%s: error: %s\n", c.Context, oneline.Error(err))
 			continue
 		}
 		all = append(all, openreports.Reports(c.Result, c.Context)...)

@@ -75,7 +75,7 @@ func (p Printer) Summary(w io.Writer, f summary.Fleet) error {
 	}
 	for _, n := range failing {
 		for _, fd := range n.Findings {
-			fmt.Fprintf(&b, "%s %s %s (%s)\n", n.Name, findingStatus[fd.Kind], fd.Subject, messages(fd.Reasons))
+			fmt.Fprintf(&b, "%s %s %s (%s)\n", n.Name, findingStatus[fd.Kind], fd.Subject, explain.Messages(fd.Reasons))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -129,14 +129,6 @@ func brokenRules(g summary.Group) string {
 	return strings.Join(parts, " ")
 }
 
-func messages(rs []explain.Reason) string {
-	msgs := make([]string, len(rs))
-	for i, r := range rs {
-		msgs[i] = r.Message
-	}
-	return strings.Join(msgs, "; ")
-}
-
 // summaryTables prints a table of group × operand counts, one of the broken
 // rules per group (when any), and one of the findings (when any).
 func summaryTables(w io.Writer, f summary.Fleet, failing []summary.Node, color bool) error {
@@ -168,7 +160,7 @@ func summaryTables(w io.Writer, f summary.Fleet, failing []summary.Node, color b
 	findings := table{header: []string{"NODE", "GROUP", "STATUS", "SUBJECT", "WHY"}}
 	for _, n := range failing {
 		for _, fd := range n.Findings {
-			findings.rows = append(findings.rows, []cell{{text: n.Name}, {text: n.Group}, {findingStatus[fd.Kind], red}, {text: fd.Subject}, {text: messages(fd.Reasons)}})
+			findings.rows = append(findings.rows, []cell{{text: n.Name}, {text: n.Group}, {findingStatus[fd.Kind], red}, {text: fd.Subject}, {text: explain.Messages(fd.Reasons)}})
 		}
 	}
 	if err := counts.write(w, color, true); err != nil {
