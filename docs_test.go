@@ -1,0 +1,278 @@
+package gpuops_test
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/gpuops/gpuops/internal/gpuopstest"
+)
+
+// The README is the front door: what gpuops is, the two commands, a short
+// tour and links, read in ten minutes. The rest lives in docs/.
+const readmeMaxLines = 300
+
+// doc is a Markdown file of the repository: its prose (fenced code and
+// inline code blanked, so that output and commands are not read as links or
+// figures) and the anchors of its headings.
+type doc struct {
+	name    string
+	prose   string
+	anchors map[string]bool
+}
+
+func readDoc(t *testing.T, name string) doc {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := doc{name: name, anchors: map[string]bool{}}
+	var prose strings.Builder
+	fenced := false
+	seen := map[string]int{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+			prose.WriteString("\n")
+			continue
+		}
+		if fenced {
+			prose.WriteString("\n")
+			continue
+		}
+		if h, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " "); ok && strings.HasPrefix(line, "#") {
+			a := slug(h)
+			if n := seen[a]; n > 0 {
+				d.anchors[a+"-"+strconv.Itoa(n)] = true
+			} else {
+				d.anchors[a] = true
+			}
+			seen[a]++
+		}
+		prose.WriteString(inlineCode.ReplaceAllString(line, "``") + "\n")
+	}
+	d.prose = prose.String()
+	return d
+}
+
+var inlineCode = regexp.MustCompile("`[^`]*`")
+
+// slug is the anchor GitHub gives a heading: lower case, only letters,
+// digits, spaces, hyphens and underscores kept, spaces made hyphens.
+func slug(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func docPages(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob("docs/*.md")
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("docs/*.md: %v, %d pages", err, len(pages))
+	}
+	return pages
+}
+
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// links are the targets of a doc's Markdown links, outside code.
+func (d doc) links() []string {
+	var out []string
+	for _, m := range mdLink.FindAllStringSubmatch(d.prose, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+func TestREADMEIsShort(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(b, []byte("\n")); n > readmeMaxLines {
+		t.Errorf("README.md has %d lines, at most %d: move the detail into docs/", n, readmeMaxLines)
+	}
+}
+
+// A moved section leaves links behind: every link between the repository's
+// docs must land on a file of the repository and, with #anchor, a heading.
+func TestDocsLinksResolve(t *testing.T) {
+	docs := map[string]doc{}
+	for _, name := range append([]string{"README.md"}, docPages(t)...) {
+		docs[name] = readDoc(t, name)
+	}
+	for name, d := range docs {
+		for _, link := range d.links() {
+			if strings.HasPrefix(link, "https://") || strings.HasPrefix(link, "http://") {
+				continue
+			}
+			file, anchor, _ := strings.Cut(link, "#")
+			target := name
+			if file != "" {
+				target = path.Join(path.Dir(name), file)
+			}
+			if strings.HasPrefix(target, "../") || path.IsAbs(target) {
+				t.Errorf("%s: link %s points outside the repository", name, link)
+				continue
+			}
+			if _, err := os.Stat(target); err != nil {
+				t.Errorf("%s: link %s: %v", name, link, err)
+				continue
+			}
+			if anchor == "" {
+				continue
+			}
+			to, ok := docs[target]
+			if !ok {
+				to = readDoc(t, target)
+			}
+			if !to.anchors[anchor] {
+				t.Errorf("%s: link %s: %s has no heading with anchor #%s", name, link, target, anchor)
+			}
+		}
+	}
+}
+
+// Every page of docs/ is one click from the README, or nobody finds it.
+func TestDocsReachableFromREADME(t *testing.T) {
+	linked := map[string]bool{}
+	for _, link := range readDoc(t, "README.md").links() {
+		file, _, _ := strings.Cut(link, "#")
+		linked[path.Clean(file)] = true
+	}
+	for _, page := range docPages(t) {
+		if !linked[page] {
+			t.Errorf("README.md does not link %s", page)
+		}
+	}
+}
+
+// figure is a measured quantity in prose: a duration, a size or a ratio.
+var figure = regexp.MustCompile(`\d[\d,]*(?:\.\d+)?(?: min \d+ s| ?(?:CPU-minutes|minutes|ms|µs|s|MB|GB|KB|×))(?:[^\w]|$)`)
+
+// The README's timings must be runs recorded in bench/RESULTS.md, written as
+// the bench wrote them, not estimates nor rounded hopes.
+func TestREADMEFiguresAreRecorded(t *testing.T) {
+	results, err := os.ReadFile("bench/RESULTS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, m := range figure.FindAllString(readDoc(t, "README.md").prose, -1) {
+		f := strings.TrimRightFunc(m, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '×' })
+		found++
+		if !recorded(string(results), f) {
+			t.Errorf("README.md says %q, which bench/RESULTS.md does not record", f)
+		}
+	}
+	if found == 0 {
+		t.Error("README.md gives no figure: the two commands' timings belong there")
+	}
+}
+
+// recorded is whether figure f stands in the results on its own, not as the
+// tail of a longer number (214 s is not 1214 s).
+func recorded(results, f string) bool {
+	for i := strings.Index(results, f); i >= 0; {
+		if i == 0 || !strings.ContainsAny(results[i-1:i], "0123456789.,") {
+			return true
+		}
+		j := strings.Index(results[i+1:], f)
+		if j < 0 {
+			return false
+		}
+		i += 1 + j
+	}
+	return false
+}
+
+// Every command, and every subcommand, has its section in docs/commands.md
+// and its name in the README: a new command comes with its tour.
+func TestEveryCommandDocumented(t *testing.T) {
+	bin := gpuopstest.Binary(t)
+	raw, err := os.ReadFile("docs/commands.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var headings []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "## ") {
+			headings = append(headings, line)
+		}
+	}
+	commands := helpCommands(t, bin)
+	if len(commands) < 10 {
+		t.Fatalf("gpuops --help lists %d commands: %q", len(commands), commands)
+	}
+	for _, c := range commands {
+		word := regexp.MustCompile(`(^|[^\w-])` + regexp.QuoteMeta(c) + `([^\w-]|$)`)
+		if !containsMatch(headings, word) {
+			t.Errorf("docs/commands.md has no section (## heading) for %s", c)
+		}
+		if !word.Match(readme) {
+			t.Errorf("README.md does not name the command %s", c)
+		}
+		for _, sub := range helpCommands(t, bin, c) {
+			if !strings.Contains(string(raw), c+" "+sub) {
+				t.Errorf("docs/commands.md does not show %s %s", c, sub)
+			}
+		}
+	}
+}
+
+func containsMatch(lines []string, re *regexp.Regexp) bool {
+	for _, l := range lines {
+		if re.MatchString(l) {
+			return true
+		}
+	}
+	return false
+}
+
+// helpCommands are the commands the COMMANDS section of `gpuops [args] --help`
+// lists, without help itself.
+func helpCommands(t *testing.T, bin string, args ...string) []string {
+	t.Helper()
+	r := gpuopstest.Run(t, nil, bin, append(args, "--help")...)
+	if r.Code != 0 {
+		t.Fatalf("gpuops %s --help: exit %d\n%s", strings.Join(args, " "), r.Code, r.Stderr)
+	}
+	var names []string
+	in := false
+	sc := bufio.NewScanner(strings.NewReader(r.Stdout))
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "COMMANDS:":
+			in = true
+		case in && strings.TrimSpace(line) == "":
+			in = false
+		case in:
+			name := strings.TrimSuffix(strings.Fields(line)[0], ",")
+			if name != "help" {
+				names = append(names, name)
+			}
+		}
+	}
+	return names
+}
