@@ -276,3 +276,38 @@ func helpCommands(t *testing.T, bin string, args ...string) []string {
 	}
 	return names
 }
+
+// repoPath is a path of this repository named in the docs.
+var repoPath = regexp.MustCompile(`(?:^|[^\w./-])((?:cmd|pkg|internal|test|hack|kustomize|bench)/[\w./-]*\w/?)`)
+
+// upstreamPaths are the upstream projects' files the docs cite as the source
+// of a fact; they name no path of this repository.
+var upstreamPaths = map[string]bool{
+	"cmd/driver-manager/main.go":         true, // k8s-driver-manager
+	"cmd/nvidia-k8s-vgpu-dm/main.go":     true, // vgpu-device-manager
+	"internal/state/driver.go":           true, // gpu-operator
+	"internal/state/nodepool.go":         true, // gpu-operator
+	"pkg/mig/reconfigure/reconfigure.go": true, // mig-parted
+	"pkg/upgrade/consts.go":              true, // k8s-operator-libs
+	"pkg/controller/daemon":              true, // Kubernetes
+}
+
+// Packages are renamed and files move: every path of the repository the
+// docs name must still be there.
+func TestDocsPathsExist(t *testing.T) {
+	for _, name := range append([]string{"README.md"}, docPages(t)...) {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range repoPath.FindAllStringSubmatch(string(b), -1) {
+			p := m[1]
+			if upstreamPaths[p] {
+				continue
+			}
+			if _, err := os.Stat(p); err != nil {
+				t.Errorf("%s names %s, which is not in the repository", name, p)
+			}
+		}
+	}
+}
