@@ -89,6 +89,20 @@ func docPages(t *testing.T) []string {
 	return pages
 }
 
+// rawDocs is the README and every docs page, by name, as written.
+func rawDocs(t *testing.T) map[string]string {
+	t.Helper()
+	docs := map[string]string{}
+	for _, name := range append([]string{"README.md"}, docPages(t)...) {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs[name] = string(b)
+	}
+	return docs
+}
+
 var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 
 // links are the targets of a doc's Markdown links, outside code.
@@ -295,18 +309,55 @@ var upstreamPaths = map[string]bool{
 // Packages are renamed and files move: every path of the repository the
 // docs name must still be there.
 func TestDocsPathsExist(t *testing.T) {
-	for _, name := range append([]string{"README.md"}, docPages(t)...) {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range repoPath.FindAllStringSubmatch(string(b), -1) {
+	for name, text := range rawDocs(t) {
+		for _, m := range repoPath.FindAllStringSubmatch(text, -1) {
 			p := m[1]
 			if upstreamPaths[p] {
 				continue
 			}
 			if _, err := os.Stat(p); err != nil {
 				t.Errorf("%s names %s, which is not in the repository", name, p)
+			}
+		}
+	}
+}
+
+// testName is a test or benchmark the docs cite as the check of a claim;
+// a trailing * stands for a family of them.
+var testName = regexp.MustCompile(`\b(?:Test|Benchmark)[A-Z]\w*\*?`)
+
+// A claim the docs say is tested must name a test that is there: a renamed
+// or deleted test fails here, not in a reader's search.
+func TestDocsCiteTestsThatExist(t *testing.T) {
+	var funcs strings.Builder
+	err := filepath.WalkDir(".", func(p string, e os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.IsDir() && strings.HasPrefix(e.Name(), ".") && p != "." {
+			return filepath.SkipDir
+		}
+		if strings.HasSuffix(p, "_test.go") {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			funcs.Write(b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := funcs.String()
+	for name, text := range rawDocs(t) {
+		for _, n := range testName.FindAllString(text, -1) {
+			decl := "func " + n + "("
+			if prefix, family := strings.CutSuffix(n, "*"); family {
+				decl = "func " + prefix
+			}
+			if !strings.Contains(declared, decl) {
+				t.Errorf("%s cites %s, which no test file declares", name, n)
 			}
 		}
 	}
