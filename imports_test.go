@@ -6,22 +6,42 @@ import (
 	"testing"
 )
 
-// The judging core judges plain values: the model, the catalog, the judges
-// and DaemonSet admission must never link an API client, so that anything
-// which judges (a script's differential test, the live watcher, a webhook)
-// can use them without the network stack.
-func TestJudgingCoreImportsNoClient(t *testing.T) {
-	core := []string{
-		"./pkg/snapshot", "./pkg/judge", "./pkg/explain", "./pkg/operand", "./pkg/daemonset",
-		"./pkg/health", "./pkg/verdict", "./pkg/summary", "./pkg/discover", "./pkg/plan",
+// pure are the packages that hold, judge or format plain values: the model,
+// the catalog, the judges and DaemonSet admission, their outcome, the guard's
+// policy, and what turns verdicts into reports and lines. None may link an
+// API client, so that anything which judges or prints a verdict (a script's
+// differential test, the live watcher, a webhook) can use them without the
+// network stack; a package that needs a client is not on this list.
+var pure = []string{
+	"snapshot", "judge", "explain", "operand", "daemonset", "health", "upgrade", "verdict", "summary",
+	"discover", "plan", "outcome", "openreports", "oneline", "guard", "labspec", "render",
+}
+
+// TestPurePackagesLinkNoClient fails for each pure package that links
+// client-go, directly or through any package it imports.
+func TestPurePackagesLinkNoClient(t *testing.T) {
+	args := []string{"list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}"}
+	for _, p := range pure {
+		args = append(args, "./pkg/"+p)
 	}
-	out, err := exec.Command("go", append([]string{"list", "-deps", "-f", "{{.ImportPath}}"}, core...)...).CombinedOutput()
+	out, err := exec.Command("go", args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
-	for _, dep := range strings.Fields(string(out)) {
-		if strings.HasPrefix(dep, "k8s.io/client-go") {
-			t.Errorf("the judging core (%s) depends on %s", strings.Join(core, " "), dep)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != len(pure) {
+		t.Fatalf("go list listed %d packages, want the %d pure ones:\n%s", len(lines), len(pure), out)
+	}
+	for _, line := range lines {
+		pkg, deps, _ := strings.Cut(line, " ")
+		var client []string
+		for _, dep := range strings.Fields(deps) {
+			if strings.HasPrefix(dep, "k8s.io/client-go/") || dep == "k8s.io/client-go" {
+				client = append(client, dep)
+			}
+		}
+		if len(client) > 0 {
+			t.Errorf("%s must not link an API client; it links %d client-go packages (%s, …)", pkg, len(client), client[0])
 		}
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuops/gpuops/pkg/clusters"
-	"github.com/gpuops/gpuops/pkg/pipeline"
+	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
@@ -24,7 +24,7 @@ func auditCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return judgeAndReport(c, f, report.AuditView, (*pipeline.Result).AuditFailed)
+			return judgeAndReport(c, f, report.AuditView, (*outcome.Result).AuditFailed)
 		},
 	}
 }

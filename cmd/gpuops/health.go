@@ -4,7 +4,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuops/gpuops/pkg/clusters"
-	"github.com/gpuops/gpuops/pkg/pipeline"
+	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
@@ -36,7 +36,7 @@ func healthCommand() *cli.Command {
 				}
 			}
 			f.opts.Health, f.opts.Nodes = true, c.Args().Slice()
-			return judgeAndReport(c, f, report.HealthView, (*pipeline.Result).Unusable)
+			return judgeAndReport(c, f, report.HealthView, (*outcome.Result).Unusable)
 		},
 	}
 }

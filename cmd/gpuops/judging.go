@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gpuops/gpuops/pkg/clusters"
+	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
 )
@@ -143,7 +144,7 @@ func rosterChoice(c *cli.Context) pipeline.Choice {
 
 // judge runs the pipeline with the command's options (the whole cluster,
 // the nodes -l selects, or those f.opts names).
-func judge(c *cli.Context, f judgeFlags) (*pipeline.Result, error) {
+func judge(c *cli.Context, f judgeFlags) (*outcome.Result, error) {
 	cl, err := connect(c)
 	if err != nil {
 		return nil, err
@@ -157,7 +158,7 @@ func judge(c *cli.Context, f judgeFlags) (*pipeline.Result, error) {
 
 // judgeAndReport is a judging command's body: the pipeline, one view of its
 // result, and exit 1 when failed says the verdict is a finding.
-func judgeAndReport(c *cli.Context, f judgeFlags, view report.View, failed func(*pipeline.Result) bool) error {
+func judgeAndReport(c *cli.Context, f judgeFlags, view report.View, failed func(*outcome.Result) bool) error {
 	if f.clusters != nil {
 		cs := f.clusters.Judge(c.Context, c.App.ErrWriter, f.opts)
 		if err := f.printer.Clusters(c.App.Writer, c.App.ErrWriter, cs, view, c.Command.Name); err != nil {
@@ -185,7 +186,7 @@ func noArgs(c *cli.Context) error {
 
 // clustersExit is a run's exit across clusters: 2 when one could not be
 // judged, else 1 when one has a finding.
-func clustersExit(cs []report.Cluster, failed func(*pipeline.Result) bool) error {
+func clustersExit(cs []outcome.Cluster, failed func(*outcome.Result) bool) error {
 	found, err := clusters.Verdict(cs, failed)
 	if err != nil {
 		return err

@@ -8,7 +8,6 @@ import (
 	"github.com/gpuops/gpuops/pkg/access"
 	"github.com/gpuops/gpuops/pkg/labrun"
 	"github.com/gpuops/gpuops/pkg/rehearsal"
-	"github.com/gpuops/gpuops/pkg/report"
 )
 
 func labCommand() *cli.Command {
@@ -40,11 +39,11 @@ func labCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			m, err := labrun.Run(c.Context, cl.Kube, lab, assets, workspaceOf(c), provisionOptions(c))
+			matrix, err := labrun.Run(c.Context, cl.Kube, lab, assets, workspaceOf(c), provisionOptions(c))
 			if err != nil {
 				return err
 			}
-			if err := (report.Printer{Format: report.Text}).Matrix(c.App.Writer, m); err != nil || c.String("scenario") == "" {
+			if _, err := c.App.Writer.Write(matrix); err != nil || c.String("scenario") == "" {
 				return err
 			}
 			return rehearsal.Lab(c.Context, cl.Kube, c.App.Writer, lab, c.Duration("timeout"))

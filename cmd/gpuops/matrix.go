@@ -4,7 +4,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuops/gpuops/pkg/clusters"
-	"github.com/gpuops/gpuops/pkg/pipeline"
+	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
@@ -21,7 +21,7 @@ func matrixCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return judgeAndReport(c, f, report.MatrixView, func(*pipeline.Result) bool { return false })
+			return judgeAndReport(c, f, report.MatrixView, func(*outcome.Result) bool { return false })
 		},
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuops/gpuops/pkg/clusters"
-	"github.com/gpuops/gpuops/pkg/pipeline"
+	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
@@ -34,7 +34,7 @@ func orderCheckCommand() *cli.Command {
 				return err
 			}
 			f.opts.Node = c.Args().First()
-			return judgeAndReport(c, f, report.OrderView, (*pipeline.Result).OrderFailed)
+			return judgeAndReport(c, f, report.OrderView, (*outcome.Result).OrderFailed)
 		},
 	}
 }

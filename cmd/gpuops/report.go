@@ -8,7 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/gpuops/gpuops/pkg/pipeline"
+	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/workspace"
 )
@@ -43,7 +43,7 @@ func reportCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			src := report.Source{Namespace: r.Namespace, Selector: r.NodeSelector, Taken: r.Taken}
+			src := report.Source{Namespace: r.Namespace, Selector: r.Selector, Taken: r.Taken}
 			src.Context, src.Server = configFlags(c).Target()
 			f.printer.Notes(c.App.ErrWriter, r)
 			var page bytes.Buffer
@@ -70,7 +70,7 @@ func reportClusters(c *cli.Context, f judgeFlags, file string) error {
 	if err := writePage(c, file, page.Bytes(), holds); err != nil {
 		return err
 	}
-	return clustersExit(cs, func(r *pipeline.Result) bool { return r.Fleet.Findings() > 0 })
+	return clustersExit(cs, func(r *outcome.Result) bool { return r.Fleet.Findings() > 0 })
 }
 
 // writePage writes the page to file (- for stdout), saying what it holds.

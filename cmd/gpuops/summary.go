@@ -4,6 +4,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuops/gpuops/pkg/clusters"
+	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
 )
@@ -30,7 +31,7 @@ func summaryCommand() *cli.Command {
 				return err
 			}
 			fleetOptions(&f)
-			return judgeAndReport(c, f, report.SummaryView, func(r *pipeline.Result) bool { return r.Fleet.Findings() > 0 })
+			return judgeAndReport(c, f, report.SummaryView, func(r *outcome.Result) bool { return r.Fleet.Findings() > 0 })
 		},
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuops/gpuops/pkg/clusters"
-	"github.com/gpuops/gpuops/pkg/pipeline"
+	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
@@ -29,7 +29,7 @@ func upgradesCommand() *cli.Command {
 				return err
 			}
 			f.opts.Upgrades = true
-			return judgeAndReport(c, f, report.UpgradesView, (*pipeline.Result).UpgradeFailed)
+			return judgeAndReport(c, f, report.UpgradesView, (*outcome.Result).UpgradeFailed)
 		},
 	}
 }

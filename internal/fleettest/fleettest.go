@@ -85,7 +85,7 @@ func Snapshot(n int) *snapshot.Snapshot {
 // they allow, grouped by GroupBy.
 func Fleet(tb testing.TB, n int) summary.Fleet {
 	tb.Helper()
-	p := pipeline.Plan{Options: pipeline.Options{Explain: true, GroupBy: GroupBy}, Roster: operand.Lab, Rules: operand.RulesFor(operand.Lab, operand.AllRules)}
+	p := pipeline.Scope{Options: pipeline.Options{Explain: true, GroupBy: GroupBy}, Roster: operand.Lab, Rules: operand.RulesFor(operand.Lab, operand.AllRules)}
 	r, err := p.Judge(Snapshot(n), time.Time{})
 	if err != nil {
 		tb.Fatal(err)

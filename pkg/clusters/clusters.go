@@ -3,7 +3,8 @@
 // auth and API server; each request bounded by --request-timeout) and its
 // own verdict from pipeline.Run (its own ClusterPolicy and roster), at most
 // --parallel at once. One cluster's failure never stops the others: it is
-// that cluster's error entry (pkg/report prints every cluster's part).
+// that cluster's error entry, an outcome.Cluster as its result is
+// (pkg/report prints every cluster's part).
 package clusters
 
 import (
@@ -21,8 +22,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuops/gpuops/pkg/kube"
+	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/pipeline"
-	"github.com/gpuops/gpuops/pkg/report"
 )
 
 // DefaultParallel is how many clusters are judged at once unless --parallel
@@ -125,9 +126,9 @@ const quietUpTo = 3
 // returns each one's result or error in the targets' order. With more than
 // a few targets it writes a line to progress (stderr) as each one is done.
 // With opts.Node, a cluster without that node is an error too.
-func (r *Run) Judge(ctx context.Context, progress io.Writer, opts pipeline.Options) []report.Cluster {
+func (r *Run) Judge(ctx context.Context, progress io.Writer, opts pipeline.Options) []outcome.Cluster {
 	targets := r.Targets
-	out := make([]report.Cluster, len(targets))
+	out := make([]outcome.Cluster, len(targets))
 	var g errgroup.Group
 	g.SetLimit(r.Parallel)
 	var mu sync.Mutex
@@ -153,8 +154,8 @@ func (r *Run) Judge(ctx context.Context, progress io.Writer, opts pipeline.Optio
 	return out
 }
 
-func judge(ctx context.Context, t Target, opts pipeline.Options) report.Cluster {
-	c := report.Cluster{Context: t.Context, Server: t.Server}
+func judge(ctx context.Context, t Target, opts pipeline.Options) outcome.Cluster {
+	c := outcome.Cluster{Context: t.Context, Server: t.Server}
 	cl, err := kube.Connect(t.Flags)
 	var reader kubernetes.Interface
 	if err == nil {
@@ -175,7 +176,7 @@ func judge(ctx context.Context, t Target, opts pipeline.Options) report.Cluster 
 // Verdict is a run's outcome: its error when a cluster could not be judged
 // (exit 2: such a cluster is never counted as healthy), naming each one;
 // else whether failed says a cluster's result is a finding.
-func Verdict(cs []report.Cluster, failed func(*pipeline.Result) bool) (bool, error) {
+func Verdict(cs []outcome.Cluster, failed func(*outcome.Result) bool) (bool, error) {
 	var notJudged []string
 	for _, c := range cs {
 		if c.Err != nil {
@@ -185,5 +186,5 @@ func Verdict(cs []report.Cluster, failed func(*pipeline.Result) bool) (bool, err
 	if notJudged != nil {
 		return false, fmt.Errorf("%d of %d contexts could not be judged: %s", len(notJudged), len(cs), strings.Join(notJudged, "; "))
 	}
-	return slices.ContainsFunc(cs, func(c report.Cluster) bool { return failed(c.Result) }), nil
+	return slices.ContainsFunc(cs, func(c outcome.Cluster) bool { return failed(c.Result) }), nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/clusters"
 	"github.com/gpuops/gpuops/pkg/kube"
+	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 )
 
@@ -148,7 +149,7 @@ func TestJudgeAtMostParallel(t *testing.T) {
 	if n := strings.Count(progress.String(), "\n"); n != 6 || !strings.Contains(progress.String(), "contexts: 6/6 judged (c") {
 		t.Errorf("progress:\n%s\nwant a line per cluster", progress.String())
 	}
-	found, err := clusters.Verdict(cs, func(*pipeline.Result) bool { return true })
+	found, err := clusters.Verdict(cs, func(*outcome.Result) bool { return true })
 	if found || err == nil || !strings.HasPrefix(err.Error(), "6 of 6 contexts could not be judged: c0: ") {
 		t.Errorf("Verdict: %v, %v", found, err)
 	}

@@ -84,7 +84,7 @@ type NodeAudit struct {
 func (a NodeAudit) OK() bool { return len(a.Missing) == 0 && len(a.Stuck) == 0 }
 
 // Index is a snapshot indexed once for several judges: its nodes in
-// natural name order and its pods' presence. pipeline.Plan.Judge runs the
+// natural name order and its pods' presence. pipeline.Scope.Judge runs the
 // audit, the order check and the matrix over one.
 type Index struct {
 	Nodes    []snapshot.Node

@@ -76,7 +76,7 @@ type Judge struct {
 	labels   pipeline.Labels // the node labels the node informer keeps
 	verdicts map[string]*verdict.Verdict
 	operator snapshot.Snapshot // the ClusterPolicy and NVIDIADrivers, with the reader's notes
-	plan     pipeline.Plan
+	plan     pipeline.Scope
 }
 
 // resource is one watched kind of object.

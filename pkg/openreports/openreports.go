@@ -45,7 +45,6 @@ import (
 	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/operand"
-	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/upgrade"
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
@@ -116,23 +115,12 @@ type Node struct {
 // and rules); bigger clusters get a report per node, as Kyverno writes one per resource.
 const MaxBytes = 512 << 10
 
-// Reports are the ClusterReports of a result: one for the cluster (named
-// gpuops; with a cluster name, gpuops-<cluster>-<hash>), or one per node
-// (<that>-<node>, its scope the node) when the results pass MaxBytes or the
-// command judged named nodes (order-check NODE, health NODE...). Nodes
-// without a result get no report of their own. cluster names the cluster
-// when reports of several clusters go together (gpuops --contexts): it
-// stamps the names and labels so they do not collide; empty for the one a
-// command or serve runs against.
-func Reports(r *pipeline.Result, cluster string) []v1alpha1.ClusterReport {
-	return Assemble(Nodes(r), cluster, r.Node != "" || len(r.Options.Nodes) > 0, MaxBytes)
-}
-
-// Nodes are the results of every node of a result, in its node order.
-func Nodes(r *pipeline.Result) []Node {
-	out := make([]Node, len(r.Nodes))
-	for i := range r.Nodes {
-		out[i] = NodeOf(&r.Nodes[i], r.Namespace, r.Taken)
+// Nodes are the results of each node's verdict, in the order given, found
+// at the time given. namespace is the operands' (their pods are resources).
+func Nodes(verdicts []verdict.Verdict, namespace string, at time.Time) []Node {
+	out := make([]Node, len(verdicts))
+	for i := range verdicts {
+		out[i] = NodeOf(&verdicts[i], namespace, at)
 	}
 	return out
 }
@@ -153,8 +141,14 @@ func NodeOf(v *verdict.Verdict, namespace string, at time.Time) Node {
 	return Node{Name: v.Node, Results: b.out, Bytes: size(b.out)}
 }
 
-// Assemble makes the reports of the nodes' results: one report, unless
-// perNode or the results pass maxBytes.
+// Assemble makes the ClusterReports of the nodes' results: one for the
+// cluster (named gpuops; with a cluster name, gpuops-<cluster>-<hash>), or
+// one per node (<that>-<node>, its scope the node) when perNode (the
+// command judged named nodes: order-check NODE, health NODE...) or the
+// results pass maxBytes. Nodes without a result get no report of their
+// own. cluster names the cluster when reports of several clusters go
+// together (gpuops --contexts): it stamps the names and labels so they do
+// not collide; empty for the one a command or serve runs against.
 func Assemble(nodes []Node, cluster string, perNode bool, maxBytes int) []v1alpha1.ClusterReport {
 	if !perNode {
 		total := 0

@@ -15,14 +15,15 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/openreports"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
 var now = time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)
 
-// servePlan judges as serve does: explained, with health and every rule.
-var servePlan = pipeline.Plan{Options: pipeline.Options{Explain: true, Health: true, StuckAfter: 30 * time.Minute},
+// serveScope judges as serve does: explained, with health and every rule.
+var serveScope = pipeline.Scope{Options: pipeline.Options{Explain: true, Health: true, StuckAfter: 30 * time.Minute},
 	Roster: operand.Lab, Rules: operand.RulesFor(operand.Lab, operand.AllRules)}
 
 // labNodes are n GPU nodes asking for the lab's five, all running or none.
@@ -97,11 +98,11 @@ func results(rs []v1alpha1.ReportResult, policy string, res v1alpha1.Result) []k
 func TestResultsAreTheVerdicts(t *testing.T) {
 	seen := map[string]int{} // what the clusters held, so none of it goes untested
 	for seed := range uint64(200) {
-		res, err := servePlan.Judge(randomCluster(rand.New(rand.NewPCG(seed, 1))), now)
+		res, err := serveScope.Judge(randomCluster(rand.New(rand.NewPCG(seed, 1))), now)
 		if err != nil {
 			t.Fatal(err)
 		}
-		reps := openreports.Reports(res, "")
+		reps := reportsOf(res, false)
 		if len(reps) != 1 {
 			t.Fatalf("seed %d: %d reports of a small cluster, want 1", seed, len(reps))
 		}
@@ -196,11 +197,11 @@ func cmp(a, b string) string {
 func TestMissingSaysWhy(t *testing.T) {
 	s := labNodes(1, false)
 	s.DaemonSets = s.DaemonSets[1:] // no driver DaemonSet at all
-	res, err := servePlan.Judge(s, now)
+	res, err := serveScope.Judge(s, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := openreports.Nodes(res)[0].Results[0]
+	r := nodesOf(res)[0].Results[0]
 	if r.Policy != openreports.Audit || r.Rule != operand.Driver || r.Result != openreports.Fail || r.Severity != openreports.High ||
 		r.Properties["label"] != "nvidia.com/gpu.deploy.driver" || r.Properties["value"] != "true" || r.Properties["reason"] != "missing" ||
 		r.Properties["codes"] != "no-daemonset" || !strings.HasPrefix(r.Description, "MISSING driver: ") {
@@ -213,22 +214,22 @@ func TestMissingSaysWhy(t *testing.T) {
 // the node, the same results) past it, and always for named nodes.
 func TestSplitBySize(t *testing.T) {
 	for _, running := range []bool{true, false} {
-		res, err := servePlan.Judge(labNodes(100, running), now)
+		res, err := serveScope.Judge(labNodes(100, running), now)
 		if err != nil {
 			t.Fatal(err)
 		}
-		nodes := openreports.Nodes(res)
-		b, _ := json.Marshal(openreports.Reports(res, "")[0])
+		nodes := nodesOf(res)
+		b, _ := json.Marshal(reportsOf(res, false)[0])
 		t.Logf("all running %v: %d results a node, %d bytes a node; one report of 100 nodes: %d bytes", running, len(nodes[0].Results), nodes[0].Bytes, len(b))
 		if nodes[0].Bytes > 6000 || len(nodes[0].Results) != 10 {
 			t.Errorf("a lab node's results take %d bytes (%d results): MaxBytes' comment says about 5 KB (10)", nodes[0].Bytes, len(nodes[0].Results))
 		}
 	}
-	res, err := servePlan.Judge(labNodes(300, false), now)
+	res, err := serveScope.Judge(labNodes(300, false), now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes := openreports.Nodes(res)
+	nodes := nodesOf(res)
 	total := 0
 	for _, n := range nodes {
 		total += n.Bytes
@@ -250,12 +251,11 @@ func TestSplitBySize(t *testing.T) {
 			t.Fatalf("report %d: %s scope %+v, %d results, summary %+v", i, r.Name, r.Scope, len(r.Results), r.Summary)
 		}
 	}
-	if got := openreports.Reports(res, ""); len(got) != 300 {
+	if got := reportsOf(res, false); len(got) != 300 {
 		t.Errorf("300 failing lab nodes (%d bytes) make %d reports, want one per node past MaxBytes %d", total, len(got), openreports.MaxBytes)
 	}
-	small, _ := servePlan.Judge(labNodes(3, false), now)
-	small.Options.Nodes = []string{"gpu-node-0001"} // health NODE...
-	if got := openreports.Reports(small, ""); len(got) != 3 || got[1].Name != "gpuops-gpu-node-0001" {
+	small, _ := serveScope.Judge(labNodes(3, false), now)
+	if got := reportsOf(small, true); len(got) != 3 || got[1].Name != "gpuops-gpu-node-0001" {
 		t.Errorf("named nodes make %d reports, want one per node", len(got))
 	}
 }
@@ -293,11 +293,11 @@ func TestNames(t *testing.T) {
 // TestCarryKeepsWhenFound checks that a result judged again, the same,
 // keeps the time it was found, and a changed one takes the new time.
 func TestCarryKeepsWhenFound(t *testing.T) {
-	before, _ := servePlan.Judge(labNodes(1, true), now)
+	before, _ := serveScope.Judge(labNodes(1, true), now)
 	s := labNodes(1, true)
 	s.Pods = s.Pods[1:] // the driver's pod is gone
-	after, _ := servePlan.Judge(s, now.Add(time.Hour))
-	prev, next := openreports.Nodes(before)[0], openreports.Nodes(after)[0]
+	after, _ := serveScope.Judge(s, now.Add(time.Hour))
+	prev, next := nodesOf(before)[0], nodesOf(after)[0]
 	openreports.Carry(prev.Results, next.Results)
 	for _, r := range next.Results {
 		changed := r.Rule == operand.Driver || r.Policy == openreports.Health || r.Rule == "toolkit-without-driver"
@@ -306,8 +306,8 @@ func TestCarryKeepsWhenFound(t *testing.T) {
 		}
 	}
 	a := openreports.Assemble([]openreports.Node{prev}, "", false, openreports.MaxBytes)[0]
-	again, _ := servePlan.Judge(labNodes(1, true), now.Add(time.Minute))
-	b := openreports.Assemble(openreports.Nodes(again), "", false, openreports.MaxBytes)[0]
+	again, _ := serveScope.Judge(labNodes(1, true), now.Add(time.Minute))
+	b := openreports.Assemble(nodesOf(again), "", false, openreports.MaxBytes)[0]
 	if !openreports.Same(&a, &b) {
 		t.Error("the same verdicts a minute later are not the Same report")
 	}
@@ -315,4 +315,15 @@ func TestCarryKeepsWhenFound(t *testing.T) {
 	if openreports.Same(&a, &c) {
 		t.Error("a missing driver makes the Same report")
 	}
+}
+
+// nodesOf are the results of every node of a result.
+func nodesOf(r *outcome.Result) []openreports.Node {
+	return openreports.Nodes(r.Nodes, r.Namespace, r.Taken)
+}
+
+// reportsOf are the reports of a result, one per node if perNode (the
+// command judged named nodes).
+func reportsOf(r *outcome.Result, perNode bool) []v1alpha1.ClusterReport {
+	return openreports.Assemble(nodesOf(r), "", perNode, openreports.MaxBytes)
 }

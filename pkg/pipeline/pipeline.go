@@ -1,11 +1,13 @@
 // Package pipeline is where every verdict gpuops gives is made. One call
 // takes the options (which nodes, which roster, which rules, how long a
-// pause may last, whether to say why, whether each node is usable) and a source — a snapshot read once
-// (Run), or the live store's nodes (pkg/live, through Judge) — and returns
-// one Result: the roster and its notes, each node's verdict, the fleet's
-// counts. audit, order-check, matrix, summary, report, lab, watch, serve and
-// guard status all judge here, so with the same flags on the same cluster
-// they say the same thing; a new judgement is one more stage of Judge.
+// pause may last, whether to say why, whether each node is usable) and a
+// source — a snapshot read once (Run), or the live store's nodes (pkg/live,
+// through Scope.Judge) — and returns one outcome.Result: the roster and its
+// notes, each node's verdict, the fleet's and the rollout's views. Every
+// command that judges a cluster (audit, order-check, matrix, summary,
+// health, upgrades, report, lab, watch, serve, guard status) judges here,
+// so with the same flags on the same cluster they say the same thing; a new
+// judgement is one more stage of Scope.Judge.
 //
 // The roster default is decided here once: on a GPU Operator install the
 // operands of the namespace's DaemonSets (pkg/discover), elsewhere the lab's
@@ -22,6 +24,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/plan"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/summary"
@@ -81,54 +84,40 @@ type Options struct {
 	// nodes are read, so only each verdict's LabelsBreak means anything.
 	LabelsOnly bool
 	// GroupBy, when set, groups the verdicts into a fleet view by the value
-	// of this node label (Result.Fleet).
+	// of this node label (outcome.Result.Fleet).
 	GroupBy string
 }
 
-// Plan is what the options and the cluster's DaemonSets and ClusterPolicy
+// Scope is what the options and the cluster's DaemonSets and ClusterPolicy
 // decide before any node is judged: the operands, the rules, what to tell
 // the user about them. The live judge keeps one until a DaemonSet changes.
-type Plan struct {
+// (pkg/plan is another thing: the steps of an opt-out or opt-in.)
+type Scope struct {
 	Options
 	Roster []operand.Operand
 	Rules  []operand.Rule
 	Notes  []string // the reader's, then the roster's
 }
 
-// Decide makes the plan of a snapshot (of which only the namespace, the
+// Decide makes the scope of a snapshot (of which only the namespace, the
 // DaemonSets, the operator's objects and the notes are read).
-func Decide(s *snapshot.Snapshot, o Options) Plan {
+func Decide(s *snapshot.Snapshot, o Options) Scope {
 	r := discover.For(s, o.Roster)
 	rules := []operand.Rule{operand.DeviceRule}
 	if o.AllRules {
 		rules = operand.RulesFor(r.Roster, operand.AllRules)
 	}
-	return Plan{Options: o, Roster: r.Roster, Rules: rules, Notes: slices.Concat(s.Notes, r.Notes)}
+	return Scope{Options: o, Roster: r.Roster, Rules: rules, Notes: slices.Concat(s.Notes, r.Notes)}
 }
 
-// Result is everything the judges say about the nodes of one snapshot.
-type Result struct {
-	Plan
-	Namespace string
-	Taken     time.Time         // the "now" the nodes were judged at
-	Nodes     []verdict.Verdict // natural name order
-	TotalPods int               // Running pods of any DaemonSet in the namespace
-	// Disabled are the roster's operands the ClusterPolicy switches off.
-	Disabled []explain.Off
-	// Fleet is the grouped view, when Options.GroupBy is set.
-	Fleet *summary.Fleet
-	// Rollout is the driver upgrade, when Options.Upgrades is set.
-	Rollout *upgrade.Rollout
-}
-
-// Judge judges every node of the snapshot by the plan as of now. The live
+// Judge judges every node of the snapshot in the scope as of now. The live
 // judge calls it with a snapshot of the nodes an event touched (and their
 // pods): every node's verdict depends only on the node, its pods, the
-// DaemonSets and the plan, so it is the verdict a whole read would give —
+// DaemonSets and the scope, so it is the verdict a whole read would give —
 // but for the rollout's (see Rollout).
-func (p Plan) Judge(s *snapshot.Snapshot, now time.Time) (*Result, error) {
-	if len(p.Nodes) > 0 {
-		kept, err := only(s, p.Nodes)
+func (sc Scope) Judge(s *snapshot.Snapshot, now time.Time) (*outcome.Result, error) {
+	if len(sc.Nodes) > 0 {
+		kept, err := only(s, sc.Nodes)
 		if err != nil {
 			return nil, err
 		}
@@ -139,20 +128,22 @@ func (p Plan) Judge(s *snapshot.Snapshot, now time.Time) (*Result, error) {
 	// (BenchmarkJudge5000).
 	var hs []health.Node
 	var healthJudged sync.WaitGroup
-	if p.Health {
-		healthJudged.Go(func() { hs = health.Judge(s, p.Roster, now, p.StuckAfter) })
+	if sc.Health {
+		healthJudged.Go(func() { hs = health.Judge(s, sc.Roster, now, sc.StuckAfter) })
 		defer healthJudged.Wait() // on an early return too
 	}
 	x := judge.NewIndex(s)
-	audits := x.Audit(p.Roster)
-	judge.Stuck(audits, s, p.Roster, now, p.StuckAfter)
-	orders, err := x.OrderAll(p.Roster, p.Rules)
+	audits := x.Audit(sc.Roster)
+	judge.Stuck(audits, s, sc.Roster, now, sc.StuckAfter)
+	orders, err := x.OrderAll(sc.Roster, sc.Rules)
 	if err != nil {
 		return nil, err
 	}
-	m := x.Matrix(p.Roster)
-	r := &Result{Plan: p, Namespace: s.Namespace, Taken: now, TotalPods: m.TotalPods, Nodes: make([]verdict.Verdict, len(audits)), Disabled: []explain.Off{}}
-	for _, o := range p.Roster {
+	m := x.Matrix(sc.Roster)
+	r := &outcome.Result{Namespace: s.Namespace, Selector: sc.NodeSelector, Node: sc.Node, Named: sc.Node != "" || len(sc.Nodes) > 0,
+		Explain: sc.Explain, Roster: sc.Roster, Notes: sc.Notes, Taken: now, TotalPods: m.TotalPods,
+		Nodes: make([]verdict.Verdict, len(audits)), Disabled: []explain.Off{}}
+	for _, o := range sc.Roster {
 		if o.Off != "" {
 			r.Disabled = append(r.Disabled, explain.Off{Operand: o.Name, Reason: o.Off})
 		}
@@ -162,15 +153,15 @@ func (p Plan) Judge(s *snapshot.Snapshot, now time.Time) (*Result, error) {
 		r.Nodes[i] = verdict.Verdict{Node: a.Node, Audit: a, Order: orders[i], Row: m.Rows[i]}
 		at[a.Node] = &r.Nodes[i]
 	}
-	if p.LabelsOnly { // the guard's judgement of the labels alone
+	if sc.LabelsOnly { // the guard's judgement of the labels alone
 		for _, n := range s.Nodes {
 			for _, b := range plan.Broken(n.Labels, operand.AllRules) {
 				at[n.Name].LabelsBreak = append(at[n.Name].LabelsBreak, b.Finding)
 			}
 		}
 	}
-	if p.Explain {
-		x := explain.Explain(s, p.Roster, audits, explain.Clock{Now: now, StuckAfter: p.StuckAfter})
+	if sc.Explain {
+		x := explain.Explain(s, sc.Roster, audits, explain.Clock{Now: now, StuckAfter: sc.StuckAfter})
 		for i := range r.Nodes {
 			r.Nodes[i].Explain = explain.Report{Missing: []explain.Missing{}, Warnings: []explain.Warning{}, Unexpected: []explain.Unexpected{}, Disabled: r.Disabled}
 		}
@@ -185,20 +176,20 @@ func (p Plan) Judge(s *snapshot.Snapshot, now time.Time) (*Result, error) {
 		}
 	}
 	healthJudged.Wait()
-	if p.Health {
+	if sc.Health {
 		for i := range hs {
 			at[hs[i].Node].Health = &hs[i]
 		}
 	}
-	if p.Upgrades {
-		ro := p.Rollout(s, now)
+	if sc.Upgrades {
+		ro := sc.Rollout(s, now)
 		r.Rollout = &ro
 		for i := range ro.Nodes {
 			at[ro.Nodes[i].Node].Upgrade = &ro.Nodes[i]
 		}
 	}
-	if p.GroupBy != "" {
-		f := summary.Build(s, r.Nodes, p.Roster, p.Rules, p.GroupBy)
+	if sc.GroupBy != "" {
+		f := summary.Build(s, r.Nodes, sc.Roster, sc.Rules, sc.GroupBy)
 		f.Rollout = r.Rollout
 		r.Fleet = &f
 	}
@@ -209,83 +200,8 @@ func (p Plan) Judge(s *snapshot.Snapshot, now time.Time) (*Result, error) {
 // is the one judgement that spans nodes (a node waits for the budget the
 // others use), so the live judge makes it from every node it holds, not
 // only from those an event touched.
-func (p Plan) Rollout(s *snapshot.Snapshot, now time.Time) upgrade.Rollout {
-	return upgrade.Judge(s, p.Roster, now, p.StuckAfter)
-}
-
-// Audits are the audit verdicts, node by node.
-func (r *Result) Audits() []judge.NodeAudit {
-	out := make([]judge.NodeAudit, len(r.Nodes))
-	for i, v := range r.Nodes {
-		out[i] = v.Audit
-	}
-	return out
-}
-
-// Orders are the order verdicts, node by node.
-func (r *Result) Orders() []judge.OrderVerdict {
-	out := make([]judge.OrderVerdict, len(r.Nodes))
-	for i, v := range r.Nodes {
-		out[i] = v.Order
-	}
-	return out
-}
-
-// Matrix is the node × operand table.
-func (r *Result) Matrix() judge.Matrix {
-	m := judge.Matrix{TotalPods: r.TotalPods}
-	for _, o := range r.Roster {
-		m.Columns = append(m.Columns, o.Column)
-	}
-	for _, v := range r.Nodes {
-		m.Rows = append(m.Rows, v.Row)
-	}
-	return m
-}
-
-// Why is the reasons of every node together, as audit --explain prints
-// them; nil unless the plan explains.
-func (r *Result) Why() *explain.Report {
-	if !r.Explain {
-		return nil
-	}
-	x := &explain.Report{Missing: []explain.Missing{}, Warnings: []explain.Warning{}, Unexpected: []explain.Unexpected{}, Disabled: r.Disabled, Notes: nonNil(r.Notes)}
-	for _, v := range r.Nodes {
-		x.Missing = append(x.Missing, v.Explain.Missing...)
-		x.Warnings = append(x.Warnings, v.Explain.Warnings...)
-		x.Unexpected = append(x.Unexpected, v.Explain.Unexpected...)
-	}
-	return x
-}
-
-// Verdict is the verdict of the one node a plan with Options.Node judges;
-// a NodeNotFoundError if the node is not in the cluster.
-func (r *Result) Verdict(node string) (*verdict.Verdict, error) {
-	for i := range r.Nodes {
-		if r.Nodes[i].Node == node {
-			return &r.Nodes[i], nil
-		}
-	}
-	return nil, &judge.NodeNotFoundError{Node: node}
-}
-
-// AuditFailed reports whether any node misses an operand or has one stuck.
-func (r *Result) AuditFailed() bool { return judge.AuditFailed(r.Audits()) }
-
-// Unusable reports whether a GPU node cannot run GPU work (with Health).
-func (r *Result) Unusable() bool {
-	return slices.ContainsFunc(r.Nodes, func(v verdict.Verdict) bool { return v.Health != nil && !v.Health.Usable })
-}
-
-// UpgradeFailed reports whether a node's driver upgrade failed, is stuck
-// or left the node cordoned (with Upgrades).
-func (r *Result) UpgradeFailed() bool {
-	return r.Rollout != nil && slices.ContainsFunc(r.Rollout.Nodes, func(n upgrade.Node) bool { return upgrade.Trouble(n.Verdict) })
-}
-
-// OrderFailed reports whether any node breaks a rule.
-func (r *Result) OrderFailed() bool {
-	return slices.ContainsFunc(r.Nodes, func(v verdict.Verdict) bool { return !v.Order.OK() })
+func (sc Scope) Rollout(s *snapshot.Snapshot, now time.Time) upgrade.Rollout {
+	return upgrade.Judge(s, sc.Roster, now, sc.StuckAfter)
 }
 
 // only is the snapshot with just the named nodes.
@@ -300,11 +216,4 @@ func only(s *snapshot.Snapshot, names []string) (*snapshot.Snapshot, error) {
 		kept.Nodes = append(kept.Nodes, s.Nodes[i])
 	}
 	return &kept, nil
-}
-
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
 }

@@ -118,8 +118,9 @@ func TestNodeByNodeAgreesWithTheFleet(t *testing.T) {
 	}
 }
 
-// TestWhyIsExplainOfTheFleet: the reasons gathered node by node are what
-// explain says of the whole snapshot, notes and disabled operands included.
+// TestWhyIsExplainOfTheFleet: the reasons each node carries are what
+// explain says of the whole snapshot about it, and the result's notes and
+// disabled operands are explain's.
 func TestWhyIsExplainOfTheFleet(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	for seed := range uint64(100) {
@@ -134,17 +135,29 @@ func TestWhyIsExplainOfTheFleet(t *testing.T) {
 		judge.Stuck(audits, s, p.Roster, now, time.Hour)
 		want := explain.Explain(s, p.Roster, audits, explain.Clock{Now: now, StuckAfter: time.Hour})
 		want.Notes = append(want.Notes, discover.For(s, pipeline.DiscoverRoster).Notes...)
-		if got := r.Why(); !reflect.DeepEqual(*got, want) {
-			t.Fatalf("seed %d:\n got %+v\nwant %+v", seed, *got, want)
+		if !reflect.DeepEqual(r.Notes, want.Notes) || !reflect.DeepEqual(r.Disabled, want.Disabled) {
+			t.Fatalf("seed %d: notes %q, disabled %+v; want %q, %+v", seed, r.Notes, r.Disabled, want.Notes, want.Disabled)
 		}
-		if !reflect.DeepEqual(r.Audits(), audits) {
-			t.Fatalf("seed %d: audits differ", seed)
+		if len(r.Nodes) != len(audits) {
+			t.Fatalf("seed %d: %d verdicts of %d nodes", seed, len(r.Nodes), len(audits))
+		}
+		for i, v := range r.Nodes {
+			of := func(node string) bool { return node == v.Node }
+			mine := explain.Report{
+				Missing:    slices.DeleteFunc(slices.Clone(want.Missing), func(m explain.Missing) bool { return !of(m.Node) }),
+				Warnings:   slices.DeleteFunc(slices.Clone(want.Warnings), func(w explain.Warning) bool { return !of(w.Node) }),
+				Unexpected: slices.DeleteFunc(slices.Clone(want.Unexpected), func(u explain.Unexpected) bool { return !of(u.Node) }),
+				Disabled:   want.Disabled,
+			}
+			if !reflect.DeepEqual(v.Explain, mine) || !reflect.DeepEqual(v.Audit, audits[i]) {
+				t.Fatalf("seed %d, node %s:\n got %+v, %+v\nwant %+v, %+v", seed, v.Node, v.Explain, v.Audit, mine, audits[i])
+			}
 		}
 	}
 }
 
 func TestVerdictOfAbsentNode(t *testing.T) {
-	r, err := pipeline.Plan{Roster: operand.Lab, Rules: []operand.Rule{operand.DeviceRule}}.Judge(&snapshot.Snapshot{}, time.Time{})
+	r, err := pipeline.Scope{Roster: operand.Lab, Rules: []operand.Rule{operand.DeviceRule}}.Judge(&snapshot.Snapshot{}, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

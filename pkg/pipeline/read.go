@@ -7,13 +7,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/snapshot/read"
 )
 
 // Run reads the snapshot the options need, in one LIST per kind, and
 // judges it as of now.
-func Run(ctx context.Context, c kubernetes.Interface, o Options) (*Result, error) {
+func Run(ctx context.Context, c kubernetes.Interface, o Options) (*outcome.Result, error) {
 	s, err := read.Snapshot(ctx, c, o.Namespace, o.ReadOptions())
 	if err != nil {
 		return nil, err

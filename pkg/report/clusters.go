@@ -1,7 +1,6 @@
 package report
 
 import (
-	"github.com/gpuops/gpuops/pkg/oneline"
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
@@ -10,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpuops/gpuops/pkg/pipeline"
+	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/summary"
 )
 
@@ -30,19 +29,6 @@ import (
 //
 // A cluster that could not be judged is an entry with its error in each.
 
-// Cluster is one kubeconfig context's part of a run across clusters.
-type Cluster struct {
-	Context string
-	Server  string           // the API server's URL
-	Result  *pipeline.Result // nil when Err is set
-	// Err says why the cluster could not be judged: unreachable, forbidden,
-	// without the NODE asked for.
-	Err error
-}
-
-// ErrorLine is the cluster's error on one line.
-func (c Cluster) ErrorLine() string { return oneline.Error(c.Err) }
-
 // FleetContext stands for the whole fleet where summary prints its total
 // beside the clusters.
 const FleetContext = "(fleet)"
@@ -53,7 +39,7 @@ const contextColumn = "CONTEXT"
 // Clusters prints each cluster's result in the printer's format, stamped
 // with its context, in the order given; their notes go to notes, stamped
 // too. command names the JUnit document, as alone ("audit").
-func (p Printer) Clusters(w, notes io.Writer, cs []Cluster, view View, command string) error {
+func (p Printer) Clusters(w, notes io.Writer, cs []outcome.Cluster, view View, command string) error {
 	if p.Format == OpenReports {
 		return clustersReports(w, notes, cs, view)
 	}
@@ -107,7 +93,7 @@ func (p Printer) Clusters(w, notes io.Writer, cs []Cluster, view View, command s
 
 // part is one cluster as the command prints it alone.
 type part struct {
-	Cluster
+	outcome.Cluster
 	out capture
 }
 

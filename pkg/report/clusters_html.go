@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/summary"
 )
 
@@ -23,7 +24,7 @@ type htmlCluster struct {
 // judged) and the fleet's total; then the summary, the findings and the
 // grid grouped by cluster, then by pool ("<context> · <pool>"), the nodes
 // named "<context>/<node>". It returns what the page holds, in a few words.
-func ClustersHTML(w io.Writer, cs []Cluster, src Source) (string, error) {
+func ClustersHTML(w io.Writer, cs []outcome.Cluster, src Source) (string, error) {
 	var fleets []summary.Fleet
 	var rows []htmlCluster
 	var total htmlCluster
@@ -70,7 +71,7 @@ func ClustersHTML(w io.Writer, cs []Cluster, src Source) (string, error) {
 // byCluster is one fleet of the clusters judged: their groups, each
 // cluster's in turn, named "<context> · <group>", their nodes
 // "<context>/<node>", on the operands of any of them.
-func byCluster(cs []Cluster, operands []operand.Operand) summary.Fleet {
+func byCluster(cs []outcome.Cluster, operands []operand.Operand) summary.Fleet {
 	out := summary.Fleet{Operands: operands}
 	for _, c := range cs {
 		if c.Err != nil {

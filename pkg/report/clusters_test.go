@@ -12,14 +12,14 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuops/gpuops/pkg/health"
-	"github.com/gpuops/gpuops/pkg/pipeline"
+	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
 // healthOf is a result whose GPU nodes are usable but the one named bad.
-func healthOf(bad string, nodes ...string) *pipeline.Result {
-	r := &pipeline.Result{}
+func healthOf(bad string, nodes ...string) *outcome.Result {
+	r := &outcome.Result{}
 	for _, n := range nodes {
 		h := &health.Node{Node: n, Judged: true, Usable: n != bad, Blocked: []string{}}
 		if n == bad {
@@ -32,13 +32,13 @@ func healthOf(bad string, nodes ...string) *pipeline.Result {
 
 // run is a fleet of two clusters judged, with the same node names, and one
 // that could not be.
-var run = []report.Cluster{
+var run = []outcome.Cluster{
 	{Context: "west", Server: "https://west", Result: healthOf("", "gpu-1", "gpu-10")},
 	{Context: "down", Server: "https://down", Err: errors.New("dial tcp:\n  connection refused")},
 	{Context: "east", Server: "https://east", Result: healthOf("gpu-1", "gpu-1", "gpu-2")},
 }
 
-func clusters(t *testing.T, p report.Printer, cs []report.Cluster, view report.View) string {
+func clusters(t *testing.T, p report.Printer, cs []outcome.Cluster, view report.View) string {
 	t.Helper()
 	var b bytes.Buffer
 	if err := p.Clusters(&b, io.Discard, cs, view, "health"); err != nil {
@@ -47,7 +47,7 @@ func clusters(t *testing.T, p report.Printer, cs []report.Cluster, view report.V
 	return b.String()
 }
 
-func alone(t *testing.T, p report.Printer, r *pipeline.Result, view report.View) string {
+func alone(t *testing.T, p report.Printer, r *outcome.Result, view report.View) string {
 	t.Helper()
 	var b bytes.Buffer
 	if err := p.Result(&b, io.Discard, r, view); err != nil {
@@ -65,7 +65,7 @@ func TestClustersText(t *testing.T) {
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
-	for _, c := range []report.Cluster{run[0], run[2]} {
+	for _, c := range []outcome.Cluster{run[0], run[2]} {
 		var part strings.Builder
 		for line := range strings.Lines(got) {
 			if rest, ok := strings.CutPrefix(line, c.Context+": "); ok {
@@ -163,9 +163,9 @@ func TestClustersJUnit(t *testing.T) {
 
 // summary adds the fleet's total, by group, as the context (fleet).
 func TestClustersSummaryTotal(t *testing.T) {
-	cs := []report.Cluster{
-		{Context: "a", Result: &pipeline.Result{Fleet: &fleet}},
-		{Context: "b", Result: &pipeline.Result{Fleet: &fleet}},
+	cs := []outcome.Cluster{
+		{Context: "a", Result: &outcome.Result{Fleet: &fleet}},
+		{Context: "b", Result: &outcome.Result{Fleet: &fleet}},
 		{Context: "c", Err: errors.New("forbidden")},
 	}
 	got := clusters(t, report.Printer{Format: report.Text}, cs, report.SummaryView)
@@ -205,8 +205,8 @@ func TestClustersSummaryTotal(t *testing.T) {
 // The page of many clusters: a row per cluster and the total, the groups
 // by cluster then pool, the nodes named by context.
 func TestClustersHTML(t *testing.T) {
-	cs := []report.Cluster{
-		{Context: "a", Server: "https://a", Result: &pipeline.Result{Fleet: &fleet}},
+	cs := []outcome.Cluster{
+		{Context: "a", Server: "https://a", Result: &outcome.Result{Fleet: &fleet}},
 		{Context: "c", Server: "https://c", Err: errors.New("forbidden")},
 	}
 	var b bytes.Buffer

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuops/gpuops/pkg/openreports"
-	"github.com/gpuops/gpuops/pkg/pipeline"
+	"github.com/gpuops/gpuops/pkg/outcome"
 )
 
 // OpenReports is -o openreports: the checks the command judged as
@@ -24,19 +24,19 @@ const OpenReports Format = "openreports"
 // openReports prints the reports of a result; a command that judges one
 // node (order-check NODE) refuses a node that is not there, as its other
 // formats do.
-func (p Printer) openReports(w io.Writer, r *pipeline.Result, view View) error {
+func (p Printer) openReports(w io.Writer, r *outcome.Result, view View) error {
 	if view == OrderView {
 		if _, err := r.Verdict(r.Node); err != nil {
 			return err
 		}
 	}
-	return PrintReports(w, openreports.Reports(r, ""))
+	return PrintReports(w, reports(r, ""))
 }
 
 // clustersReports prints every cluster's reports in one List, each named
 // and labelled for its kubeconfig context; a cluster that could not be
 // judged is a line on notes (stderr), so the List still applies.
-func clustersReports(w, notes io.Writer, cs []Cluster, view View) error {
+func clustersReports(w, notes io.Writer, cs []outcome.Cluster, view View) error {
 	var all []v1alpha1.ClusterReport
 	for _, c := range cs {
 		err := c.Err
@@ -47,9 +47,15 @@ func clustersReports(w, notes io.Writer, cs []Cluster, view View) error {
 			fmt.Fprintf(notes, "%s: error: %s\n", c.Context, oneline.Error(err))
 			continue
 		}
-		all = append(all, openreports.Reports(c.Result, c.Context)...)
+		all = append(all, reports(c.Result, c.Context)...)
 	}
 	return PrintReports(w, all)
+}
+
+// reports are the ClusterReports of a result, cluster naming its context
+// in a run across clusters.
+func reports(r *outcome.Result, cluster string) []v1alpha1.ClusterReport {
+	return openreports.Assemble(openreports.Nodes(r.Nodes, r.Namespace, r.Taken), cluster, r.Named, openreports.MaxBytes)
 }
 
 // PrintReports writes reports as one v1 List in YAML: of one cluster, or of

@@ -50,17 +50,6 @@ func (p Printer) Order(w io.Writer, v judge.OrderVerdict) error {
 	return err
 }
 
-// OrderLines is the lab's out/order.txt: "<node> <verdict>" per node, in the
-// order given.
-func OrderLines(w io.Writer, verdicts []judge.OrderVerdict) error {
-	var b strings.Builder
-	for _, v := range verdicts {
-		fmt.Fprintf(&b, "%s %s\n", v.Node, v.String())
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
 // Matrix prints the node × operand matrix: in text the lab's
 // "<node> <column>=yes|no ..." lines and TOTAL_PODS.
 func (p Printer) Matrix(w io.Writer, m judge.Matrix) error {

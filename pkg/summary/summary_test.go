@@ -254,7 +254,7 @@ func TestSwitchedOffAndStuck(t *testing.T) {
 // judged is the fleet view as the pipeline makes it: every judge, reasons
 // included, then the grouping.
 func judged(s *snapshot.Snapshot, roster []operand.Operand, rules []operand.Rule, groupBy string, at explain.Clock) (summary.Fleet, error) {
-	p := pipeline.Plan{Options: pipeline.Options{Explain: true, GroupBy: groupBy, StuckAfter: at.StuckAfter}, Roster: roster, Rules: rules}
+	p := pipeline.Scope{Options: pipeline.Options{Explain: true, GroupBy: groupBy, StuckAfter: at.StuckAfter}, Roster: roster, Rules: rules}
 	r, err := p.Judge(s, at.Now)
 	if err != nil {
 		return summary.Fleet{}, err

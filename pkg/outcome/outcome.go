@@ -1,0 +1,88 @@
+// Package outcome is what the judges say of one cluster, as plain values:
+// the verdict of each node and the fleet's and rollout's views of them
+// (Result), and one kubeconfig context's part of a run across clusters
+// (Cluster). pkg/pipeline makes a Result; pkg/report, pkg/openreports and
+// pkg/clusters read it. It holds data only and links no API client.
+package outcome
+
+import (
+	"slices"
+	"time"
+
+	"github.com/gpuops/gpuops/pkg/explain"
+	"github.com/gpuops/gpuops/pkg/judge"
+	"github.com/gpuops/gpuops/pkg/oneline"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/summary"
+	"github.com/gpuops/gpuops/pkg/upgrade"
+	"github.com/gpuops/gpuops/pkg/verdict"
+)
+
+// Result is everything the judges say about the nodes of one snapshot.
+type Result struct {
+	Namespace string // of the operand DaemonSets and their pods
+	Selector  string // the label selector of the nodes judged; empty: all
+	// Node is the one node judged (order-check NODE); empty: every node.
+	Node string
+	// Named reports whether the nodes judged were named (order-check NODE,
+	// health NODE...) rather than read as a whole.
+	Named   bool
+	Explain bool              // the verdicts carry the reasons
+	Roster  []operand.Operand // the operands judged
+	Notes   []string          // what the read and the roster say to the reader
+	Taken   time.Time         // the "now" the nodes were judged at
+	Nodes   []verdict.Verdict // natural name order
+	// TotalPods are the Running pods of any DaemonSet in the namespace.
+	TotalPods int
+	// Disabled are the roster's operands the ClusterPolicy switches off.
+	Disabled []explain.Off
+	// Fleet is the grouped view, when the nodes are grouped by a label.
+	Fleet *summary.Fleet
+	// Rollout is the driver upgrade, when upgrades are judged.
+	Rollout *upgrade.Rollout
+}
+
+// Verdict is the verdict of the node named; a NodeNotFoundError if the node
+// is not in the cluster.
+func (r *Result) Verdict(node string) (*verdict.Verdict, error) {
+	for i := range r.Nodes {
+		if r.Nodes[i].Node == node {
+			return &r.Nodes[i], nil
+		}
+	}
+	return nil, &judge.NodeNotFoundError{Node: node}
+}
+
+// AuditFailed reports whether any node misses an operand or has one stuck.
+func (r *Result) AuditFailed() bool {
+	return slices.ContainsFunc(r.Nodes, func(v verdict.Verdict) bool { return !v.Audit.OK() })
+}
+
+// Unusable reports whether a GPU node cannot run GPU work (with health).
+func (r *Result) Unusable() bool {
+	return slices.ContainsFunc(r.Nodes, func(v verdict.Verdict) bool { return v.Health != nil && !v.Health.Usable })
+}
+
+// UpgradeFailed reports whether a node's driver upgrade failed, is stuck
+// or left the node cordoned (with upgrades).
+func (r *Result) UpgradeFailed() bool {
+	return r.Rollout != nil && slices.ContainsFunc(r.Rollout.Nodes, func(n upgrade.Node) bool { return upgrade.Trouble(n.Verdict) })
+}
+
+// OrderFailed reports whether any node breaks a rule.
+func (r *Result) OrderFailed() bool {
+	return slices.ContainsFunc(r.Nodes, func(v verdict.Verdict) bool { return !v.Order.OK() })
+}
+
+// Cluster is one kubeconfig context's part of a run across clusters.
+type Cluster struct {
+	Context string
+	Server  string  // the API server's URL
+	Result  *Result // nil when Err is set
+	// Err says why the cluster could not be judged: unreachable, forbidden,
+	// without the NODE asked for.
+	Err error
+}
+
+// ErrorLine is the cluster's error on one line.
+func (c Cluster) ErrorLine() string { return oneline.Error(c.Err) }
