@@ -1,7 +1,6 @@
 package gpuops_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -10,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +17,7 @@ import (
 	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
@@ -218,19 +219,11 @@ func TestScriptsAgreeWithTheJudge(t *testing.T) {
 		f.set(t, nodes, pods)
 		s := snapshotOf(nodes, pods)
 
-		audits := judge.Audit(s, operand.Lab)
-		var want bytes.Buffer
-		if err := (report.Printer{Format: report.Text}).Audit(&want, audits, nil); err != nil {
-			t.Fatal(err)
-		}
-		wantCode := 0
-		if judge.AuditFailed(audits) {
-			wantCode = 1
-		}
+		want, wantCode := labAudit(t, s)
 		got := f.run(t, nil, "operand-audit.sh")
-		if got.Stdout != want.String() || got.Code != wantCode {
+		if got.Stdout != want || got.Code != wantCode {
 			t.Fatalf("round %d: operand-audit.sh exit %d:\n%s%s\ngpuops judge exit %d:\n%s",
-				round, got.Code, got.Stdout, got.Stderr, wantCode, want.String())
+				round, got.Code, got.Stdout, got.Stderr, wantCode, want)
 		}
 		seen[fmt.Sprint("audit ", wantCode)] = true
 		if calls := f.calls(t); len(calls) != 2 {
@@ -329,17 +322,28 @@ func TestAuditScriptAtScale(t *testing.T) {
 		nodes = append(nodes, n)
 	}
 	f.set(t, nodes, pods)
-	audits := judge.Audit(snapshotOf(nodes, pods), operand.Lab)
-	var want bytes.Buffer
-	if err := (report.Printer{Format: report.Text}).Audit(&want, audits, nil); err != nil {
-		t.Fatal(err)
-	}
+	want, _ := labAudit(t, snapshotOf(nodes, pods))
 	got := f.run(t, nil, "operand-audit.sh")
-	if got.Code != 1 || got.Stdout != want.String() {
+	if got.Code != 1 || got.Stdout != want {
 		t.Fatalf("operand-audit.sh at 5,000 nodes: exit %d, %d bytes (want exit 1, %d bytes)\n%s",
-			got.Code, len(got.Stdout), want.Len(), got.Stderr)
+			got.Code, len(got.Stdout), len(want), got.Stderr)
 	}
 	if n := strings.Count(got.Stdout, " MISSING "); n != 5000/250*len(operand.Lab) {
 		t.Errorf("%d MISSING lines, want %d", n, 5000/250*len(operand.Lab))
 	}
+}
+
+// labAudit is gpuops's out/audit.txt of the snapshot, judged as the lab
+// judges (its five operands), and the exit code audit gives it.
+func labAudit(t *testing.T, s *snapshot.Snapshot) (string, int) {
+	t.Helper()
+	r, err := pipeline.Decide(s, pipeline.Options{Roster: pipeline.LabRoster}).Judge(s, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := 0
+	if r.AuditFailed() {
+		code = 1
+	}
+	return string(report.LabAudit(r)), code
 }

@@ -161,7 +161,7 @@ func judge(c *cli.Context, f judgeFlags) (*outcome.Result, error) {
 func judgeAndReport(c *cli.Context, f judgeFlags, view report.View, failed func(*outcome.Result) bool) error {
 	if f.clusters != nil {
 		cs := f.clusters.Judge(c.Context, c.App.ErrWriter, f.opts)
-		if err := f.printer.Clusters(c.App.Writer, c.App.ErrWriter, cs, view, c.Command.Name); err != nil {
+		if err := f.printer.Clusters(c.App.Writer, c.App.ErrWriter, cs, view); err != nil {
 			return err
 		}
 		return clustersExit(cs, failed)

@@ -2,6 +2,7 @@ package explain_test
 
 import (
 	"bytes"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
@@ -369,10 +371,7 @@ func TestExplainedAuditText(t *testing.T) {
 	}
 	audits := judge.Audit(s, operand.Lab)
 	r := explain.Explain(s, operand.Lab, audits, explain.Clock{})
-	var b bytes.Buffer
-	if err := (report.Printer{Format: report.Text}).Audit(&b, audits, &r); err != nil {
-		t.Fatal(err)
-	}
+	b := explainedAudit(t, s, operand.Lab, time.Time{}, 0)
 	want := "a MISSING driver (no DaemonSet nvidia-driver-daemonset in namespace gpu-operator)\n" +
 		"a MISSING device-plugin (pod dp-a is Pending, not scheduled: 0/2 nodes are available: 1 Insufficient memory.)\n" +
 		"b OK\n" +
@@ -481,10 +480,7 @@ func TestStuckAndDisabled(t *testing.T) {
 	audits := judge.Audit(s, roster)
 	judge.Stuck(audits, s, roster, now, 30*time.Minute)
 	r := explain.Explain(s, roster, audits, explain.Clock{Now: now, StuckAfter: 30 * time.Minute})
-	var b bytes.Buffer
-	if err := (report.Printer{Format: report.Text}).Audit(&b, audits, &r); err != nil {
-		t.Fatal(err)
-	}
+	b := explainedAudit(t, s, roster, now, 30*time.Minute)
 	want := "n STUCK container-toolkit (label is 'paused-for-driver-upgrade', written by driver-manager 1h0m0s ago, longer than --stuck-after 30m0s: " +
 		"the driver manager paused this operand across a driver upgrade, so a DaemonSet that selects 'true' will not run here; the label goes back to 'true' when it is done)\n"
 	if b.String() != want {
@@ -493,4 +489,19 @@ func TestStuckAndDisabled(t *testing.T) {
 	if !slices.Equal(r.Disabled, []explain.Off{{Operand: "driver", Reason: "ClusterPolicy cp: spec.driver.enabled is false"}}) || !slices.Equal(r.Notes, []string{"a note"}) {
 		t.Errorf("disabled %+v, notes %q", r.Disabled, r.Notes)
 	}
+}
+
+// explainedAudit is audit --explain's text of s judged with the roster as
+// of now.
+func explainedAudit(t *testing.T, s *snapshot.Snapshot, roster []operand.Operand, now time.Time, stuckAfter time.Duration) *bytes.Buffer {
+	t.Helper()
+	r, err := pipeline.Scope{Options: pipeline.Options{Explain: true, StuckAfter: stuckAfter}, Roster: roster, Rules: []operand.Rule{operand.DeviceRule}}.Judge(s, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := (report.Printer{Format: report.Text}).Result(&b, io.Discard, r, report.AuditView); err != nil {
+		t.Fatal(err)
+	}
+	return &b
 }

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/outcome"
+	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
@@ -40,13 +43,19 @@ func running(node string, o operand.Operand) snapshot.Pod {
 	return snapshot.Pod{Name: o.DaemonSet + "-" + node, Node: node, DaemonSet: o.DaemonSet, Phase: corev1.PodRunning}
 }
 
-func auditText(t *testing.T, s *snapshot.Snapshot) string {
+// labJudged is s judged as the lab judges: its five operands, the device
+// rule.
+func labJudged(t *testing.T, s *snapshot.Snapshot) *outcome.Result {
 	t.Helper()
-	var b bytes.Buffer
-	if err := (report.Printer{Format: report.Text}).Audit(&b, judge.Audit(s, operand.Lab), nil); err != nil {
+	r, err := pipeline.Scope{Roster: operand.Lab, Rules: []operand.Rule{operand.DeviceRule}}.Judge(s, time.Time{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	return b.String()
+	return r
+}
+
+func auditText(t *testing.T, s *snapshot.Snapshot) string {
+	return string(report.LabAudit(labJudged(t, s)))
 }
 
 func TestAudit(t *testing.T) {
@@ -273,10 +282,7 @@ func TestOrderUnknownOperandInRule(t *testing.T) {
 }
 
 func TestMatrix(t *testing.T) {
-	var b bytes.Buffer
-	if err := (report.Printer{Format: report.Text}).Matrix(&b, judge.BuildMatrix(specState(true), operand.Lab)); err != nil {
-		t.Fatal(err)
-	}
+	b := bytes.NewBuffer(report.LabMatrix(labJudged(t, specState(true))))
 	want := "lab-node-0 driver=yes toolkit=yes device-plugin=yes gfd=yes dcgm=yes\n" +
 		"lab-node-1 driver=no toolkit=yes device-plugin=yes gfd=yes dcgm=no\n" +
 		"lab-node-2 driver=no toolkit=no device-plugin=yes gfd=no dcgm=no\n" +

@@ -3,6 +3,7 @@ package report_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"testing"
 
 	"github.com/gpuops/gpuops/pkg/explain"
@@ -22,7 +23,7 @@ var why = explain.Report{
 func explained(t *testing.T, f report.Format) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := (report.Printer{Format: f}).Audit(&b, audits, &why); err != nil {
+	if err := (report.Printer{Format: f}).Result(&b, io.Discard, audited(audits, &why), report.AuditView); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -96,7 +97,7 @@ func TestAuditStuck(t *testing.T) {
 			"n-2    OK\n"},
 	} {
 		var b bytes.Buffer
-		if err := (report.Printer{Format: tc.f}).Audit(&b, stuck, tc.why); err != nil {
+		if err := (report.Printer{Format: tc.f}).Result(&b, io.Discard, audited(stuck, tc.why), report.AuditView); err != nil {
 			t.Fatal(err)
 		}
 		if b.String() != tc.want {

@@ -16,7 +16,7 @@ func BenchmarkHTML(b *testing.B) {
 	b.Run("baseline-summary-text", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := (report.Printer{Format: report.Text}).Summary(io.Discard, f); err != nil {
+			if err := (report.Printer{Format: report.Text}).Result(io.Discard, io.Discard, grouped(f), report.SummaryView); err != nil {
 				b.Fatal(err)
 			}
 		}

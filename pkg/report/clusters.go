@@ -1,12 +1,8 @@
 package report
 
 import (
-	"bytes"
-	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/gpuops/gpuops/pkg/outcome"
@@ -15,13 +11,14 @@ import (
 
 // A run across clusters (--contexts, --all-contexts) prints each cluster as
 // the command prints it alone, stamped with its kubeconfig context, the
-// same way in every command:
+// same way in every command. It composes the values of each cluster's view,
+// never their printed bytes:
 //
 //   - text lines (and -o name's) start with "<context>: ";
 //   - tables get a leading CONTEXT column, every cluster's rows in one table
-//     (their other lines follow it, stamped as text);
+//     (the lines beside them follow it, stamped as text);
 //   - -o json|yaml is {"clusters":[{"context","server","error"?, …}]}, each
-//     entry the fields the command prints alone;
+//     entry the fields the command prints alone (its data's Origin);
 //   - -o junit is one testsuite per cluster, named by its context, the API
 //     server as its hostname;
 //   - summary adds the fleet's total by group, as the context "(fleet)" (in
@@ -36,29 +33,33 @@ const FleetContext = "(fleet)"
 // contextColumn heads the column of a table's rows that says whose they are.
 const contextColumn = "CONTEXT"
 
+// judgedCluster is a cluster and its view; views is nil when it could not
+// be judged.
+type judgedCluster struct {
+	outcome.Cluster
+	view values
+}
+
 // Clusters prints each cluster's result in the printer's format, stamped
 // with its context, in the order given; their notes go to notes, stamped
-// too. command names the JUnit document, as alone ("audit").
-func (p Printer) Clusters(w, notes io.Writer, cs []outcome.Cluster, view View, command string) error {
+// too.
+func (p Printer) Clusters(w, notes io.Writer, cs []outcome.Cluster, view View) error {
 	if p.Format == OpenReports {
 		return clustersReports(w, notes, cs, view)
 	}
-	one := p
-	if p.Format.Data() {
-		one.Format = JSON // spliced into one document, then written in p's format
-	}
-	parts := make([]part, len(cs))
+	parts := make([]judgedCluster, len(cs))
 	var fleets []summary.Fleet
 	for i, c := range cs {
-		parts[i] = part{Cluster: c}
+		parts[i].Cluster = c
 		if c.Err != nil {
 			continue
 		}
-		var n bytes.Buffer
-		if err := one.Result(&parts[i].out, &n, c.Result, view); err != nil {
+		v, err := view.of(c.Result)
+		if err != nil {
 			return fmt.Errorf("context %s: %w", c.Context, err)
 		}
-		stamp(notes, c.Context, n.Bytes())
+		parts[i].view = v
+		_ = writeLines(notes, stamped(c.Context, p.notes(c.Result))) // notes on stderr: nothing to do if it fails
 		if c.Result.Fleet != nil {
 			fleets = append(fleets, *c.Result.Fleet)
 		}
@@ -71,84 +72,45 @@ func (p Printer) Clusters(w, notes io.Writer, cs []outcome.Cluster, view View, c
 	case JSON, YAML:
 		return p.clustersData(w, parts, total)
 	case JUnit:
-		return clustersJUnit(w, parts, command)
+		return clustersJUnit(w, parts, view)
 	case Table, Wide:
 		return p.clustersTables(w, parts, total)
 	}
-	var b bytes.Buffer
+	var out []string
 	for _, pt := range parts {
-		pt.stampText(&b)
+		switch {
+		case pt.Err != nil:
+			out = append(out, pt.errorLine())
+		case p.Format == Name:
+			n, err := namesOf(pt.view, view)
+			if err != nil {
+				return err
+			}
+			out = append(out, stamped(pt.Context, nodeNames(n))...)
+		default:
+			out = append(out, stamped(pt.Context, pt.view.lines())...)
+		}
 	}
 	if total != nil {
-		var t capture
-		total.line(&t)
-		if err := (Printer{Format: Text}).Summary(&t, total.Fleet); err != nil {
-			return err
-		}
-		stamp(&b, FleetContext, t.text())
+		out = append(out, stamped(FleetContext, append([]string{total.line()}, summaryView{total.Fleet}.lines()...))...)
 	}
-	_, err := w.Write(b.Bytes())
-	return err
+	return writeLines(w, out)
 }
 
-// part is one cluster as the command prints it alone.
-type part struct {
-	outcome.Cluster
-	out capture
-}
+// errorLine is the line of a cluster that could not be judged.
+func (c judgedCluster) errorLine() string { return c.Context + ": error: " + c.ErrorLine() }
 
-// stampText writes the cluster's text lines, or its error, stamped.
-func (pt part) stampText(w io.Writer) {
-	if pt.Err != nil {
-		fmt.Fprintf(w, "%s: error: %s\n", pt.Context, pt.ErrorLine())
-		return
-	}
-	stamp(w, pt.Context, pt.out.text())
-}
-
-// stamp writes each line of b that is not blank after "<context>: ".
-func stamp(w io.Writer, context string, b []byte) {
-	var out bytes.Buffer
-	for line := range strings.Lines(string(b)) {
-		if line = strings.TrimRight(line, "\n"); strings.TrimSpace(line) != "" {
-			out.WriteString(context + ": " + line + "\n")
+// stamped are the lines that are not blank, each after "<context>: ".
+func stamped(context string, lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		for _, one := range strings.Split(l, "\n") {
+			if strings.TrimSpace(one) != "" {
+				out = append(out, context+": "+one)
+			}
 		}
 	}
-	_, _ = w.Write(out.Bytes())
-}
-
-// capture is where a cluster's output goes while it is printed with the
-// others': its text, and each of its tables whole (table.write puts them
-// here), so that every cluster's rows can be aligned in one table.
-type capture struct{ blocks []captured }
-
-// captured is text, or a table and whether its header is written.
-type captured struct {
-	text   []byte
-	table  *table
-	header bool
-}
-
-func (c *capture) Write(b []byte) (int, error) {
-	if n := len(c.blocks); n > 0 && c.blocks[n-1].table == nil {
-		c.blocks[n-1].text = append(c.blocks[n-1].text, b...)
-	} else {
-		c.blocks = append(c.blocks, captured{text: slices.Clone(b)})
-	}
-	return len(b), nil
-}
-
-func (c *capture) table(t table, header bool) {
-	c.blocks = append(c.blocks, captured{table: &t, header: header})
-}
-
-// text is everything but the tables.
-func (c *capture) text() []byte {
-	var b []byte
-	for _, bl := range c.blocks {
-		b = append(b, bl.text...)
-	}
-	return b
+	return out
 }
 
 // fleetTotal is summary's total of the clusters judged.
@@ -158,100 +120,82 @@ type fleetTotal struct {
 }
 
 // line is the total's first line: how many clusters, how many nodes.
-func (t fleetTotal) line(w io.Writer) {
+func (t fleetTotal) line() string {
 	nodes, findings := 0, 0
 	for _, g := range t.Groups {
 		nodes, findings = nodes+g.Nodes, findings+g.Findings
 	}
-	fmt.Fprintf(w, "contexts=%d errors=%d nodes=%d with-findings=%d\n", t.Contexts, t.Errors, nodes, findings)
+	return fmt.Sprintf("contexts=%d errors=%d nodes=%d with-findings=%d", t.Contexts, t.Errors, nodes, findings)
 }
 
 // clustersTables merges the tables of the same columns of every cluster
 // into one, behind a CONTEXT column, in the order they first come; each
-// cluster's other lines (matrix's pod count), its error, and summary's
-// total line follow, stamped.
-func (p Printer) clustersTables(w io.Writer, parts []part, total *fleetTotal) error {
-	var tables []*captured
-	byHeader := map[string]*captured{}
-	var rest bytes.Buffer
-	add := func(context string, c capture) {
-		for _, bl := range c.blocks {
+// cluster's lines beside its tables (matrix's pod count), its error, and
+// summary's total line follow, stamped.
+func (p Printer) clustersTables(w io.Writer, parts []judgedCluster, total *fleetTotal) error {
+	var tables []*table
+	byHeader := map[string]*table{}
+	var rest []string
+	add := func(context string, blocks []block) {
+		for _, bl := range p.shown(blocks) {
 			if bl.table == nil {
-				stamp(&rest, context, bl.text)
+				rest = append(rest, stamped(context, bl.lines)...)
 				continue
 			}
 			key := strings.Join(bl.table.header, "\x00")
 			m := byHeader[key]
 			if m == nil {
-				m = &captured{table: &table{header: append([]string{contextColumn}, bl.table.header...)}, header: bl.header}
+				m = &table{header: append([]string{contextColumn}, bl.table.header...)}
 				byHeader[key] = m
 				tables = append(tables, m)
 			}
 			for _, r := range bl.table.rows {
-				m.table.rows = append(m.table.rows, append([]cell{{text: context}}, r...))
+				m.rows = append(m.rows, append([]cell{{text: context}}, r...))
 			}
 		}
 	}
 	for _, pt := range parts {
 		if pt.Err != nil {
-			pt.stampText(&rest)
+			rest = append(rest, pt.errorLine())
 			continue
 		}
-		add(pt.Context, pt.out)
+		add(pt.Context, pt.view.blocks(p.Format == Wide))
 	}
 	if total != nil {
-		var t capture
-		total.line(&t)
-		if err := summaryTables(&t, total.Fleet, nil, false); err != nil {
-			return err
-		}
-		add(FleetContext, t)
+		add(FleetContext, append([]block{{lines: []string{total.line()}}}, summaryView{total.Fleet}.blocks(false)...))
 	}
+	var b strings.Builder
 	for i, m := range tables {
 		if i > 0 {
-			if _, err := io.WriteString(w, "\n"); err != nil {
-				return err
-			}
+			b.WriteString("\n")
 		}
-		if err := m.table.write(w, p.Color, m.header); err != nil {
-			return err
-		}
+		m.write(&b, p.Color, !p.NoHeaders)
 	}
-	if rest.Len() > 0 && len(tables) > 0 && !p.NoHeaders {
-		if _, err := io.WriteString(w, "\n"); err != nil {
-			return err
-		}
+	if len(rest) > 0 && len(tables) > 0 && !p.NoHeaders {
+		b.WriteString("\n")
 	}
-	_, err := w.Write(rest.Bytes())
-	return err
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	return writeLines(w, rest)
 }
 
 // clustersData writes {"clusters":[…]}: each entry the context, the server,
 // and the error or the fields the command prints alone; summary's total as
 // "fleet".
-func (p Printer) clustersData(w io.Writer, parts []part, total *fleetTotal) error {
+func (p Printer) clustersData(w io.Writer, parts []judgedCluster, total *fleetTotal) error {
 	doc := struct {
-		Clusters []json.RawMessage `json:"clusters"`
-		Fleet    *fleetData        `json:"fleet,omitempty"`
-	}{Clusters: []json.RawMessage{}}
+		Clusters []any      `json:"clusters"`
+		Fleet    *fleetData `json:"fleet,omitempty"`
+	}{Clusters: []any{}}
 	for _, pt := range parts {
-		head := struct {
-			Context string `json:"context"`
-			Server  string `json:"server"`
-			Error   string `json:"error,omitempty"`
-		}{Context: pt.Context, Server: pt.Server}
+		o := &Origin{Context: pt.Context, Server: pt.Server}
 		if pt.Err != nil {
-			head.Error = pt.ErrorLine()
+			o.Error = pt.ErrorLine()
+			doc.Clusters = append(doc.Clusters, struct{ *Origin }{o})
+			continue
 		}
-		entry, err := json.Marshal(head)
-		if err != nil {
-			return err
-		}
-		// The command's object, its fields after context and server.
-		if own := bytes.TrimSpace(pt.out.text()); pt.Err == nil && len(own) > 2 && own[0] == '{' {
-			entry = slices.Concat(entry[:len(entry)-1], []byte(","), own[1:])
-		}
-		doc.Clusters = append(doc.Clusters, entry)
+		doc.Clusters = append(doc.Clusters, pt.view.data(o))
 	}
 	if total != nil {
 		d := fleetData{Contexts: total.Contexts, Errors: total.Errors, GroupBy: total.GroupBy, Groups: nonNil(total.Groups)}
@@ -277,25 +221,21 @@ type fleetData struct {
 
 // clustersJUnit is one testsuite per cluster: its cases as alone, or one
 // case in error when it could not be judged.
-func clustersJUnit(w io.Writer, parts []part, command string) error {
-	doc := junitSuites{Name: "gpuops " + command, Time: noTime}
-	for _, pt := range parts {
-		var s junitSuite
+func clustersJUnit(w io.Writer, parts []judgedCluster, view View) error {
+	suites := make([]junitSuite, len(parts))
+	for i, pt := range parts {
 		if pt.Err != nil {
-			s = junitSuite{Name: pt.Context, Tests: 1, Errors: 1, Time: noTime, Cases: []junitCase{{
+			suites[i] = junitSuite{Name: pt.Context, Tests: 1, Errors: 1, Time: noTime, Cases: []junitCase{{
 				Name: "judged", Classname: pt.Context, Time: noTime, Error: &junitFailure{Type: "error", Message: pt.ErrorLine()},
 			}}}
 		} else {
-			var alone junitSuites
-			if err := xml.Unmarshal(pt.out.text(), &alone); err != nil || len(alone.Suites) != 1 {
-				return fmt.Errorf("context %s: JUnit of one suite: %v", pt.Context, err)
+			c, err := casesOf(pt.view, view)
+			if err != nil {
+				return err
 			}
-			s = alone.Suites[0]
-			s.Name = pt.Context
+			suites[i] = suite(pt.Context, c)
 		}
-		s.Hostname = pt.Server
-		doc.Tests, doc.Failures, doc.Errors = doc.Tests+s.Tests, doc.Failures+s.Failures, doc.Errors+s.Errors
-		doc.Suites = append(doc.Suites, s)
+		suites[i].Hostname = pt.Server
 	}
-	return writeSuites(w, doc)
+	return writeSuites(w, view, suites...)
 }

@@ -41,16 +41,7 @@ var run = []outcome.Cluster{
 func clusters(t *testing.T, p report.Printer, cs []outcome.Cluster, view report.View) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := p.Clusters(&b, io.Discard, cs, view, "health"); err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
-}
-
-func alone(t *testing.T, p report.Printer, r *outcome.Result, view report.View) string {
-	t.Helper()
-	var b bytes.Buffer
-	if err := p.Result(&b, io.Discard, r, view); err != nil {
+	if err := p.Clusters(&b, io.Discard, cs, view); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()

@@ -2,11 +2,10 @@ package report
 
 import (
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/gpuops/gpuops/pkg/health"
-	"github.com/gpuops/gpuops/pkg/verdict"
+	"github.com/gpuops/gpuops/pkg/outcome"
 )
 
 // Health statuses of a GPU node, as health prints them.
@@ -15,65 +14,75 @@ const (
 	Unusable = "UNUSABLE"
 )
 
-// Health prints whether each GPU node can run GPU work: in text a line per
+// healthView is whether each GPU node can run GPU work: in text a line per
 // GPU node, "<node> READY" or "<node> UNUSABLE <code> <operand>" for each
-// root cause, then "blocks a,b" for the operands waiting behind it; with
-// why, its message and the pods' evidence, indented. Nodes without a GPU
-// are not GPU nodes: only the data formats list them ("judged": false).
+// root cause, then "blocks a,b" for the operands waiting behind it;
+// explained, its message and the pods' evidence, indented. Nodes without a
+// GPU are not GPU nodes: only the data formats list them ("judged": false).
 // JUnit has a case per GPU node, a failure per unusable one.
-func (p Printer) Health(w io.Writer, nodes []verdict.Verdict, why bool) error {
-	hs := make([]health.Node, 0, len(nodes))
-	for _, v := range nodes {
+type healthView struct{ r *outcome.Result }
+
+// nodes are the health of each node judged.
+func (h healthView) nodes() []health.Node {
+	out := make([]health.Node, 0, len(h.r.Nodes))
+	for _, v := range h.r.Nodes {
 		if v.Health != nil {
-			hs = append(hs, *v.Health)
+			out = append(out, *v.Health)
 		}
 	}
-	switch p.Format {
-	case JSON, YAML:
-		for i := range hs {
-			hs[i].Blocked = nonNil(hs[i].Blocked)
+	return out
+}
+
+func (h healthView) lines() []string {
+	var out []string
+	for _, n := range h.nodes() {
+		if n.Judged {
+			out = append(out, healthLines(n, h.r.Explain)...)
 		}
-		return p.data(w, struct {
-			Nodes []health.Node `json:"nodes"`
-		}{hs})
-	case JUnit:
-		var cases []junitCase
-		for _, h := range hs {
-			if !h.Judged {
-				continue
-			}
-			c := junitCase{Name: "usable", Classname: h.Node, Time: noTime}
-			if !h.Usable {
-				c.Failure = &junitFailure{Type: h.Cause.Code, Message: strings.TrimPrefix(healthLines(h, false)[0], h.Node+" "), Text: strings.Join(evidence(h), "\n")}
-			}
-			cases = append(cases, c)
-		}
-		return writeJUnit(w, "health", cases)
-	case Table:
-		t := table{header: []string{"NODE", "STATUS", "CAUSE", "OPERAND", "BLOCKS"}}
-		for _, h := range hs {
-			switch {
-			case !h.Judged:
-			case h.Usable:
-				t.rows = append(t.rows, []cell{{text: h.Node}, {Ready, green}, {}, {}, {}})
-			default:
-				for _, c := range causes(h) {
-					t.rows = append(t.rows, []cell{{text: h.Node}, {Unusable, red}, {text: c.Code}, {text: c.Operand}, {text: strings.Join(h.Blocked, ",")}})
-				}
-			}
-		}
-		return p.table(w, t)
 	}
-	var b strings.Builder
-	for _, h := range hs {
-		if h.Judged {
-			for _, l := range healthLines(h, why) {
-				b.WriteString(l + "\n")
+	return out
+}
+
+func (h healthView) blocks(bool) []block {
+	t := table{header: []string{"NODE", "STATUS", "CAUSE", "OPERAND", "BLOCKS"}}
+	for _, n := range h.nodes() {
+		switch {
+		case !n.Judged:
+		case n.Usable:
+			t.rows = append(t.rows, []cell{{text: n.Node}, {Ready, green}, {}, {}, {}})
+		default:
+			for _, c := range causes(n) {
+				t.rows = append(t.rows, []cell{{text: n.Node}, {Unusable, red}, {text: c.Code}, {text: c.Operand}, {text: strings.Join(n.Blocked, ",")}})
 			}
 		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return []block{{table: &t}}
+}
+
+func (h healthView) data(o *Origin) any {
+	hs := h.nodes()
+	for i := range hs {
+		hs[i].Blocked = nonNil(hs[i].Blocked)
+	}
+	return struct {
+		*Origin
+		Nodes []health.Node `json:"nodes"`
+	}{o, hs}
+}
+
+func (h healthView) cases() []junitCase {
+	var out []junitCase
+	for _, n := range h.nodes() {
+		if !n.Judged {
+			continue
+		}
+		c := junitCase{Name: "usable", Classname: n.Node, Time: noTime}
+		if !n.Usable {
+			c.Failure = &junitFailure{Type: n.Cause.Code, Message: strings.TrimPrefix(healthLines(n, false)[0], n.Node+" "), Text: strings.Join(evidence(n), "\n")}
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // causes are the node's root causes, the first one first.

@@ -3,9 +3,11 @@ package report_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"testing"
 
 	"github.com/gpuops/gpuops/pkg/health"
+	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
@@ -40,7 +42,7 @@ func TestHealthText(t *testing.T) {
 			"gpu-3 UNUSABLE node-not-ready\n  node is NotReady\n"},
 	} {
 		var b bytes.Buffer
-		if err := (report.Printer{Format: report.Text}).Health(&b, healthVerdicts(), tc.why); err != nil {
+		if err := (report.Printer{Format: report.Text}).Result(&b, io.Discard, &outcome.Result{Nodes: healthVerdicts(), Explain: tc.why}, report.HealthView); err != nil {
 			t.Fatal(err)
 		}
 		if b.String() != tc.want {
@@ -52,7 +54,7 @@ func TestHealthText(t *testing.T) {
 // JSON: every node, GPU or not, with "blocked" a list even when empty.
 func TestHealthJSON(t *testing.T) {
 	var b bytes.Buffer
-	if err := (report.Printer{Format: report.JSON}).Health(&b, healthVerdicts(), false); err != nil {
+	if err := (report.Printer{Format: report.JSON}).Result(&b, io.Discard, &outcome.Result{Nodes: healthVerdicts(), Explain: false}, report.HealthView); err != nil {
 		t.Fatal(err)
 	}
 	var got struct {
@@ -76,7 +78,7 @@ func TestHealthJSON(t *testing.T) {
 // JUnit: a case per GPU node, a failure per unusable one, its type the code.
 func TestHealthJUnit(t *testing.T) {
 	var b bytes.Buffer
-	if err := (report.Printer{Format: report.JUnit}).Health(&b, healthVerdicts(), true); err != nil {
+	if err := (report.Printer{Format: report.JUnit}).Result(&b, io.Discard, &outcome.Result{Nodes: healthVerdicts(), Explain: true}, report.HealthView); err != nil {
 		t.Fatal(err)
 	}
 	s := parseJUnit(t, b.Bytes())

@@ -92,9 +92,7 @@ func newPage(f summary.Fleet, src Source) htmlPage {
 	}
 	page.FindingChunks = chunks(findings, findingRowHeight)
 	if r := f.Rollout; r != nil && !upgrade.Settled(r.Counts) {
-		var b strings.Builder
-		writeRollout(&b, r, groupedOf(&f))
-		u := &htmlUpgrade{Lines: strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")}
+		u := &htmlUpgrade{Lines: rolloutLines(r, groupedOf(&f))}
 		for _, n := range r.Nodes {
 			if n.Verdict != upgrade.Done {
 				u.Nodes = append(u.Nodes, n)

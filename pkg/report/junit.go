@@ -3,18 +3,15 @@ package report
 import (
 	"encoding/xml"
 	"io"
-	"slices"
-	"strings"
-
-	"github.com/gpuops/gpuops/pkg/explain"
-	"github.com/gpuops/gpuops/pkg/judge"
 )
 
 // JUnit XML as CI systems read it (Jenkins, GitLab, the GitHub Actions
 // reporters), in the shape of the Ant/Jenkins junit-10 schema: one suite per
-// command, one test case per check (node × operand asked for, or node ×
-// start-up rule), and one failure per finding with its reason. The case's
-// classname is the node, so CI tools group the checks node by node.
+// command (per cluster in a run across clusters), one test case per check
+// (node × operand asked for, node × start-up rule, GPU node usable), and
+// one failure per finding with its reason. The case's classname is the
+// node, so CI tools group the checks node by node. The views make the
+// cases (auditView.cases, …); this file makes the document.
 
 type junitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
@@ -55,61 +52,32 @@ type junitFailure struct {
 // nothing per check, but some readers want the attribute.
 const noTime = "0"
 
-// writeJUnit writes the cases as one suite of the command's name.
-func writeJUnit(w io.Writer, command string, cases []junitCase) error {
-	name := "gpuops " + command
+// junitName names the document of a view's command, and its suite when
+// one cluster is judged.
+func junitName(view View) string { return "gpuops " + commands[view] }
+
+// suite is a suite of the cases.
+func suite(name string, cases []junitCase) junitSuite {
 	failures := 0
 	for _, c := range cases {
 		if c.Failure != nil {
 			failures++
 		}
 	}
-	return writeSuites(w, junitSuites{Name: name, Tests: len(cases), Failures: failures, Time: noTime, Suites: []junitSuite{{
-		Name: name, Tests: len(cases), Failures: failures, Time: noTime, Cases: nonNil(cases),
-	}}})
+	return junitSuite{Name: name, Tests: len(cases), Failures: failures, Time: noTime, Cases: nonNil(cases)}
 }
 
-// writeSuites writes a JUnit document.
-func writeSuites(w io.Writer, doc junitSuites) error {
+// writeSuites writes the JUnit document of the view's command: the suites
+// and their totals.
+func writeSuites(w io.Writer, view View, suites ...junitSuite) error {
+	doc := junitSuites{Name: junitName(view), Time: noTime, Suites: suites}
+	for _, s := range suites {
+		doc.Tests, doc.Failures, doc.Errors = doc.Tests+s.Tests, doc.Failures+s.Failures, doc.Errors+s.Errors
+	}
 	b, err := xml.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err
 	}
 	_, err = io.WriteString(w, xml.Header+string(b)+"\n")
 	return err
-}
-
-// auditJUnit has one case per node and operand it asks for, a MISSING one
-// failing with its reasons, one per line; and a failing case per operand a
-// helper has paused there past --stuck-after.
-func auditJUnit(w io.Writer, audits []judge.NodeAudit, x whyIndex) error {
-	var cases []junitCase
-	for _, a := range audits {
-		for _, op := range a.Asked {
-			c := junitCase{Name: op, Classname: a.Node, Time: noTime}
-			if slices.Contains(a.Missing, op) {
-				c.Failure = &junitFailure{Type: "missing", Message: "MISSING " + op, Text: strings.Join(x.reasons(a.Node, op), "\n")}
-			}
-			cases = append(cases, c)
-		}
-		for _, op := range a.Stuck {
-			cases = append(cases, junitCase{Name: op, Classname: a.Node, Time: noTime,
-				Failure: &junitFailure{Type: "stuck", Message: "STUCK " + op, Text: x.stuck[[2]string{a.Node, op}]}})
-		}
-	}
-	return writeJUnit(w, "audit", cases)
-}
-
-// orderJUnit has one case per rule judged on the node; a broken one fails
-// saying what runs without what.
-func orderJUnit(w io.Writer, v judge.OrderVerdict) error {
-	var cases []junitCase
-	for _, r := range v.Rules {
-		c := junitCase{Name: r.Finding, Classname: v.Node, Time: noTime}
-		if slices.Contains(v.Findings, r.Finding) {
-			c.Failure = &junitFailure{Type: "order", Message: r.Finding, Text: explain.Order(r).Message}
-		}
-		cases = append(cases, c)
-	}
-	return writeJUnit(w, "order-check", cases)
 }

@@ -3,6 +3,7 @@ package report_test
 import (
 	"bytes"
 	"encoding/xml"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,7 +75,7 @@ func TestAuditJUnit(t *testing.T) {
 		{Node: "n-10", Asked: []string{"driver", "device-plugin", "dcgm-exporter"}, Missing: []string{"driver", "dcgm-exporter"}},
 	}
 	var b bytes.Buffer
-	if err := (report.Printer{Format: report.JUnit}).Audit(&b, audits, &why); err != nil {
+	if err := (report.Printer{Format: report.JUnit}).Result(&b, io.Discard, audited(audits, &why), report.AuditView); err != nil {
 		t.Fatal(err)
 	}
 	if err := validateJUnit(t, b.Bytes()); err != nil {
@@ -107,7 +108,7 @@ func TestOrderJUnit(t *testing.T) {
 	rules := operand.RulesFor(operand.Lab, operand.AllRules)
 	v := judge.OrderVerdict{Node: "n-10", Findings: []string{"device-plugin-without-toolkit"}, Rules: rules}
 	var b bytes.Buffer
-	if err := (report.Printer{Format: report.JUnit}).Order(&b, v); err != nil {
+	if err := (report.Printer{Format: report.JUnit}).Result(&b, io.Discard, ordered(v), report.OrderView); err != nil {
 		t.Fatal(err)
 	}
 	if err := validateJUnit(t, b.Bytes()); err != nil {
@@ -163,7 +164,7 @@ func TestAuditJUnitStuck(t *testing.T) {
 	audits := []judge.NodeAudit{{Node: "n-1", Asked: []string{"driver"}, Missing: []string{}, Stuck: []string{"device-plugin"}}}
 	x := explain.Report{Warnings: []explain.Warning{{Node: "n-1", Operand: "device-plugin", Stuck: true, Message: "paused by mig-manager 2h ago"}}}
 	var b bytes.Buffer
-	if err := (report.Printer{Format: report.JUnit}).Audit(&b, audits, &x); err != nil {
+	if err := (report.Printer{Format: report.JUnit}).Result(&b, io.Discard, audited(audits, &x), report.AuditView); err != nil {
 		t.Fatal(err)
 	}
 	if err := validateJUnit(t, b.Bytes()); err != nil {

@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"bytes"
+	"io"
 	"testing"
 
 	"github.com/gpuops/gpuops/pkg/judge"
@@ -30,7 +31,7 @@ func TestAuditNameWideNoHeaders(t *testing.T) {
 		{"text ignores no headers", report.Printer{Format: report.Text, NoHeaders: true}, explained(t, report.Text)},
 	} {
 		var b bytes.Buffer
-		if err := tc.p.Audit(&b, audits, &why); err != nil {
+		if err := tc.p.Result(&b, io.Discard, audited(audits, &why), report.AuditView); err != nil {
 			t.Fatal(err)
 		}
 		if b.String() != tc.want {
@@ -43,14 +44,14 @@ func TestAuditNameWideNoHeaders(t *testing.T) {
 func TestAuditNameStuck(t *testing.T) {
 	stuck := []judge.NodeAudit{{Node: "n-1", Missing: []string{}, Stuck: []string{"device-plugin"}}, {Node: "n-2", Missing: []string{}}}
 	var b bytes.Buffer
-	if err := (report.Printer{Format: report.Name}).Audit(&b, stuck, nil); err != nil {
+	if err := (report.Printer{Format: report.Name}).Result(&b, io.Discard, audited(stuck, nil), report.AuditView); err != nil {
 		t.Fatal(err)
 	}
 	if b.String() != "node/n-1\n" {
 		t.Errorf("audit -o name of a stuck node: %q", b.String())
 	}
 	b.Reset()
-	if err := (report.Printer{Format: report.Name}).Audit(&b, stuck[1:], nil); err != nil || b.Len() != 0 {
+	if err := (report.Printer{Format: report.Name}).Result(&b, io.Discard, audited(stuck[1:], nil), report.AuditView); err != nil || b.Len() != 0 {
 		t.Errorf("audit -o name of a healthy node: %q, %v; want nothing", b.String(), err)
 	}
 }
@@ -75,7 +76,7 @@ func TestOrderNameWideNoHeaders(t *testing.T) {
 			"{\n  \"node\": \"n-2\",\n  \"findings\": [],\n  \"ok\": true,\n  \"verdict\": \"ok\"\n}\n"},
 	} {
 		var b bytes.Buffer
-		if err := tc.p.Order(&b, tc.v); err != nil {
+		if err := tc.p.Result(&b, io.Discard, ordered(tc.v), report.OrderView); err != nil {
 			t.Fatal(err)
 		}
 		if b.String() != tc.want {

@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"slices"
 
 	"github.com/gpuops/gpuops/pkg/judge"
@@ -15,17 +14,10 @@ import (
 // and matrix: LabAudit, LabOrder, LabMatrix.
 
 // LabAudit is out/audit.txt: audit's text of every node.
-func LabAudit(r *outcome.Result) []byte { return labText(r, AuditView) }
+func LabAudit(r *outcome.Result) []byte { return []byte(text(auditView{r}.lines())) }
 
 // LabMatrix is out/matrix.txt: matrix's text.
-func LabMatrix(r *outcome.Result) []byte { return labText(r, MatrixView) }
-
-// labText is the text of one view of r.
-func labText(r *outcome.Result, view View) []byte {
-	var b bytes.Buffer
-	_ = Printer{Format: Text}.Result(&b, io.Discard, r, view) // text into a buffer does not fail
-	return b.Bytes()
-}
+func LabMatrix(r *outcome.Result) []byte { return []byte(text(matrixView{r}.lines())) }
 
 // LabOrder is out/order.txt: "<node> <verdict>" for each node named (the
 // lab spec's), in natural name order; a NodeNotFoundError for one that is

@@ -21,18 +21,6 @@ import (
 // and upgrades' their own checks too.
 const OpenReports Format = "openreports"
 
-// openReports prints the reports of a result; a command that judges one
-// node (order-check NODE) refuses a node that is not there, as its other
-// formats do.
-func (p Printer) openReports(w io.Writer, r *outcome.Result, view View) error {
-	if view == OrderView {
-		if _, err := r.Verdict(r.Node); err != nil {
-			return err
-		}
-	}
-	return PrintReports(w, reports(r, ""))
-}
-
 // clustersReports prints every cluster's reports in one List, each named
 // and labelled for its kubeconfig context; a cluster that could not be
 // judged is a line on notes (stderr), so the List still applies.
@@ -40,8 +28,8 @@ func clustersReports(w, notes io.Writer, cs []outcome.Cluster, view View) error 
 	var all []v1alpha1.ClusterReport
 	for _, c := range cs {
 		err := c.Err
-		if err == nil && view == OrderView {
-			_, err = c.Result.Verdict(c.Result.Node)
+		if err == nil {
+			_, err = view.of(c.Result) // order-check's refuses a cluster without its node
 		}
 		if err != nil {
 			fmt.Fprintf(notes, "%s: error: %s\n", c.Context, oneline.Error(err))

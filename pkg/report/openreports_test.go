@@ -18,7 +18,7 @@ import (
 // could not be judged is a line on stderr, outside the List.
 func TestClustersOpenReports(t *testing.T) {
 	var out, notes bytes.Buffer
-	if err := (report.Printer{Format: report.OpenReports}).Clusters(&out, &notes, run, report.HealthView, "health"); err != nil {
+	if err := (report.Printer{Format: report.OpenReports}).Clusters(&out, &notes, run, report.HealthView); err != nil {
 		t.Fatal(err)
 	}
 	var l struct {

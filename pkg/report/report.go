@@ -31,7 +31,7 @@ const (
 	// The formats below are offered only where a command asks for them.
 
 	// JUnit is for the judges whose checks CI lists one by one (audit,
-	// order-check).
+	// order-check, health).
 	JUnit Format = "junit"
 	// Wide is kubectl's -o wide: a person's output with more in it. For
 	// audit and order-check it is the table with a WHY column, the reason
@@ -89,19 +89,6 @@ type Printer struct {
 	Format    Format
 	Color     bool // colour table cells; only tables have colour
 	NoHeaders bool // a one-table format's rows only, without header or total line (kubectl --no-headers)
-}
-
-// table writes t as the printer's table.
-func (p Printer) table(w io.Writer, t table) error { return t.write(w, p.Color, !p.NoHeaders) }
-
-// names writes node/NAME of each node, as kubectl -o name does.
-func names(w io.Writer, nodes []string) error {
-	var b strings.Builder
-	for _, n := range nodes {
-		b.WriteString("node/" + n + "\n")
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // data writes v as JSON (indented) or, from the same JSON, as YAML.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"strings"
@@ -39,13 +40,13 @@ func render(t *testing.T, p report.Printer, what string) string {
 	var err error
 	switch what {
 	case "audit":
-		err = p.Audit(&b, audits, nil)
+		err = p.Result(&b, io.Discard, audited(audits, nil), report.AuditView)
 	case "matrix":
-		err = p.Matrix(&b, matrix)
+		err = p.Result(&b, io.Discard, tabulated(matrix), report.MatrixView)
 	case "finding":
-		err = p.Order(&b, finding)
+		err = p.Result(&b, io.Discard, ordered(finding), report.OrderView)
 	case "healthy":
-		err = p.Order(&b, healthy)
+		err = p.Result(&b, io.Discard, ordered(healthy), report.OrderView)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -120,10 +121,10 @@ func TestJSON(t *testing.T) {
 func TestJSONEmpty(t *testing.T) {
 	var b bytes.Buffer
 	p := report.Printer{Format: report.JSON}
-	if err := p.Audit(&b, nil, nil); err != nil {
+	if err := p.Result(&b, io.Discard, audited(nil, nil), report.AuditView); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Matrix(&b, judge.Matrix{Columns: []string{"driver"}}); err != nil {
+	if err := p.Result(&b, io.Discard, tabulated(judge.Matrix{Columns: []string{"driver"}}), report.MatrixView); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), "null") {

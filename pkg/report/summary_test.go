@@ -3,6 +3,7 @@ package report_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -52,7 +53,7 @@ var fleet = summary.Fleet{
 func summarize(t *testing.T, p report.Printer) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := p.Summary(&b, fleet); err != nil {
+	if err := p.Result(&b, io.Discard, grouped(fleet), report.SummaryView); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -128,7 +129,7 @@ func TestSummaryJSON(t *testing.T) {
 func TestSummaryEmpty(t *testing.T) {
 	var b bytes.Buffer
 	empty := summary.Fleet{GroupBy: "example.com/pool"}
-	if err := (report.Printer{Format: report.JSON}).Summary(&b, empty); err != nil {
+	if err := (report.Printer{Format: report.JSON}).Result(&b, io.Discard, grouped(empty), report.SummaryView); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), "null") || !strings.Contains(b.String(), `"ok": true`) {
@@ -150,7 +151,7 @@ func TestSummaryRollout(t *testing.T) {
 		Counts: map[string]int{upgrade.Done: 2, upgrade.Waiting: 1},
 	}
 	var b bytes.Buffer
-	if err := (report.Printer{Format: report.Text}).Summary(&b, f); err != nil {
+	if err := (report.Printer{Format: report.Text}).Result(&b, io.Discard, grouped(f), report.SummaryView); err != nil {
 		t.Fatal(err)
 	}
 	got := b.String()
@@ -166,14 +167,14 @@ func TestSummaryRollout(t *testing.T) {
 		t.Errorf("a settled group shows its rollout:\n%s", got)
 	}
 	b.Reset()
-	if err := (report.Printer{Format: report.Table}).Summary(&b, f); err != nil {
+	if err := (report.Printer{Format: report.Table}).Result(&b, io.Discard, grouped(f), report.SummaryView); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "GROUP   UPGRADE   NODES\na100    done      1\na100    waiting   1\n") {
 		t.Errorf("table lacks the rollout:\n%s", b.String())
 	}
 	b.Reset()
-	if err := (report.Printer{Format: report.JSON}).Summary(&b, f); err != nil {
+	if err := (report.Printer{Format: report.JSON}).Result(&b, io.Discard, grouped(f), report.SummaryView); err != nil {
 		t.Fatal(err)
 	}
 	var data struct {
@@ -190,7 +191,7 @@ func TestSummaryRollout(t *testing.T) {
 	f.Groups[0].Upgrades = map[string]int{upgrade.Done: 2}
 	f.Rollout.Counts = map[string]int{upgrade.Done: 3}
 	b.Reset()
-	if err := (report.Printer{Format: report.Text}).Summary(&b, f); err != nil {
+	if err := (report.Printer{Format: report.Text}).Result(&b, io.Discard, grouped(f), report.SummaryView); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), "upgrade") || strings.Contains(b.String(), "rollout") {

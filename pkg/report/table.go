@@ -30,18 +30,56 @@ type table struct {
 
 const gap = 3
 
+// block is a part of a view as a table format prints it: a table, or lines
+// beside the tables (matrix's pod count, summary's total), which
+// --no-headers leaves out as it leaves out the header.
+type block struct {
+	table *table
+	lines []string
+}
+
+// shown are the blocks the printer prints: without the lines beside the
+// tables under --no-headers.
+func (p Printer) shown(blocks []block) []block {
+	if !p.NoHeaders {
+		return blocks
+	}
+	var out []block
+	for _, b := range blocks {
+		if b.table != nil {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// tables writes one cluster's blocks, a blank line between two.
+func (p Printer) tables(w io.Writer, blocks []block) error {
+	var b strings.Builder
+	for i, bl := range p.shown(blocks) {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		if bl.table != nil {
+			bl.table.write(&b, p.Color, !p.NoHeaders)
+			continue
+		}
+		for _, l := range bl.lines {
+			b.WriteString(l + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 // write writes the table, with its header or, as kubectl --no-headers,
 // without it: then the columns are only as wide as their cells.
-func (t table) write(w io.Writer, color, header bool) error {
-	if c, ok := w.(*capture); ok { // one cluster's, aligned with the others' later
-		c.table(t, header)
-		return nil
-	}
+func (t table) write(b *strings.Builder, color, header bool) {
 	cols := t
 	if !header {
 		cols.header = make([]string, len(t.header))
 	}
-	return t.writeAligned(w, color, cols.widths(nil), header)
+	t.writeAligned(b, color, cols.widths(nil), header)
 }
 
 // widths are the columns' widths: the widest cell of each, at least atLeast.
@@ -63,8 +101,7 @@ func (t table) widths(atLeast []int) []int {
 
 // writeAligned writes the rows, and the header if asked, in columns of the
 // given widths.
-func (t table) writeAligned(w io.Writer, color bool, widths []int, header bool) error {
-	var b strings.Builder
+func (t table) writeAligned(b *strings.Builder, color bool, widths []int, header bool) {
 	line := func(cells []cell) {
 		var l strings.Builder
 		for i, c := range cells {
@@ -88,6 +125,4 @@ func (t table) writeAligned(w io.Writer, color bool, widths []int, header bool) 
 	for _, r := range t.rows {
 		line(r)
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }

@@ -3,11 +3,13 @@ package report_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"testing"
 	"time"
 
 	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/summary"
 	"github.com/gpuops/gpuops/pkg/upgrade"
 )
 
@@ -26,7 +28,7 @@ func TestUpgradesText(t *testing.T) {
 		Counts: map[string]int{upgrade.Done: 1, upgrade.InProgress: 1, upgrade.Waiting: 1},
 	}
 	var b bytes.Buffer
-	if err := (report.Printer{Format: report.Text}).Upgrades(&b, r, nil); err != nil {
+	if err := (report.Printer{Format: report.Text}).Result(&b, io.Discard, rolledOut(r, nil), report.UpgradesView); err != nil {
 		t.Fatal(err)
 	}
 	want := "rollout: 3 nodes done=1 in-progress=1 waiting=1\n" +
@@ -54,12 +56,12 @@ func TestUpgradesGroupedAndPools(t *testing.T) {
 		},
 		Counts: map[string]int{upgrade.Done: 2, upgrade.Failed: 1},
 	}
-	g := &report.Grouped{By: "pool", Groups: []report.GroupCounts{
-		{Name: "east", Counts: map[string]int{upgrade.Done: 1, upgrade.Failed: 1}},
-		{Name: "west", Counts: map[string]int{upgrade.Done: 1}},
+	g := &summary.Fleet{GroupBy: "pool", Groups: []summary.Group{
+		{Name: "east", Upgrades: map[string]int{upgrade.Done: 1, upgrade.Failed: 1}},
+		{Name: "west", Upgrades: map[string]int{upgrade.Done: 1}},
 	}}
 	var b bytes.Buffer
-	if err := (report.Printer{Format: report.Text}).Upgrades(&b, r, g); err != nil {
+	if err := (report.Printer{Format: report.Text}).Result(&b, io.Discard, rolledOut(r, g), report.UpgradesView); err != nil {
 		t.Fatal(err)
 	}
 	want := "rollout: 3 nodes done=2 failed=1\n" +
@@ -75,7 +77,7 @@ func TestUpgradesGroupedAndPools(t *testing.T) {
 		t.Errorf("upgrades:\n%s\nwant:\n%s", b.String(), want)
 	}
 	b.Reset()
-	if err := (report.Printer{Format: report.JSON}).Upgrades(&b, r, g); err != nil {
+	if err := (report.Printer{Format: report.JSON}).Result(&b, io.Discard, rolledOut(r, g), report.UpgradesView); err != nil {
 		t.Fatal(err)
 	}
 	var got struct {
@@ -84,7 +86,9 @@ func TestUpgradesGroupedAndPools(t *testing.T) {
 			Counts map[string]int
 		}
 		Counts  map[string]int
-		Grouped *report.Grouped
+		Grouped *struct {
+			Groups []struct{ Counts map[string]int }
+		}
 	}
 	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
 		t.Fatal(err)

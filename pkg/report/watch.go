@@ -96,11 +96,7 @@ func (x *Watch) lines(b *strings.Builder, c verdict.Change) {
 	a := c.After
 	if c.Before == nil || !slices.Equal(c.Before.Audit.Missing, a.Audit.Missing) || !slices.Equal(c.Before.Audit.Stuck, a.Audit.Stuck) ||
 		(x.explain && !reflect.DeepEqual(c.Before.Explain, a.Explain)) {
-		var why *explain.Report
-		if x.explain {
-			why = &a.Explain
-		}
-		_ = Printer{Format: Text}.Audit(b, []judge.NodeAudit{a.Audit}, why) // a strings.Builder does not fail
+		b.WriteString(text(auditLines(a, x.explain)))
 	}
 	if c.Before == nil || !slices.Equal(c.Before.Order.Findings, a.Order.Findings) {
 		if a.Order.OK() {
@@ -165,7 +161,7 @@ func (x *Watch) table(b *strings.Builder, batch verdict.Batch) {
 			}
 		}
 		b.WriteString("\x1b[H\x1b[2J") // cursor home, clear screen
-		_ = t.writeAligned(b, x.p.Color, t.widths(nil), true)
+		t.writeAligned(b, x.p.Color, t.widths(nil), true)
 		fmt.Fprintf(b, "\n%d nodes, %d with findings; updated %s\n", len(names), findings, batch.Time.Format(time.TimeOnly))
 		return
 	}
@@ -173,7 +169,7 @@ func (x *Watch) table(b *strings.Builder, batch verdict.Batch) {
 		t.rows = append(t.rows, watchRow(c.After, c.Node(), batch.Roster))
 	}
 	x.widths = t.widths(x.widths)
-	_ = t.writeAligned(b, x.p.Color, x.widths, batch.Initial)
+	t.writeAligned(b, x.p.Color, x.widths, batch.Initial)
 }
 
 // watchRow is a node's row: each operand yes, no, or MISSING (asked for and
