@@ -62,7 +62,7 @@ func benchWatcher(ctx context.Context, root, cluster string, client kubernetes.I
 	// A tainted node asks for every operand and runs none: flipping one of
 	// its deploy labels adds or removes a MISSING at once, whatever the
 	// DaemonSet controller does.
-	b := &watcherBench{client: client, env: env, gpuops: gpuops, apiserver: pid, node: fleet[i].name, operand: operand.Lab[4], rounds: rounds}
+	b := &watcherBench{client: client, env: env, gpuops: gpuops, apiserver: pid, node: fleet[i].name, operand: operand.Lab.DCGMExporter(), rounds: rounds}
 	load := loadAverage()
 	logf("watcher: the cluster alone for %s", idleWindow)
 	quiet, err := b.apiserverCPU(ctx, func() error { return sleep(ctx, idleWindow) })

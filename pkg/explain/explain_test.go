@@ -19,10 +19,10 @@ import (
 )
 
 var (
-	driver  = operand.Lab[0]
-	toolkit = operand.Lab[1]
-	plugin  = operand.Lab[2]
-	gfd     = operand.Lab[3]
+	driver  = operand.Lab.Driver()
+	toolkit = operand.Lab.ContainerToolkit()
+	plugin  = operand.Lab.DevicePlugin()
+	gfd     = operand.Lab.GPUFeatureDiscovery()
 )
 
 const ns = "gpu-operator"

@@ -19,11 +19,11 @@ import (
 
 // Short names for hand-built snapshots.
 var (
-	driver  = operand.Lab[0]
-	toolkit = operand.Lab[1]
-	plugin  = operand.Lab[2]
-	gfd     = operand.Lab[3]
-	dcgm    = operand.Lab[4]
+	driver  = operand.Lab.Driver()
+	toolkit = operand.Lab.ContainerToolkit()
+	plugin  = operand.Lab.DevicePlugin()
+	gfd     = operand.Lab.GPUFeatureDiscovery()
+	dcgm    = operand.Lab.DCGMExporter()
 )
 
 // asks returns deploy labels with value "true" for the given operands.

@@ -22,7 +22,7 @@ import (
 // (pipeline.Options.LabelsRead): the catalog's and the DaemonSets' selector
 // keys, not the rest of a real node's hundred.
 func TestTrimNodeKeepsWhatTheJudgesRead(t *testing.T) {
-	deploy := map[string]string{operand.Lab[0].LabelKey(): "true", operand.OperandsLabel: "true"}
+	deploy := map[string]string{operand.Lab.Driver().LabelKey(): "true", operand.OperandsLabel: "true"}
 	read := map[string]string{operand.GPUPresent: "true", "feature.node.kubernetes.io/pci-10de.present": "true"}
 	maps.Copy(read, deploy)
 	all := map[string]string{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "feature.node.kubernetes.io/kernel-version.full": "6.8.0-40-generic"}
@@ -75,7 +75,7 @@ func TestTrimNodeInternsLabels(t *testing.T) {
 // With a trace, the store keeps who wrote a paused label and when, as the
 // one-shot read does: how long the pause has lasted decides STUCK.
 func TestTrimNodeTracesPauses(t *testing.T) {
-	key := operand.Lab[2].LabelKey()
+	key := operand.Lab.DevicePlugin().LabelKey()
 	at := metav1.NewTime(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 	fields := &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:` + key + `":{}}}}`)}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1", Labels: map[string]string{key: "paused-for-mig-change"},

@@ -41,7 +41,7 @@ func node(name string, asked, missing, findings, present []string, reasons ...ex
 }
 
 var (
-	roster = operand.Lab[1:3] // container-toolkit, device-plugin
+	roster = []operand.Operand{operand.Lab.ContainerToolkit(), operand.Lab.DevicePlugin()}
 	rules  = []operand.Rule{operand.DeviceRule}
 	all    = []string{"container-toolkit", "device-plugin"}
 	t0     = time.Unix(1_700_000_000, 0)

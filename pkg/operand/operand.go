@@ -78,8 +78,13 @@ func (o Operand) RunBy(daemonSet string) bool {
 	return daemonSet == o.DaemonSet || slices.Contains(o.Variants, daemonSet)
 }
 
-// Lab is the lab's roster, in the order of every listing (roster, audit, matrix).
-var Lab = []Operand{
+// Roster is a list of operands in the order of every listing (roster,
+// audit, matrix).
+type Roster []Operand
+
+// Lab is the lab's roster. Code that means one of its operands names it
+// (Lab.Driver()), never its place in the listing.
+var Lab = Roster{
 	{Name: "driver", DaemonSet: "nvidia-driver-daemonset", Column: "driver", Manifest: "driver-ds.yaml"},
 	{Name: "container-toolkit", DaemonSet: "nvidia-container-toolkit-daemonset", Column: "toolkit", Manifest: "toolkit-ds.yaml"},
 	{Name: "device-plugin", DaemonSet: "nvidia-device-plugin-daemonset", Column: "device-plugin", Manifest: "device-plugin-ds.yaml"},
@@ -93,6 +98,31 @@ const (
 	ContainerToolkit = "container-toolkit"
 	DevicePlugin     = "device-plugin"
 )
+
+// Driver is the roster's driver.
+func (r Roster) Driver() Operand { return r.named(Driver) }
+
+// ContainerToolkit is the roster's container toolkit.
+func (r Roster) ContainerToolkit() Operand { return r.named(ContainerToolkit) }
+
+// DevicePlugin is the roster's device plugin.
+func (r Roster) DevicePlugin() Operand { return r.named(DevicePlugin) }
+
+// GPUFeatureDiscovery is the roster's GPU Feature Discovery.
+func (r Roster) GPUFeatureDiscovery() Operand { return r.named(GPUFeatureDiscovery) }
+
+// DCGMExporter is the roster's DCGM exporter.
+func (r Roster) DCGMExporter() Operand { return r.named(DCGMExporter) }
+
+// named panics when the roster lacks the operand: the accessors name the
+// lab's five, which every catalog roster (Lab, Real) holds.
+func (r Roster) named(name string) Operand {
+	o, err := Lookup(r, name)
+	if err != nil {
+		panic(err)
+	}
+	return o
+}
 
 // Lookup finds an operand of the roster by name.
 func Lookup(roster []Operand, name string) (Operand, error) {

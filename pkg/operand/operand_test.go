@@ -1,6 +1,9 @@
 package operand
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestDeployLabel(t *testing.T) {
 	const long = "a-name-far-longer-than-any-operand-of-the-catalog-has"
@@ -23,4 +26,27 @@ func TestDeployLabel(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { Asks(labels, "container-toolkit") }); n != 0 {
 		t.Errorf("Asks allocates %v times a call, want none", n)
 	}
+}
+
+// The named accessors find the operand of their name in either catalog
+// roster, and between them name every operand of the lab.
+func TestRosterAccessors(t *testing.T) {
+	names := []string{Driver, ContainerToolkit, DevicePlugin, GPUFeatureDiscovery, DCGMExporter}
+	for _, r := range []Roster{Lab, Real} {
+		got := []Operand{r.Driver(), r.ContainerToolkit(), r.DevicePlugin(), r.GPUFeatureDiscovery(), r.DCGMExporter()}
+		for i, o := range got {
+			if o.Name != names[i] || o.DaemonSet == "" {
+				t.Errorf("accessor %d = %+v, want the operand %s", i, o, names[i])
+			}
+		}
+	}
+	if Names(Lab) != strings.Join(names, ", ") {
+		t.Errorf("Lab = %s, want exactly the named %v", Names(Lab), names)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("a roster without a driver returned one")
+		}
+	}()
+	Roster{}.Driver()
 }

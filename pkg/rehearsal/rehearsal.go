@@ -120,14 +120,9 @@ func Run(ctx context.Context, c kubernetes.Interface, o Options) error {
 	return r.walk(ctx)
 }
 
-func driverDaemonSet() string {
-	i := slices.IndexFunc(operand.Lab, func(o operand.Operand) bool { return o.Name == operand.Driver })
-	return operand.Lab[i].DaemonSet
-}
-
 func prepare(ctx context.Context, c kubernetes.Interface, o Options) (*rehearsal, error) {
 	r := &rehearsal{c: c, o: o, owned: map[string]map[string]string{}, state: map[string]string{}, initial: map[string]bool{}}
-	name := driverDaemonSet()
+	name := operand.Lab.Driver().DaemonSet
 	ds, err := c.AppsV1().DaemonSets(o.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("driver DaemonSet %s/%s: %w", o.Namespace, name, err)

@@ -20,10 +20,10 @@ import (
 )
 
 var (
-	driver  = operand.Lab[0]
-	toolkit = operand.Lab[1]
-	plugin  = operand.Lab[2]
-	dcgm    = operand.Lab[4]
+	driver  = operand.Lab.Driver()
+	toolkit = operand.Lab.ContainerToolkit()
+	plugin  = operand.Lab.DevicePlugin()
+	dcgm    = operand.Lab.DCGMExporter()
 	rules   = operand.RulesFor(operand.Lab, operand.AllRules)
 )
 

@@ -11,7 +11,7 @@ import (
 // Total counts the groups of the same name together, over the operands
 // and rules of any cluster, in the clusters' own orders.
 func TestTotal(t *testing.T) {
-	driver, toolkit, dcgm := operand.Lab[0], operand.Lab[1], operand.Lab[4]
+	driver, toolkit, dcgm := operand.Lab.Driver(), operand.Lab.ContainerToolkit(), operand.Lab.DCGMExporter()
 	west := summary.Fleet{GroupBy: "pool", Operands: []operand.Operand{driver, toolkit}, Groups: []summary.Group{
 		{Name: "a100", Nodes: 2, Findings: 1, Operands: []summary.OperandCounts{
 			{Operand: driver.Name, Counts: summary.Counts{2, 1, 1, 0, 0}}, {Operand: toolkit.Name, Counts: summary.Counts{2, 2, 0, 0, 0}},

@@ -79,7 +79,7 @@ func TestGoAndScriptsAgree(t *testing.T) {
 			}
 		}
 		if round == 2 {
-			l.addHandMadePod(t, l.nodes[0], operand.Lab[1])
+			l.addHandMadePod(t, l.nodes[0], operand.Lab.ContainerToolkit())
 		}
 		l.waitSettled(t)
 

@@ -342,7 +342,7 @@ func TestCtrlCDuringUp(t *testing.T) {
 	}
 	// The labels up had applied before the wait are still gpuops' own.
 	n, err := env.Client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
-	if err != nil || n.Labels[operand.Lab[0].LabelKey()] != "true" {
+	if err != nil || n.Labels[operand.Lab.Driver().LabelKey()] != "true" {
 		t.Errorf("node after up: %v %v", n.Labels, err)
 	}
 }

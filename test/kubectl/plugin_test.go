@@ -69,7 +69,7 @@ func TestVersionOfTheServer(t *testing.T) {
 func TestAuditNamesPipeIntoKubectl(t *testing.T) {
 	t.Parallel()
 	env := testcluster.New(t)
-	asks := env.AddNode(t, env.NodeName("asks"), map[string]string{operand.Lab[0].LabelKey(): "true"}).Name
+	asks := env.AddNode(t, env.NodeName("asks"), map[string]string{operand.Lab.Driver().LabelKey(): "true"}).Name
 	fine := env.AddNode(t, env.NodeName("fine"), nil).Name
 	audit := []string{"--kubeconfig", env.Kubeconfig, "audit", "-n", env.Namespace, "-l", testcluster.LabelTestID + "=" + env.ID, "-o", "name"}
 	if r := run(t, nil, audit...); r.Code != 1 || r.Stdout != "node/"+asks+"\n" {

@@ -19,8 +19,8 @@ import (
 )
 
 var (
-	toolkit = operand.Lab[1]
-	dcgm    = operand.Lab[4]
+	toolkit = operand.Lab.ContainerToolkit()
+	dcgm    = operand.Lab.DCGMExporter()
 )
 
 // TestFindingsComeAndGo changes the cluster under a running gpuops serve

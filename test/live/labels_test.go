@@ -27,7 +27,7 @@ func TestNewSelectorLabelReadsTheNodesAgain(t *testing.T) {
 	const rack = "gpuops.test/rack"
 	node := f.gpuNode(t, "racked")
 	f.env.LabelNode(t, node, rack, "a")
-	driver := operand.Lab[0]
+	driver := operand.Lab.Driver()
 	f.env.WaitForPods(t, f.env.Namespace, func(pods []corev1.Pod) bool {
 		running := 0
 		for _, p := range pods {

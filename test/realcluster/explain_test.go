@@ -17,7 +17,7 @@ import (
 // a DaemonSet that is gone, and a label value that is not 'true'.
 func TestExplainOnTheControlPlane(t *testing.T) {
 	env := testcluster.New(t)
-	plugin, dcgm := operand.Lab[2], operand.Lab[4]
+	plugin, dcgm := operand.Lab.DevicePlugin(), operand.Lab.DCGMExporter()
 	asks := map[string]string{plugin.LabelKey(): "true"}
 	starved, tainted, down, capital := env.NodeName("starved"), env.NodeName("tainted"), env.NodeName("down"), env.NodeName("capital")
 	env.AddNode(t, starved, asks, testcluster.WithMemory("64Mi"))

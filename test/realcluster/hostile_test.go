@@ -22,7 +22,7 @@ import (
 func TestHostileInput(t *testing.T) {
 	env := testcluster.New(t)
 	node := env.NodeName("gpu")
-	env.AddNode(t, node, map[string]string{operand.Lab[1].LabelKey(): "true"})
+	env.AddNode(t, node, map[string]string{operand.Lab.ContainerToolkit().LabelKey(): "true"})
 	create(t, env, operands(t, env))
 	env.WaitForPods(t, env.Namespace, func(pods []corev1.Pod) bool { return len(testcluster.PodsOn(pods, node)) == 1 })
 

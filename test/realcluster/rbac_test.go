@@ -27,7 +27,7 @@ func TestLeastPrivilege(t *testing.T) {
 	create(t, env, kustomize(t, "kustomize/rbac/judge", "namespace: "+env.Namespace+"\nnameSuffix: "+suffix))
 	judge := tokenKubeconfig(t, env, "gpuops-judge"+suffix)
 
-	toolkit, plugin := operand.Lab[1], operand.Lab[2]
+	toolkit, plugin := operand.Lab.ContainerToolkit(), operand.Lab.DevicePlugin()
 	full := env.NodeName("full")
 	bare := env.NodeName("bare")
 	env.AddNode(t, full, map[string]string{toolkit.LabelKey(): "true", plugin.LabelKey(): "true"})

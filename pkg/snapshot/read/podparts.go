@@ -27,8 +27,8 @@ const podPartLabel = "app"
 // the lab's operands each, which on the lab and on a real install are a pod
 // a GPU node each.
 var podPartGroups = [][]operand.Operand{
-	{operand.Lab[0], operand.Lab[1]}, // driver, container toolkit
-	{operand.Lab[2], operand.Lab[3]}, // device plugin, GPU Feature Discovery
+	{operand.Lab.Driver(), operand.Lab.ContainerToolkit()},
+	{operand.Lab.DevicePlugin(), operand.Lab.GPUFeatureDiscovery()},
 }
 
 // podParts returns the label selectors of the parts, in a fixed order.

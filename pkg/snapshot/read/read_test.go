@@ -86,7 +86,7 @@ func TestReadMatchesPlainList(t *testing.T) {
 	// The read lists pods in parts by their app label (podparts.go): two
 	// DaemonSets named as operands of different parts, small enough to fit
 	// everywhere, and the "operand" one and the bare pod in the last part.
-	for name, memory := range map[string]string{"operand": "512Mi", operand.Lab[0].DaemonSet: "16Mi", operand.Lab[3].DaemonSet: "16Mi"} {
+	for name, memory := range map[string]string{"operand": "512Mi", operand.Lab.Driver().DaemonSet: "16Mi", operand.Lab.GPUFeatureDiscovery().DaemonSet: "16Mi"} {
 		if _, err := env.Client.AppsV1().DaemonSets(env.Namespace).Create(ctx, testcluster.DaemonSet(env.Namespace, name, selector, memory), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func TestReadMatchesPlainList(t *testing.T) {
 		}
 		return running == 20 && pending == 1 && deleting == 1 && len(pods) == 22
 	})
-	for _, name := range []string{"operand", operand.Lab[0].DaemonSet, operand.Lab[3].DaemonSet} {
+	for _, name := range []string{"operand", operand.Lab.Driver().DaemonSet, operand.Lab.GPUFeatureDiscovery().DaemonSet} {
 		env.WaitForDaemonSet(t, env.Namespace, name, func(d *appsv1.DaemonSet) bool {
 			return d.Status.ObservedGeneration == d.Generation && d.Status.DesiredNumberScheduled == 7
 		})
