@@ -53,32 +53,27 @@ func (v Volatile) normalize(out string) string {
 // "age 3m", in JSON as "ageSeconds": 180.
 var ageIn = regexp.MustCompile(`(\(|for |age[": ]+|Seconds": )(\d+h\d+m\d+s|\d+h\d+m|\d+h|\d+m\d+s|\d+m|\d+(\.\d+)?s|\d+)(\)|\b)`)
 
-// CheckGolden runs each command with bin and the common arguments and
-// compares what it printed, normalized by v, with dir/NAME.golden; with
-// GPUOPS_UPDATE_GOLDEN=1 it writes the files instead.
-func CheckGolden(t *testing.T, bin, dir string, common []string, v Volatile, cases []Golden) {
+// CheckGolden runs each command against c and compares what it printed,
+// normalized by v, with dir/NAME.golden; with GPUOPS_UPDATE_GOLDEN=1 it
+// writes the files instead.
+func CheckGolden(t *testing.T, c Cluster, dir string, v Volatile, cases []Golden) {
 	t.Helper()
 	update := os.Getenv(UpdateGolden) != ""
-	for _, c := range cases {
-		r := Run(t, nil, bin, append(append([]string{}, common...), c.Args...)...)
-		got := v.normalize(fmt.Sprintf("$ gpuops %s\nexit %d\n--- stdout\n%s--- stderr\n%s", strings.Join(c.Args, " "), r.Code, r.Stdout, r.Stderr))
-		path := filepath.Join(dir, c.Name+".golden")
+	for _, g := range cases {
+		r := c.Run(t, g.Args...)
+		got := v.normalize(fmt.Sprintf("$ gpuops %s\nexit %d\n--- stdout\n%s--- stderr\n%s", strings.Join(g.Args, " "), r.Code, r.Stdout, r.Stderr))
+		path := filepath.Join(dir, g.Name+".golden")
 		if update {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			WriteFile(t, path, got)
 			continue
 		}
 		want, err := os.ReadFile(path)
 		if err != nil {
-			t.Errorf("%s: %v (make it with %s=1)", c.Name, err, UpdateGolden)
+			t.Errorf("%s: %v (make it with %s=1)", g.Name, err, UpdateGolden)
 			continue
 		}
 		if got != string(want) {
-			t.Errorf("gpuops %s: output changed from %s:\n%s", strings.Join(c.Args, " "), path, lineDiff(string(want), got))
+			t.Errorf("gpuops %s: output changed from %s:\n%s", strings.Join(g.Args, " "), path, lineDiff(string(want), got))
 		}
 	}
 }

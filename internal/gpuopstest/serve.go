@@ -2,20 +2,19 @@ package gpuopstest
 
 import (
 	"bufio"
-	"os/exec"
 	"regexp"
 	"testing"
 )
 
 var serving = regexp.MustCompile(`serving (http://\S+)/metrics`)
 
-// StartServe runs bin with args, a gpuops serve command line (with
+// StartServe runs gpuops against c with args, a serve command line (with
 // --listen 127.0.0.1:0, a port of its own), until the test ends, and
-// returns the base URL it says it serves on. Its stderr is read to the end, so serve never
-// blocks on it.
-func StartServe(t testing.TB, bin string, args ...string) string {
+// returns the base URL it says it serves on. Its stderr is read to the end,
+// so serve never blocks on it.
+func StartServe(t testing.TB, c Cluster, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	cmd := c.Command(t, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

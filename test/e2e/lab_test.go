@@ -60,17 +60,12 @@ func TestLab(t *testing.T) {
 	for _, n := range lab.Nodes {
 		env.AddNode(t, n.Name, nil)
 	}
-	bin := gpuopstest.Binary(t)
+	// The lab's own namespace, as a user runs it: no -n.
+	cluster := gpuopstest.Cluster{Kubeconfig: env.Kubeconfig}
 	work := t.TempDir()
-	gpuopsRun := func(args ...string) gpuopstest.Result {
-		return gpuopstest.Run(t, nil, bin, append([]string{"--kubeconfig", env.Kubeconfig}, args...)...)
-	}
 	runLab := func(what string) map[string]string {
 		t.Helper()
-		res := gpuopsRun("lab", "--workdir", work)
-		if res.Code != 0 {
-			t.Fatalf("%s: gpuops lab: exit %d\n%s", what, res.Code, res.Stderr)
-		}
+		res := cluster.Want(t, 0, "lab", "--workdir", work)
 		if !strings.HasSuffix(res.Stdout, specOut["matrix.txt"]) {
 			t.Errorf("%s: gpuops lab must end by printing the matrix; stdout:\n%s", what, res.Stdout)
 		}
@@ -108,14 +103,14 @@ func TestLab(t *testing.T) {
 		}
 	}
 	audit := gpuopstest.Run(t, scriptEnv, filepath.Join(work, "operand-audit.sh"))
-	if goAudit := gpuopsRun("audit"); audit != goAudit || audit.Stdout != specOut["audit.txt"] {
+	if goAudit := cluster.Run(t, "audit"); audit != goAudit || audit.Stdout != specOut["audit.txt"] {
 		t.Errorf("operand-audit.sh: exit %d\n%s%s\ngpuops audit: exit %d\n%s%s", audit.Code, audit.Stdout, audit.Stderr,
 			goAudit.Code, goAudit.Stdout, goAudit.Stderr)
 	}
 	var order strings.Builder
 	for _, n := range lab.Nodes {
 		sh := gpuopstest.Run(t, scriptEnv, filepath.Join(work, "order-check.sh"), n.Name)
-		if goOrder := gpuopsRun("order-check", n.Name); sh != goOrder {
+		if goOrder := cluster.Run(t, "order-check", n.Name); sh != goOrder {
 			t.Errorf("order-check.sh %s: exit %d %q %s; gpuops order-check: exit %d %q %s", n.Name,
 				sh.Code, sh.Stdout, sh.Stderr, goOrder.Code, goOrder.Stdout, goOrder.Stderr)
 		}
@@ -124,7 +119,7 @@ func TestLab(t *testing.T) {
 	if order.String() != specOut["order.txt"] {
 		t.Errorf("order-check.sh on the lab's nodes:\n%s\ndocs/lab.md:\n%s", order.String(), specOut["order.txt"])
 	}
-	if m := gpuopsRun("matrix"); m.Stdout != specOut["matrix.txt"] || m.Code != 0 {
+	if m := cluster.Run(t, "matrix"); m.Stdout != specOut["matrix.txt"] || m.Code != 0 {
 		t.Errorf("gpuops matrix: exit %d\n%s%s", m.Code, m.Stdout, m.Stderr)
 	}
 
@@ -132,16 +127,14 @@ func TestLab(t *testing.T) {
 	if again := runLab("second run"); !maps.Equal(again, first) {
 		t.Errorf("second run changed out/:\n%v\nfirst:\n%v", again, first)
 	}
-	if res := gpuopsRun("reset"); res.Code != 0 {
-		t.Fatalf("gpuops reset: exit %d\n%s", res.Code, res.Stderr)
-	}
+	cluster.Want(t, 0, "reset")
 	if afterReset := runLab("run after reset"); !maps.Equal(afterReset, first) {
 		t.Errorf("run after reset changed out/:\n%v\nfirst:\n%v", afterReset, first)
 	}
 
 	// Every judge in every format, on the lab as it leaves it.
 	t.Run("golden", func(t *testing.T) {
-		gpuopstest.CheckGolden(t, bin, "testdata/golden", []string{"--kubeconfig", gpuopstest.ManyContexts(t, env.Kubeconfig)},
+		gpuopstest.CheckGolden(t, gpuopstest.Cluster{Kubeconfig: gpuopstest.ManyContexts(t, env.Kubeconfig)}, "testdata/golden",
 			gpuopstest.Volatile{env.RESTConfig.Host: "<server>"}, gpuopstest.JudgeCases(lab.Nodes[len(lab.Nodes)-1].Name))
 	})
 }

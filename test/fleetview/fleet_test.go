@@ -190,16 +190,10 @@ func createFleet(t *testing.T, env *testcluster.Env, fleet []member) {
 
 func selector(env *testcluster.Env) string { return testcluster.LabelTestID + "=" + env.ID }
 
-// gpuops runs the binary against the test's namespace.
-func gpuops(t *testing.T, env *testcluster.Env, args ...string) gpuopstest.Result {
-	t.Helper()
-	return gpuopstest.Run(t, nil, gpuopstest.Binary(t), append([]string{"--kubeconfig", env.Kubeconfig, "-n", env.Namespace}, args...)...)
-}
-
 // decode runs a judge with -o json and decodes what it printed.
 func decode(t *testing.T, env *testcluster.Env, out any, wantCode int, args ...string) {
 	t.Helper()
-	r := gpuops(t, env, append(args, "-o", "json")...)
+	r := gpuopstest.On(env).Run(t, append(args, "-o", "json")...)
 	if r.Code != wantCode {
 		t.Fatalf("gpuops %q: exit %d, want %d\n%s", args, r.Code, wantCode, r.Stderr)
 	}
@@ -433,11 +427,11 @@ func checkGroupBy(t *testing.T, env *testcluster.Env, fleet []member) {
 		t.Errorf("%d groups, want %d", len(sum.Groups), len(per))
 	}
 	// The healthy ones alone: exit 0.
-	if r := gpuops(t, env, "summary", "-l", selector(env)+","+kindKey+"=healthy"); r.Code != 0 || !strings.Contains(r.Stdout, "missing=0") {
+	if r := gpuopstest.On(env).Run(t, "summary", "-l", selector(env)+","+kindKey+"=healthy"); r.Code != 0 || !strings.Contains(r.Stdout, "missing=0") {
 		t.Errorf("summary of healthy nodes: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 	// A key that is no label key is refused before anything is read.
-	if r := gpuops(t, env, "summary", "--group-by", "not a label"); r.Code != 2 || !strings.HasPrefix(r.Stderr, "error: --group-by: invalid label key") {
+	if r := gpuopstest.On(env).Run(t, "summary", "--group-by", "not a label"); r.Code != 2 || !strings.HasPrefix(r.Stderr, "error: --group-by: invalid label key") {
 		t.Errorf("bad --group-by: exit %d, %q", r.Code, r.Stderr)
 	}
 }
@@ -446,7 +440,7 @@ func checkGroupBy(t *testing.T, env *testcluster.Env, fleet []member) {
 // audit's findings; order-check --all-rules -o junit has a case per rule and
 // fails exactly the node's order findings.
 func checkJUnit(t *testing.T, env *testcluster.Env, missing map[string][]string, findings map[string][]string) {
-	r := gpuops(t, env, "audit", "-l", selector(env), "-o", "junit")
+	r := gpuopstest.On(env).Run(t, "audit", "-l", selector(env), "-o", "junit")
 	if r.Code != 1 {
 		t.Fatalf("audit -o junit: exit %d\n%s", r.Code, r.Stderr)
 	}
@@ -469,7 +463,7 @@ func checkJUnit(t *testing.T, env *testcluster.Env, missing map[string][]string,
 		if order == 0 {
 			continue
 		}
-		r := gpuops(t, env, "order-check", node, "--all-rules", "-o", "junit")
+		r := gpuopstest.On(env).Run(t, "order-check", node, "--all-rules", "-o", "junit")
 		validate(t, r.Stdout)
 		if r.Code != 1 || strings.Count(r.Stdout, "<testcase ") != len(operand.RulesFor(operand.Lab, operand.AllRules)) || strings.Count(r.Stdout, "<failure ") != order {
 			t.Errorf("order-check %s -o junit: exit %d, want a case per rule and %d failures\n%s", node, r.Code, order, r.Stdout)

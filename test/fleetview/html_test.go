@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpuops/gpuops/internal/fleettest"
+	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/summary"
@@ -22,7 +23,7 @@ import (
 // report --html writes one page of the fleet, and the page works.
 func checkHTML(t *testing.T, env *testcluster.Env, sum summaryJSON, fleet []member) {
 	file := filepath.Join(t.TempDir(), "fleet.html")
-	r := gpuops(t, env, "report", "--html", file, "-l", selector(env))
+	r := gpuopstest.On(env).Run(t, "report", "--html", file, "-l", selector(env))
 	kc, err := clientcmd.LoadFromFile(env.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)

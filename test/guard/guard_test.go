@@ -33,7 +33,7 @@ var (
 )
 
 func uninstallAtEnd(t *testing.T, env *testcluster.Env) {
-	t.Cleanup(func() { gpuopsRun(t, env, "guard", "uninstall", "--force") })
+	t.Cleanup(func() { gpuopstest.On(env).Run(t, "guard", "uninstall", "--force") })
 }
 
 // The guard as the API server applies it to kubectl: refused, exempt,
@@ -52,19 +52,19 @@ func TestGuard(t *testing.T) {
 		}
 	}
 
-	st := ok(t, "status before install", gpuopsRun(t, env, "guard", "status"))
+	st := gpuopstest.On(env).Want(t, 0, "guard", "status")
 	if !strings.HasPrefix(st.Stdout, "guard: not installed\n") || !strings.Contains(st.Stdout, "\n"+broken+" device-plugin-without-toolkit\n") ||
 		strings.Contains(st.Stdout, full) {
 		t.Errorf("status before install:\n%s", st.Stdout)
 	}
 
 	uninstallAtEnd(t, env)
-	r := ok(t, "install", gpuopsRun(t, env, "guard", "install"))
+	r := gpuopstest.On(env).Want(t, 0, "guard", "install")
 	if want := policy + " created\n" + binding + " created\nguard: enforced, mode deny\n"; r.Stdout != want {
 		t.Errorf("install: %q, want %q", r.Stdout, want)
 	}
 	typeChecked(t, env)
-	st = ok(t, "status", gpuopsRun(t, env, "guard", "status"))
+	st = gpuopstest.On(env).Want(t, 0, "guard", "status")
 	wantStatus := "guard: installed, mode deny\nrules: the same as this gpuops's\nexempt: " +
 		strings.Join(guard.DefaultExempt(env.Namespace), ", ") + "\nnodes breaking a rule now: "
 	if !strings.HasPrefix(st.Stdout, wantStatus) || !strings.Contains(st.Stdout, "\n"+broken+" device-plugin-without-toolkit\n") {
@@ -105,14 +105,14 @@ func TestGuard(t *testing.T) {
 	// gpuops's own forced change meets the guard too, before any write.
 	settled(t, env)
 	before = stateOf(t, env)
-	r = gpuopsRun(t, env, "optout", full, operand.ContainerToolkit, "--force")
+	r = gpuopstest.On(env).Run(t, "optout", full, operand.ContainerToolkit, "--force")
 	if r.Code != 2 || !strings.Contains(r.Stderr, denied) || !strings.HasPrefix(r.Stderr, "warning: ") {
 		t.Errorf("optout --force under the guard: exit %d, stderr %q; want the plan's warning, then the guard's refusal", r.Code, r.Stderr)
 	}
 	sameState(t, "optout --force under the guard", before, stateOf(t, env))
 
 	// Warn mode: kubectl shows the warning and the change goes through.
-	r = ok(t, "install --mode warn", gpuopsRun(t, env, "guard", "install", "--mode", "warn"))
+	r = gpuopstest.On(env).Want(t, 0, "guard", "install", "--mode", "warn")
 	// (the policy itself reads "configured" when the API server has since
 	// added its status writer's entry to the ownership record)
 	if want := binding + " configured\nguard: enforced, mode warn\n"; !strings.HasPrefix(r.Stdout, policy+" ") || !strings.HasSuffix(r.Stdout, want) {
@@ -127,14 +127,14 @@ func TestGuard(t *testing.T) {
 	}
 
 	// Uninstalled: nothing judges any more.
-	r = ok(t, "uninstall", gpuopsRun(t, env, "guard", "uninstall"))
+	r = gpuopstest.On(env).Want(t, 0, "guard", "uninstall")
 	if want := binding + " deleted\n" + policy + " deleted\n"; r.Stdout != want {
 		t.Errorf("uninstall: %q, want %q", r.Stdout, want)
 	}
 	if r := ok(t, "label, no guard", label(broken, gfdKey+"=true")()); strings.Contains(r.Stderr, "gpuops-guard") {
 		t.Errorf("no guard, yet: %s", r.Stderr)
 	}
-	ok(t, "uninstall again", gpuopsRun(t, env, "guard", "uninstall"))
+	gpuopstest.On(env).Want(t, 0, "guard", "uninstall")
 }
 
 // reset takes away the guard gpuops installed, and only that.
@@ -142,12 +142,12 @@ func TestResetRemovesOnlyGPUOpsGuard(t *testing.T) {
 	env := testcluster.New(t)
 	env.Timeout = 3 * time.Minute
 	uninstallAtEnd(t, env)
-	ok(t, "install", gpuopsRun(t, env, "guard", "install", "--mode", "warn"))
-	r := ok(t, "reset", gpuopsRun(t, env, "reset"))
+	gpuopstest.On(env).Want(t, 0, "guard", "install", "--mode", "warn")
+	r := gpuopstest.On(env).Want(t, 0, "reset")
 	if !strings.HasPrefix(r.Stdout, binding+" deleted\n"+policy+" deleted\n") {
 		t.Errorf("reset: %q", r.Stdout)
 	}
-	if st := ok(t, "status", gpuopsRun(t, env, "guard", "status")); !strings.HasPrefix(st.Stdout, "guard: not installed\n") {
+	if st := gpuopstest.On(env).Want(t, 0, "guard", "status"); !strings.HasPrefix(st.Stdout, "guard: not installed\n") {
 		t.Errorf("status after reset: %s", st.Stdout)
 	}
 
@@ -170,13 +170,13 @@ func TestResetRemovesOnlyGPUOpsGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "error: " + policy + " was not installed by gpuops; not deleted (--force deletes it)\n"
-	if r := gpuopsRun(t, env, "guard", "uninstall"); r.Code != 2 || r.Stderr != want {
+	if r := gpuopstest.On(env).Run(t, "guard", "uninstall"); r.Code != 2 || r.Stderr != want {
 		t.Errorf("uninstall of someone else's policy: exit %d, stderr %q; want %q", r.Code, r.Stderr, want)
 	}
-	if r := gpuopsRun(t, env, "guard", "install"); r.Code != 2 || !strings.Contains(r.Stderr, `also managed by ["someone"]`) {
+	if r := gpuopstest.On(env).Run(t, "guard", "install"); r.Code != 2 || !strings.Contains(r.Stderr, `also managed by ["someone"]`) {
 		t.Errorf("install over someone else's policy: exit %d, stderr %q", r.Code, r.Stderr)
 	}
-	if r := ok(t, "reset", gpuopsRun(t, env, "reset")); strings.Contains(r.Stdout, "gpuops-guard") {
+	if r := gpuopstest.On(env).Want(t, 0, "reset"); strings.Contains(r.Stdout, "gpuops-guard") {
 		t.Errorf("reset touched someone else's policy: %q", r.Stdout)
 	}
 	if _, err := vap.Get(ctx, guard.Name, metav1.GetOptions{}); err != nil {

@@ -29,12 +29,6 @@ import (
 
 func TestMain(m *testing.M) { testcluster.Main(m) }
 
-// gpuopsRun runs the gpuops binary against the test cluster, in env's namespace.
-func gpuopsRun(t *testing.T, env *testcluster.Env, args ...string) gpuopstest.Result {
-	t.Helper()
-	return gpuopstest.Run(t, nil, gpuopstest.Binary(t), append([]string{"--kubeconfig", env.Kubeconfig, "-n", env.Namespace}, args...)...)
-}
-
 // kubectl runs the lab's kubectl against the test cluster.
 func kubectl(t *testing.T, env *testcluster.Env, args ...string) gpuopstest.Result {
 	t.Helper()

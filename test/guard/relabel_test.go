@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/plan"
@@ -46,7 +47,7 @@ func TestRefusedChangesNothing(t *testing.T) {
 		{[]string{"optin", b, operand.DevicePlugin},
 			b + ": opting in device-plugin would leave it without container-toolkit; opt it in first, or use --with-dependencies"},
 	} {
-		r := gpuopsRun(t, env, tc.args...)
+		r := gpuopstest.On(env).Run(t, tc.args...)
 		if tc.want == "" { // a dry run prints the plan, breaks and all, then refuses
 			var p plan.Plan
 			if err := json.Unmarshal([]byte(r.Stdout), &p); err != nil || len(p.Breaks) != 3 || r.Code != 2 {
@@ -136,7 +137,7 @@ func TestDependencyOrder(t *testing.T) {
 	work := t.TempDir()
 
 	stop := watchPods(t, env)
-	r := ok(t, "optout --with-dependents", gpuopsRun(t, env, "optout", a, operand.ContainerToolkit, "--with-dependents", "--workdir", work))
+	r := gpuopstest.On(env).Want(t, 0, "optout", a, operand.ContainerToolkit, "--with-dependents", "--workdir", work)
 	events := stop()
 	toolkit := daemonSetOf(operand.ContainerToolkit)
 	going := first(events, toolkit, "going")
@@ -159,7 +160,7 @@ func TestDependencyOrder(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(work, "out", "optout.txt")); string(got) != "BEFORE=1\nAFTER=0\n" {
 		t.Errorf("out/optout.txt (the toolkit's) = %q", got)
 	}
-	if r := gpuopsRun(t, env, "order-check", "--all-rules", a); r.Code != 0 || r.Stdout != "ok\n" {
+	if r := gpuopstest.On(env).Run(t, "order-check", "--all-rules", a); r.Code != 0 || r.Stdout != "ok\n" {
 		t.Errorf("order-check --all-rules after: exit %d, %q %q", r.Code, r.Stdout, r.Stderr)
 	}
 	want := deploy(operand.Driver, operand.ContainerToolkit+"=false", operand.DevicePlugin+"=false",
@@ -170,13 +171,13 @@ func TestDependencyOrder(t *testing.T) {
 
 	// Back in, in start-up order: the toolkit Running before the device plugin's pod is made.
 	stop = watchPods(t, env)
-	ok(t, "optin --with-dependencies", gpuopsRun(t, env, "optin", a, operand.DevicePlugin, "--with-dependencies"))
+	gpuopstest.On(env).Want(t, 0, "optin", a, operand.DevicePlugin, "--with-dependencies")
 	events = stop()
 	running, added := first(events, toolkit, "running"), first(events, daemonSetOf(operand.DevicePlugin), "added")
 	if running < 0 || added < 0 || running > added {
 		t.Errorf("toolkit Running at event %d, device plugin's pod added at %d; want the toolkit first\n%v", running, added, events)
 	}
-	if r := gpuopsRun(t, env, "order-check", "--all-rules", a); r.Code != 0 || r.Stdout != "ok\n" {
+	if r := gpuopstest.On(env).Run(t, "order-check", "--all-rules", a); r.Code != 0 || r.Stdout != "ok\n" {
 		t.Errorf("order-check --all-rules after optin: exit %d, %q", r.Code, r.Stdout)
 	}
 }
@@ -191,7 +192,7 @@ func TestDryRunPredictsTheRealRun(t *testing.T) {
 	})
 	sel := testcluster.LabelTestID + "=" + env.ID
 	before := stateOf(t, env)
-	r := ok(t, "dry run", gpuopsRun(t, env, "optin", "-l", sel, operand.DevicePlugin, "--with-dependencies", "--dry-run", "-o", "json"))
+	r := gpuopstest.On(env).Want(t, 0, "optin", "-l", sel, operand.DevicePlugin, "--with-dependencies", "--dry-run", "-o", "json")
 	sameState(t, "the dry run", before, stateOf(t, env))
 	var p plan.Plan
 	if err := json.Unmarshal([]byte(r.Stdout), &p); err != nil {
@@ -210,7 +211,7 @@ func TestDryRunPredictsTheRealRun(t *testing.T) {
 		t.Errorf("predicted:\n%s\nwant\n%s", strings.Join(predicted, "\n"), strings.Join(want, "\n"))
 	}
 
-	r = ok(t, "the real run", gpuopsRun(t, env, "optin", "-l", sel, operand.DevicePlugin, "--with-dependencies"))
+	r = gpuopstest.On(env).Want(t, 0, "optin", "-l", sel, operand.DevicePlugin, "--with-dependencies")
 	var got []string
 	for _, line := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
 		if strings.HasPrefix(line, "daemonset.apps/") {
@@ -234,7 +235,7 @@ func TestSelectorIsAllOrNothing(t *testing.T) {
 	sel := testcluster.LabelTestID + "=" + env.ID
 	work := t.TempDir()
 	before := stateOf(t, env)
-	r := gpuopsRun(t, env, "optout", "-l", sel, operand.ContainerToolkit, "--workdir", work)
+	r := gpuopstest.On(env).Run(t, "optout", "-l", sel, operand.ContainerToolkit, "--workdir", work)
 	want := "error: " + a + ": opting out container-toolkit would leave dcgm-exporter without it; opt it out first, or use --with-dependents (and 1 more node)\n"
 	if r.Code != 2 || r.Stdout != "" || r.Stderr != want {
 		t.Errorf("optout -l: exit %d, stdout %q, stderr %q; want %q", r.Code, r.Stdout, r.Stderr, want)
@@ -242,8 +243,7 @@ func TestSelectorIsAllOrNothing(t *testing.T) {
 	sameState(t, "the refused optout -l", before, stateOf(t, env))
 
 	// One node at a time, each through both steps.
-	r = ok(t, "optout -l --with-dependents --max-unavailable 1",
-		gpuopsRun(t, env, "optout", "-l", sel, operand.ContainerToolkit, "--with-dependents", "--max-unavailable", "1", "--workdir", work))
+	r = gpuopstest.On(env).Want(t, 0, "optout", "-l", sel, operand.ContainerToolkit, "--with-dependents", "--max-unavailable", "1", "--workdir", work)
 	wantOut := fmt.Sprintf("node/%s labelled\nnode/%s labelled\nnode/%s labelled\nnode/%s labelled\nnode/%s labelled\n", a, a, b, b, c) +
 		"daemonset.apps/nvidia-device-plugin-daemonset desiredNumberScheduled 1 -> 0\n" +
 		"daemonset.apps/nvidia-dcgm-exporter desiredNumberScheduled 1 -> 0\n" +
@@ -253,11 +253,11 @@ func TestSelectorIsAllOrNothing(t *testing.T) {
 	}
 
 	// --force carries out a refused change, with a warning.
-	r = ok(t, "optin --force", gpuopsRun(t, env, "optin", c, operand.DevicePlugin, "--force"))
+	r = gpuopstest.On(env).Want(t, 0, "optin", c, operand.DevicePlugin, "--force")
 	if w := "warning: " + c + ": opting in device-plugin would leave it without container-toolkit; opt it in first, or use --with-dependencies; changing it anyway\n"; !strings.HasPrefix(r.Stderr, w) {
 		t.Errorf("optin --force: stderr %q, want it to start %q", r.Stderr, w)
 	}
-	if r := gpuopsRun(t, env, "order-check", c); r.Code != 1 || r.Stdout != "device-plugin-without-toolkit\n" {
+	if r := gpuopstest.On(env).Run(t, "order-check", c); r.Code != 1 || r.Stdout != "device-plugin-without-toolkit\n" {
 		t.Errorf("order-check after the forced optin: exit %d, %q", r.Code, r.Stdout)
 	}
 }

@@ -21,9 +21,9 @@ import (
 // gpuops health -o json, summary, report --html and serve's metrics say,
 // through the one pipeline; health's text and exit code with it.
 func checkCommands(t *testing.T, env *testcluster.Env, want []health.Node) {
-	bin := gpuopstest.Binary(t)
+	c := gpuopstest.On(env)
 	args := func(cmd ...string) []string {
-		return append(append([]string{"--kubeconfig", env.Kubeconfig, "-n", env.Namespace}, cmd...), "--discover", "-l", testcluster.LabelTestID+"="+env.ID)
+		return append(cmd, "--discover", "-l", testcluster.LabelTestID+"="+env.ID)
 	}
 	byNode := map[string]health.Node{}
 	ready, unusable := 0, 0
@@ -38,7 +38,7 @@ func checkCommands(t *testing.T, env *testcluster.Env, want []health.Node) {
 		}
 	}
 
-	r := gpuopstest.Run(t, nil, bin, args("health", "-o", "json")...)
+	r := c.Run(t, args("health", "-o", "json")...)
 	var got struct{ Nodes []health.Node }
 	if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil || r.Code != 1 {
 		t.Fatalf("health -o json: exit %d, %v\n%s%s", r.Code, err, r.Stdout, r.Stderr)
@@ -52,7 +52,7 @@ func checkCommands(t *testing.T, env *testcluster.Env, want []health.Node) {
 		}
 	}
 
-	r = gpuopstest.Run(t, nil, bin, args("health")...)
+	r = c.Run(t, args("health")...)
 	lines := strings.Split(strings.TrimSuffix(r.Stdout, "\n"), "\n")
 	if r.Code != 1 || len(lines) < ready+unusable {
 		t.Errorf("health: exit %d, %d lines, want exit 1 and a line per GPU node and cause:\n%s%s", r.Code, len(lines), r.Stdout, r.Stderr)
@@ -73,7 +73,7 @@ func checkCommands(t *testing.T, env *testcluster.Env, want []health.Node) {
 		}
 	}
 
-	r = gpuopstest.Run(t, nil, bin, args("summary", "-o", "json")...)
+	r = c.Run(t, args("summary", "-o", "json")...)
 	var sum struct {
 		Groups []struct {
 			Name   string
@@ -87,14 +87,14 @@ func checkCommands(t *testing.T, env *testcluster.Env, want []health.Node) {
 		t.Errorf("summary: group %s health %+v, want %d ready and %d unusable", sum.Groups[0].Name, h, ready, unusable)
 	}
 
-	r = gpuopstest.Run(t, nil, bin, args("report", "--html", "-")...)
+	r = c.Run(t, args("report", "--html", "-")...)
 	for _, w := range want {
 		if w.Cause != nil && !strings.Contains(r.Stdout, "✗ "+w.Cause.Code+"</span> <code>"+w.Cause.Operand+"</code>") {
 			t.Errorf("report --html: no health cell %s/%s for %s", w.Cause.Code, w.Cause.Operand, w.Node)
 		}
 	}
 
-	checkServe(t, bin, args("serve", "--listen", "127.0.0.1:0", "--stuck-after", pipeline.DefaultStuckAfter.String()), want)
+	checkServe(t, c, args("serve", "--listen", "127.0.0.1:0", "--stuck-after", pipeline.DefaultStuckAfter.String()), want)
 }
 
 // sameVerdict compares what does not change with time: usable, the
@@ -110,8 +110,8 @@ func sameVerdict(a, b health.Node) bool {
 }
 
 // checkServe: serve exports each GPU node's usability and root cause.
-func checkServe(t *testing.T, bin string, args []string, want []health.Node) {
-	url := gpuopstest.StartServe(t, bin, args...)
+func checkServe(t *testing.T, c gpuopstest.Cluster, args []string, want []health.Node) {
+	url := gpuopstest.StartServe(t, c, args...)
 	var body string
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		resp, err := http.Get(url + "/readyz")

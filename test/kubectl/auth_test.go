@@ -32,7 +32,7 @@ func TestImpersonation(t *testing.T) {
 		"forbidden", `User "`+stranger+`" cannot list resource`)
 
 	spec := filepath.Join(t.TempDir(), "lab.yaml")
-	writeFile(t, spec, fmt.Sprintf("namespace: %s\nnodes:\n- name: %s\n  operands: {driver: true}\n", ns, j.node))
+	gpuopstest.WriteFile(t, spec, fmt.Sprintf("namespace: %s\nnodes:\n- name: %s\n  operands: {driver: true}\n", ns, j.node))
 	wantError(t, "up --as the judge", run(t, nil, append(kc, "--as", judge, "up", "--lab", spec, "--workdir", t.TempDir())...),
 		"forbidden: needs get namespaces; get,watch,patch nodes")
 }
@@ -62,7 +62,7 @@ func TestExecCredentialPlugin(t *testing.T) {
 	j := newJudged(t)
 	dir := t.TempDir()
 	plugin, called := filepath.Join(dir, "credential-helper"), filepath.Join(dir, "exec-info.json")
-	writeFile(t, plugin, fmt.Sprintf(`#!/bin/sh
+	gpuopstest.WriteFile(t, plugin, fmt.Sprintf(`#!/bin/sh
 printf '%%s' "$KUBERNETES_EXEC_INFO" > %q
 printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%%s"}}' "$TOKEN"
 `, called))
@@ -95,13 +95,13 @@ func TestInClusterConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	sa := t.TempDir()
-	writeFile(t, filepath.Join(sa, "token"), token(t, j.env, j.serviceAccount))
+	gpuopstest.WriteFile(t, filepath.Join(sa, "token"), token(t, j.env, j.serviceAccount))
 	ca, err := os.ReadFile(caFile(t, j.env))
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(sa, "ca.crt"), string(ca))
-	writeFile(t, filepath.Join(sa, "namespace"), j.env.Namespace)
+	gpuopstest.WriteFile(t, filepath.Join(sa, "ca.crt"), string(ca))
+	gpuopstest.WriteFile(t, filepath.Join(sa, "namespace"), j.env.Namespace)
 	env := append(noKubeconfig(t), "KUBERNETES_SERVICE_HOST="+u.Hostname(), "KUBERNETES_SERVICE_PORT="+u.Port())
 
 	inPod := func(args ...string) []string {

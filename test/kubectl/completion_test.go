@@ -165,7 +165,7 @@ func TestZshCompletion(t *testing.T) {
 	t.Parallel()
 	c := newCompleting(t)
 	zdot := t.TempDir()
-	writeFile(t, filepath.Join(zdot, ".zshrc"), "PS1='ready%% '\nautoload -U compinit && compinit -u\nsource <(gpuops completion zsh)\n")
+	gpuopstest.WriteFile(t, filepath.Join(zdot, ".zshrc"), "PS1='ready%% '\nautoload -U compinit && compinit -u\nsource <(gpuops completion zsh)\n")
 	socket := "gpuops-test-" + c.env.ID
 	tmux := func(args ...string) string {
 		out, err := exec.Command("tmux", append([]string{"-L", socket, "-f", "/dev/null"}, args...)...).CombinedOutput()

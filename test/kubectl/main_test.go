@@ -68,9 +68,9 @@ func applyJudgeRBAC(t *testing.T, env *testcluster.Env, suffix string) {
 	if err := os.CopyFS(filepath.Join(dir, "base"), judge); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(dir, "overlay", "kustomization.yaml"), fmt.Sprintf(
+	gpuopstest.WriteFile(t, filepath.Join(dir, "overlay", "kustomization.yaml"), fmt.Sprintf(
 		"namespace: %s\nnameSuffix: %s\nresources:\n- ../base\n", env.Namespace, suffix))
-	kubectl(t, env, "apply", "-k", filepath.Join(dir, "overlay"))
+	env.Kubectl(t, "apply", "-k", filepath.Join(dir, "overlay"))
 	t.Cleanup(func() {
 		// the namespace takes its own objects; these two are cluster-wide
 		name := "gpuops-judge" + suffix
@@ -104,7 +104,7 @@ func caFile(t *testing.T, env *testcluster.Env) string {
 		t.Fatal("the test cluster's kubeconfig has no CA certificate")
 	}
 	path := filepath.Join(t.TempDir(), "ca.crt")
-	writeFile(t, path, string(env.RESTConfig.CAData))
+	gpuopstest.WriteFile(t, path, string(env.RESTConfig.CAData))
 	return path
 }
 
@@ -145,17 +145,6 @@ func kubectlPath(t *testing.T) string {
 	return p
 }
 
-// kubectl runs the lab's kubectl as the cluster's admin and fails the test
-// unless it succeeds.
-func kubectl(t *testing.T, env *testcluster.Env, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(kubectlPath(t), append([]string{"--kubeconfig", env.Kubeconfig}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
 // wantOK checks a run that succeeded with exactly stdout and nothing on stderr.
 func wantOK(t *testing.T, what string, r gpuopstest.Result, stdout string) {
 	t.Helper()
@@ -174,15 +163,5 @@ func wantError(t *testing.T, what string, r gpuopstest.Result, want ...string) {
 	}
 	if !ok {
 		t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 2, one line 'error: …' with %q", what, r.Code, r.Stdout, r.Stderr, want)
-	}
-}
-
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -3,7 +3,6 @@ package multicluster_test
 import (
 	"encoding/json"
 	"encoding/xml"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -68,11 +67,11 @@ func checkNotJudged(t *testing.T, r gpuopstest.Result, of int) {
 func testText(t *testing.T, f *fleet) {
 	for _, j := range f.judges() {
 		t.Run(j.String(), func(t *testing.T) {
-			two := f.gpuops(t, with(j.args, "--contexts", contextsList(healthy, broken))...)
+			two := f.gpuops.Run(t, with(j.args, "--contexts", contextsList(healthy, broken))...)
 			if two.Code != j.exit {
 				errorf(t, two, "exit %d, want %d", two.Code, j.exit)
 			}
-			three := f.gpuops(t, with(j.args, "--contexts", contextsList(healthy, broken, down))...)
+			three := f.gpuops.Run(t, with(j.args, "--contexts", contextsList(healthy, broken, down))...)
 			checkNotJudged(t, three, 3)
 			for _, r := range []gpuopstest.Result{two, three} {
 				parts := stamped(t, r)
@@ -92,7 +91,7 @@ func testText(t *testing.T, f *fleet) {
 		})
 	}
 	// summary's total: the fleet by group, beside the clusters.
-	r := f.gpuops(t, "summary", "--contexts", contextsList(broken, healthy, down))
+	r := f.gpuops.Run(t, "summary", "--contexts", contextsList(broken, healthy, down))
 	total := stamped(t, r)["(fleet)"]
 	for _, want := range []string{
 		"contexts=3 errors=1 nodes=4 with-findings=1\n",
@@ -122,7 +121,7 @@ func entries(t *testing.T, r gpuopstest.Result) (clusters []map[string]any, flee
 func testJSON(t *testing.T, f *fleet) {
 	for _, j := range f.judges() {
 		t.Run(j.String(), func(t *testing.T) {
-			r := f.gpuops(t, with(j.args, "--contexts", contextsList(healthy, down, broken), "-o", "json")...)
+			r := f.gpuops.Run(t, with(j.args, "--contexts", contextsList(healthy, down, broken), "-o", "json")...)
 			checkNotJudged(t, r, 3)
 			cs, _ := entries(t, r)
 			var order []string
@@ -154,12 +153,12 @@ func testJSON(t *testing.T, f *fleet) {
 			}
 		})
 	}
-	r := f.gpuops(t, "summary", "--contexts", contextsList(healthy, broken, down), "-o", "yaml")
+	r := f.gpuops.Run(t, "summary", "--contexts", contextsList(healthy, broken, down), "-o", "yaml")
 	checkNotJudged(t, r, 3)
 	if !strings.Contains(r.Stdout, "clusters:\n- context: healthy\n") || !strings.Contains(r.Stdout, "\nfleet:\n") {
 		errorf(t, r, "YAML: want clusters and the fleet's total")
 	}
-	r = f.gpuops(t, "summary", "--contexts", contextsList(healthy, broken, down), "-o", "json")
+	r = f.gpuops.Run(t, "summary", "--contexts", contextsList(healthy, broken, down), "-o", "json")
 	_, total := entries(t, r)
 	for k, want := range map[string]float64{"contexts": 3, "errors": 1, "nodes": 4, "nodesWithFindings": 1} {
 		if total[k] != want {
@@ -197,7 +196,7 @@ func testTable(t *testing.T, f *fleet) {
 			continue
 		}
 		t.Run(j.String(), func(t *testing.T) {
-			r := f.gpuops(t, with(j.args, "--contexts", contextsList(healthy, broken, down), "-o", "table")...)
+			r := f.gpuops.Run(t, with(j.args, "--contexts", contextsList(healthy, broken, down), "-o", "table")...)
 			checkNotJudged(t, r, 3)
 			if !strings.HasPrefix(r.Stdout, "CONTEXT ") {
 				errorf(t, r, "want one table with a leading CONTEXT column")
@@ -213,7 +212,7 @@ func testTable(t *testing.T, f *fleet) {
 			}
 		})
 	}
-	r := f.gpuops(t, "summary", "--contexts", contextsList(healthy, broken), "-o", "table")
+	r := f.gpuops.Run(t, "summary", "--contexts", contextsList(healthy, broken), "-o", "table")
 	if r.Code != 1 || strings.Count(r.Stdout, "CONTEXT ") != 3 || !strings.Contains(r.Stdout, "\n(fleet)   ") {
 		errorf(t, r, "summary: exit %d; want its three tables with CONTEXT columns, the fleet's rows among them", r.Code)
 	}
@@ -236,10 +235,10 @@ func testJUnit(t *testing.T, f *fleet) {
 	}
 	for _, args := range [][]string{{"audit"}, {"order-check", f.gpu1}, {"health"}} {
 		t.Run(args[0], func(t *testing.T) {
-			r := f.gpuops(t, with(args, "--contexts", contextsList(healthy, broken, down), "-o", "junit")...)
+			r := f.gpuops.Run(t, with(args, "--contexts", contextsList(healthy, broken, down), "-o", "junit")...)
 			checkNotJudged(t, r, 3)
 			file := filepath.Join(t.TempDir(), "junit.xml")
-			writeFile(t, file, r.Stdout)
+			gpuopstest.WriteFile(t, file, r.Stdout)
 			if out, err := exec.Command(xmllint, "--noout", "--schema", filepath.Join("..", "..", "pkg", "report", "testdata", "junit.xsd"), file).CombinedOutput(); err != nil {
 				t.Fatalf("JUnit does not validate: %v\n%s", err, out)
 			}
@@ -278,11 +277,11 @@ func testJUnit(t *testing.T, f *fleet) {
 var gridRow = regexp.MustCompile(`<tr class="n[^"]*" id="n-([^"]+)">.*</tr>`)
 
 func testHTML(t *testing.T, f *fleet) {
-	two := f.gpuops(t, "report", "--html", "-", "--contexts", contextsList(healthy, broken))
+	two := f.gpuops.Run(t, "report", "--html", "-", "--contexts", contextsList(healthy, broken))
 	if two.Code != 1 {
 		errorf(t, two, "report: exit %d, want 1 (the broken lab's finding)", two.Code)
 	}
-	r := f.gpuops(t, "report", "--html", "-", "--contexts", contextsList(healthy, broken, down))
+	r := f.gpuops.Run(t, "report", "--html", "-", "--contexts", contextsList(healthy, broken, down))
 	checkNotJudged(t, r, 3)
 	page := r.Stdout
 	for _, want := range []string{
@@ -319,7 +318,7 @@ func testHTML(t *testing.T, f *fleet) {
 }
 
 func testAllContexts(t *testing.T, f *fleet) {
-	r := f.gpuops(t, "audit", "--all-contexts", "-o", "json", "--parallel", "2")
+	r := f.gpuops.Run(t, "audit", "--all-contexts", "-o", "json", "--parallel", "2")
 	if r.Code != 2 {
 		errorf(t, r, "exit %d, want 2", r.Code)
 	}
@@ -343,7 +342,7 @@ func testAllContexts(t *testing.T, f *fleet) {
 	}
 	// Every judge, in text: every context by name, each reachable one as alone.
 	for _, j := range f.judges() {
-		r := f.gpuops(t, with(j.args, "--all-contexts")...)
+		r := f.gpuops.Run(t, with(j.args, "--all-contexts")...)
 		if r.Code != 2 {
 			errorf(t, r, "%s: exit %d, want 2", j, r.Code)
 		}
@@ -372,7 +371,7 @@ func testAllContexts(t *testing.T, f *fleet) {
 }
 
 func testContextMatch(t *testing.T, f *fleet) {
-	r := f.gpuops(t, "summary", "--context-match", "^(healthy|broken)$", "-o", "json")
+	r := f.gpuops.Run(t, "summary", "--context-match", "^(healthy|broken)$", "-o", "json")
 	if r.Code != 1 {
 		errorf(t, r, "exit %d, want 1", r.Code)
 	}
@@ -381,7 +380,7 @@ func testContextMatch(t *testing.T, f *fleet) {
 		errorf(t, r, "want broken and healthy, by name, all judged")
 	}
 	// With --contexts it filters the list.
-	r = f.gpuops(t, "order-check", f.gpu1, "--contexts", contextsList(healthy, down, forbidden), "--context-match", "^h")
+	r = f.gpuops.Run(t, "order-check", f.gpu1, "--contexts", contextsList(healthy, down, forbidden), "--context-match", "^h")
 	if r.Code != 0 || r.Stdout != healthy+": ok\n" {
 		errorf(t, r, "exit %d, want 0 and healthy's verdict only", r.Code)
 	}
@@ -404,17 +403,7 @@ func testBadInput(t *testing.T, f *fleet) {
 		{[]string{"order-check", f.gpu1, "--contexts", healthy, "--all-contexts"}, "error: --contexts and --all-contexts: give one of them"},
 		{[]string{"report", "--html", "-", "--contexts", healthy + ",,broken"}, "error: --contexts: an empty context name"},
 	} {
-		r := f.gpuops(t, c.args...)
-		if r.Code != 2 || r.Stdout != "" || strings.Count(r.Stderr, "\n") != 1 || !strings.HasPrefix(r.Stderr, c.want) {
-			errorf(t, r, "gpuops %q: exit %d, want 2, nothing on stdout and one line %q", c.args, r.Code, c.want)
-		}
-	}
-}
-
-func writeFile(t *testing.T, path, text string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
+		f.gpuops.WantError(t, c.want, c.args...)
 	}
 }
 
@@ -450,7 +439,7 @@ func reportItems(t *testing.T, r gpuopstest.Result) map[string][]any {
 func testOpenReports(t *testing.T, f *fleet) {
 	for _, args := range [][]string{{"audit"}, {"order-check", f.gpu1}, {"health"}} {
 		t.Run(args[0], func(t *testing.T) {
-			r := f.gpuops(t, with(args, "--contexts", contextsList(healthy, broken, down), "-o", "openreports")...)
+			r := f.gpuops.Run(t, with(args, "--contexts", contextsList(healthy, broken, down), "-o", "openreports")...)
 			checkNotJudged(t, r, 3)
 			got := reportItems(t, r)
 			if len(got) != 2 {

@@ -3,7 +3,6 @@ package multicluster_test
 import (
 	"context"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,7 +29,9 @@ const (
 
 // fleet is the clusters of a test, one kubeconfig for them all.
 type fleet struct {
-	kubeconfig string
+	// gpuops runs on the merged kubeconfig, named by KUBECONFIG as a
+	// user's is, in the labs' namespace.
+	gpuops     gpuopstest.Cluster
 	namespace  string // the labs' namespace, the same in both clusters
 	gpu0, gpu1 string // node names, the same in both clusters
 }
@@ -62,17 +63,11 @@ func newFleet(t *testing.T) *fleet {
 	}
 	for env, rest := range labs {
 		dir := t.TempDir()
-		spec := filepath.Join(dir, "lab.yaml")
-		text := "namespace: " + f.namespace + "\nnodes:\n- name: " + f.gpu0 + "\n  labels:\n    nvidia.com/gpu.present: \"true\"\n" + rest
-		if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		r := gpuopstest.Run(t, nil, gpuopstest.Binary(t), "--kubeconfig", env.Kubeconfig, "up", "--lab", spec, "--workdir", dir)
-		if r.Code != 0 {
-			t.Fatalf("gpuops up on %s: exit %d\n%s", env.Kubeconfig, r.Code, r.Stderr)
-		}
+		spec := gpuopstest.WriteFile(t, filepath.Join(dir, "lab.yaml"),
+			"namespace: "+f.namespace+"\nnodes:\n- name: "+f.gpu0+"\n  labels:\n    nvidia.com/gpu.present: \"true\"\n"+rest)
+		gpuopstest.Cluster{Kubeconfig: env.Kubeconfig}.Want(t, 0, "up", "--lab", spec, "--workdir", dir)
 	}
-	f.kubeconfig = mergedKubeconfig(t, a, b)
+	f.gpuops = gpuopstest.Cluster{Namespace: f.namespace, Env: []string{"KUBECONFIG=" + mergedKubeconfig(t, a, b)}}
 	return f
 }
 
@@ -121,16 +116,10 @@ func mergedKubeconfig(t *testing.T, a, b *testcluster.Env) string {
 	return path
 }
 
-// gpuops runs the binary on the fleet's kubeconfig and namespace.
-func (f *fleet) gpuops(t *testing.T, args ...string) gpuopstest.Result {
-	t.Helper()
-	return gpuopstest.Run(t, []string{"KUBECONFIG=" + f.kubeconfig}, gpuopstest.Binary(t), append([]string{"-n", f.namespace}, args...)...)
-}
-
 // alone runs a command on one context, as a user does without --contexts.
 func (f *fleet) alone(t *testing.T, context string, args ...string) gpuopstest.Result {
 	t.Helper()
-	return f.gpuops(t, append(args, "--context", context)...)
+	return f.gpuops.Run(t, append(args, "--context", context)...)
 }
 
 // judge is one judging command as the tests run it.

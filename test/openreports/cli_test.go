@@ -3,6 +3,7 @@ package openreports_test
 import (
 	"encoding/json"
 	"encoding/xml"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -167,7 +168,7 @@ func TestOutputAppliesAndMatchesTheVerdicts(t *testing.T) {
 	if len(items) != 1 || items[0].Name != "gpuops" || items[0].Kind != "ClusterReport" || items[0].APIVersion != "openreports.io/v1alpha1" {
 		t.Fatalf("audit -o openreports: %d items, want the one ClusterReport gpuops:\n%s", len(items), r.Stdout)
 	}
-	file := writeFile(t, "audit.yaml", r.Stdout)
+	file := gpuopstest.WriteFile(t, filepath.Join(t.TempDir(), "audit.yaml"), r.Stdout)
 	f.env.Kubectl(t, "apply", "-f", file) // as the README says: | kubectl apply -f -
 	f.env.Kubectl(t, "apply", "--server-side", "-f", file)
 	got, err := f.get(t, "gpuops")
@@ -186,9 +187,9 @@ func TestOutputAppliesAndMatchesTheVerdicts(t *testing.T) {
 
 	// The schema is the CRD's for real: a result it does not know is refused.
 	bad := strings.Replace(r.Stdout, "result: fail", "result: broken", 1)
-	out, err := execKubectl(f.env, "apply", "--server-side", "--dry-run=server", "-f", writeFile(t, "bad.yaml", bad))
-	if err == nil || !strings.Contains(out, "Unsupported value") {
-		t.Errorf("a report with result: broken applies: %v\n%s", err, out)
+	applied := gpuopstest.On(f.env).Kubectl(t, "apply", "--server-side", "--dry-run=server", "-f", gpuopstest.WriteFile(t, filepath.Join(t.TempDir(), "bad.yaml"), bad))
+	if applied.Code == 0 || !strings.Contains(applied.Stderr, "Unsupported value") {
+		t.Errorf("a report with result: broken applies: exit %d\n%s", applied.Code, applied.Stderr)
 	}
 
 	// order-check NODE: that node's report, its audit and order checks.
@@ -197,7 +198,7 @@ func TestOutputAppliesAndMatchesTheVerdicts(t *testing.T) {
 	if r.Code != 1 || len(items) != 1 || items[0].Name != "gpuops-"+f.order || items[0].Scope == nil || items[0].Scope.Name != f.order {
 		t.Fatalf("order-check %s -o openreports: exit %d, %d items\n%s", f.order, r.Code, len(items), r.Stdout)
 	}
-	f.env.Kubectl(t, "apply", "--server-side", "-f", writeFile(t, "order.yaml", r.Stdout))
+	f.env.Kubectl(t, "apply", "--server-side", "-f", gpuopstest.WriteFile(t, filepath.Join(t.TempDir(), "order.yaml"), r.Stdout))
 	var mine []check
 	for _, c := range want {
 		if c.node == f.order {
@@ -215,13 +216,13 @@ func TestOutputAppliesAndMatchesTheVerdicts(t *testing.T) {
 	// label though they judge the same nodes; two contexts of the one
 	// cluster here, one of them a name no object could have.
 	contexts := f.twoContexts(t, "lab-a", "arn:aws:eks:eu-west-1:123456789012:cluster/gpu_train")
-	r = gpuopstest.Run(t, nil, gpuopstest.Binary(t), "--kubeconfig", contexts, "-n", ns, "audit", "--contexts", "lab-a,arn:aws:eks:eu-west-1:123456789012:cluster/gpu_train",
+	r = gpuopstest.Cluster{Kubeconfig: contexts, Namespace: ns}.Run(t, "audit", "--contexts", "lab-a,arn:aws:eks:eu-west-1:123456789012:cluster/gpu_train",
 		"--discover", "-l", testcluster.LabelTestID+"="+f.env.ID, "-o", "openreports")
 	items = list(t, r.Stdout)
 	if r.Code != 1 || len(items) != 2 || items[0].Name == items[1].Name {
 		t.Fatalf("audit --contexts -o openreports: exit %d, %d items\n%s%s", r.Code, len(items), r.Stdout, r.Stderr)
 	}
-	f.env.Kubectl(t, "apply", "--server-side", "-f", writeFile(t, "contexts.yaml", r.Stdout))
+	f.env.Kubectl(t, "apply", "--server-side", "-f", gpuopstest.WriteFile(t, filepath.Join(t.TempDir(), "contexts.yaml"), r.Stdout))
 	for _, it := range items {
 		got, err := f.get(t, it.Name)
 		if err != nil {
@@ -239,7 +240,7 @@ func TestOutputAppliesAndMatchesTheVerdicts(t *testing.T) {
 		if len(items) != 1 || items[0].Name != "gpuops" {
 			t.Fatalf("%s -o openreports: exit %d, %d items\n%s%s", cmd, r.Code, len(items), r.Stdout, r.Stderr)
 		}
-		f.env.Kubectl(t, "apply", "--server-side", "-f", writeFile(t, cmd+".yaml", r.Stdout))
+		f.env.Kubectl(t, "apply", "--server-side", "-f", gpuopstest.WriteFile(t, filepath.Join(t.TempDir(), cmd+".yaml"), r.Stdout))
 		policy := map[string]string{"health": openreports.Health, "upgrades": openreports.Upgrade}[cmd]
 		if g := checksOf(items[0].Results, openreports.Audit, openreports.Order); !slices.Equal(g, want) {
 			t.Errorf("%s -o openreports: audit and order %v, want %v", cmd, g, want)

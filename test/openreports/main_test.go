@@ -12,7 +12,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -150,30 +149,24 @@ func (f *fleet) waitForPods(t *testing.T) {
 // gpuops runs a judge on the fleet's nodes.
 func (f *fleet) gpuops(t *testing.T, args ...string) gpuopstest.Result {
 	t.Helper()
-	return gpuopstest.Run(t, nil, gpuopstest.Binary(t), append(append([]string{"--kubeconfig", f.env.Kubeconfig, "-n", ns}, args...),
-		"--discover", "-l", testcluster.LabelTestID+"="+f.env.ID)...)
+	return f.cluster().Run(t, append(args, "--discover", "-l", testcluster.LabelTestID+"="+f.env.ID)...)
 }
 
 // order1 runs order-check of one node (it takes no selector).
 func (f *fleet) order1(t *testing.T, node string, args ...string) gpuopstest.Result {
 	t.Helper()
-	return gpuopstest.Run(t, nil, gpuopstest.Binary(t), append([]string{"--kubeconfig", f.env.Kubeconfig, "-n", ns, "order-check", node, "--discover"}, args...)...)
+	return f.cluster().Run(t, append([]string{"order-check", node, "--discover"}, args...)...)
+}
+
+// cluster is the test cluster in the operands' namespace.
+func (f *fleet) cluster() gpuopstest.Cluster {
+	return gpuopstest.Cluster{Kubeconfig: f.env.Kubeconfig, Namespace: ns}
 }
 
 // get reads a report from the server.
 func (f *fleet) get(t *testing.T, name string) (*v1alpha1.ClusterReport, error) {
 	t.Helper()
 	return f.reports.OpenreportsV1alpha1().ClusterReports().Get(context.Background(), name, metav1.GetOptions{})
-}
-
-// writeFile writes s to a file of the test's.
-func writeFile(t *testing.T, name, s string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // check is one result as the tests compare them: policy, node, rule,
@@ -207,12 +200,6 @@ func poll(t *testing.T, what string, cond func() (bool, string)) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-// execKubectl is kubectl that may fail.
-func execKubectl(env *testcluster.Env, args ...string) (string, error) {
-	out, err := exec.Command("kubectl", append([]string{"--kubeconfig", env.Kubeconfig}, args...)...).CombinedOutput()
-	return string(out), err
 }
 
 // twoContexts writes a kubeconfig with the test cluster under two context

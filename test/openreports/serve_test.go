@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -89,8 +88,7 @@ func TestServeKeepsTheReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := testcluster.TokenKubeconfig(t, env.RESTConfig.Host, token.Status.Token)
-	cmd := exec.Command(gpuopstest.Binary(t), append(args, "--kubeconfig", cfg, "--namespace", ns, "-l", testcluster.LabelTestID+"="+env.ID,
-		"--listen", "127.0.0.1:0")...)
+	cmd := gpuopstest.Cluster{Kubeconfig: cfg, Namespace: ns}.Command(t, append(args, "-l", testcluster.LabelTestID+"="+env.ID, "--listen", "127.0.0.1:0")...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

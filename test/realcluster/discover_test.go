@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
 )
 
@@ -63,7 +64,8 @@ func TestRealInstall(t *testing.T) {
 		}
 		return running == 37
 	})
-	ns, sel := env.Namespace, selector(env)
+	sel := selector(env)
+	operands := gpuopstest.On(env)
 
 	t.Run("matrix", func(t *testing.T) {
 		columns := []string{"driver", "toolkit", "device-plugin", "gfd", "dcgm", "validator", "dcgm-hostengine", "mig-manager",
@@ -86,19 +88,19 @@ func TestRealInstall(t *testing.T) {
 			want.WriteByte('\n')
 		}
 		want.WriteString("TOTAL_PODS=37\n")
-		r := run(t, env.Kubeconfig, ns, "matrix", "--discover", "-l", sel)
+		r := operands.Run(t, "matrix", "--discover", "-l", sel)
 		if r.Code != 0 || r.Stdout != want.String() {
 			t.Errorf("matrix --discover: exit %d\n%s%s\nwant:\n%s", r.Code, r.Stdout, r.Stderr, want.String())
 		}
 		// Without --discover only the lab's five are known: no precompiled driver counts.
-		r = run(t, env.Kubeconfig, ns, "matrix", "-l", sel)
+		r = operands.Run(t, "matrix", "-l", sel)
 		if !strings.Contains(r.Stdout, name["u22"]+" driver=no toolkit=yes") {
 			t.Errorf("matrix: %s", r.Stdout)
 		}
 	})
 
 	t.Run("audit", func(t *testing.T) {
-		r := run(t, env.Kubeconfig, ns, "audit", "--discover", "--explain", "-l", sel)
+		r := operands.Run(t, "audit", "--discover", "--explain", "-l", sel)
 		want := []string{
 			name["broken"] + " MISSING driver (" +
 				"DaemonSet nvidia-driver-daemonset-5.15.0-105-generic-ubuntu22.04 selects " + kernelLabel + "=5.15.0-105-generic; the node has " + kernelLabel + "=6.1.0-18-amd64; " +
@@ -115,7 +117,7 @@ func TestRealInstall(t *testing.T) {
 
 	t.Run("order-check", func(t *testing.T) {
 		for short, want := range map[string]string{"broken": "toolkit-without-driver", "host": "ok", "u22": "ok", "u24": "ok", "rhel": "ok", "vm": "ok"} {
-			r := run(t, env.Kubeconfig, ns, "order-check", "--all-rules", "--discover", name[short])
+			r := operands.Run(t, "order-check", "--all-rules", "--discover", name[short])
 			if r.Stdout != want+"\n" || (r.Code == 0) != (want == "ok") {
 				t.Errorf("order-check --all-rules --discover %s: exit %d %q %q, want %q", short, r.Code, r.Stdout, r.Stderr, want)
 			}

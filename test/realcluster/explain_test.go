@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/operand"
 )
@@ -39,7 +40,7 @@ func TestExplainOnTheControlPlane(t *testing.T) {
 		return false
 	})
 
-	r := run(t, env.Kubeconfig, env.Namespace, "audit", "--explain", "-l", selector(env))
+	r := gpuopstest.Cluster{Kubeconfig: env.Kubeconfig, Namespace: env.Namespace}.Run(t, "audit", "--explain", "-l", selector(env))
 	lines := strings.Split(strings.TrimSuffix(r.Stdout, "\n"), "\n")
 	want := [][]string{
 		{capital + " MISSING dcgm-exporter (no DaemonSet nvidia-dcgm-exporter in namespace " + env.Namespace + ")"},

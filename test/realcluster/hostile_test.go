@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,11 +30,11 @@ func TestHostileInput(t *testing.T) {
 	dir := t.TempDir()
 	file := func(name, content string) string {
 		p := filepath.Join(dir, name)
-		writeFile(t, p, content)
+		gpuopstest.WriteFile(t, p, content)
 		return p
 	}
 	work := t.TempDir()
-	writeFile(t, filepath.Join(work, "out.keep"), "left by an earlier run\n")
+	gpuopstest.WriteFile(t, filepath.Join(work, "out.keep"), "left by an earlier run\n")
 	lab := func(name, nodes string) string {
 		return file(name, "namespace: "+env.Namespace+"\nnodes:\n"+nodes)
 	}
@@ -65,8 +66,7 @@ func TestHostileInput(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := clusterState(t, env, node)
-			r := run(t, kc, env.Namespace, tc.args...)
-			oneErrorLine(t, r, tc.want)
+			gpuopstest.Cluster{Kubeconfig: kc, Namespace: env.Namespace}.WantError(t, tc.want, tc.args...)
 			if after := clusterState(t, env, node); !reflect.DeepEqual(before, after) {
 				t.Errorf("the cluster changed:\nbefore %v\nafter  %v", before, after)
 			}
@@ -94,9 +94,8 @@ func TestHostileInput(t *testing.T) {
 		for _, args := range [][]string{{"audit"}, {"matrix", "--discover"}, {"order-check", node}, {"up", "--workdir", work}, {"optout", node, "driver"}, {"reset"}} {
 			t.Run(tc.name+"/"+args[0], func(t *testing.T) {
 				before := clusterState(t, env, node)
-				all := append(append(append([]string{}, tc.global...), "-n", env.Namespace), args...)
-				r := gpuopstest.Run(t, append([]string{"KUBECONFIG="}, tc.env...), gpuopstest.Binary(t), all...)
-				oneErrorLine(t, r, tc.want)
+				c := gpuopstest.Cluster{Namespace: env.Namespace, Env: append([]string{"KUBECONFIG="}, tc.env...)}
+				c.WantError(t, tc.want, append(slices.Clone(tc.global), args...)...)
 				if after := clusterState(t, env, node); !reflect.DeepEqual(before, after) {
 					t.Errorf("the cluster changed:\nbefore %v\nafter  %v", before, after)
 				}

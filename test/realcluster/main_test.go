@@ -11,7 +11,6 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -25,19 +24,12 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	gpuops "github.com/gpuops/gpuops"
-	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/render"
 )
 
 func TestMain(m *testing.M) { testcluster.Main(m) }
-
-// run runs the gpuops binary with a kubeconfig and the namespace.
-func run(t *testing.T, kubeconfig, namespace string, args ...string) gpuopstest.Result {
-	t.Helper()
-	return gpuopstest.Run(t, nil, gpuopstest.Binary(t), append([]string{"--kubeconfig", kubeconfig, "-n", namespace}, args...)...)
-}
 
 // selector narrows the judges to this test's nodes.
 func selector(env *testcluster.Env) string { return testcluster.LabelTestID + "=" + env.ID }
@@ -139,13 +131,4 @@ func operands(t *testing.T, env *testcluster.Env) []byte {
 		all = append(append(all, m.YAML...), "---\n"...)
 	}
 	return all
-}
-
-// oneErrorLine checks the contract of a failed command: exit 2, nothing on
-// stdout, exactly one line on stderr, starting "error: " and containing want.
-func oneErrorLine(t *testing.T, r gpuopstest.Result, want string) {
-	t.Helper()
-	if r.Code != 2 || r.Stdout != "" || strings.Count(r.Stderr, "\n") != 1 || !strings.HasPrefix(r.Stderr, "error: ") || !strings.Contains(r.Stderr, want) {
-		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2, no stdout, one line 'error: …%s…'", r.Code, r.Stdout, r.Stderr, want)
-	}
 }

@@ -12,9 +12,8 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/operand"
 )
@@ -25,7 +24,7 @@ func TestLeastPrivilege(t *testing.T) {
 	env := testcluster.New(t)
 	suffix := "-" + env.ID // ClusterRole and ClusterRoleBinding are cluster-wide
 	create(t, env, kustomize(t, "kustomize/rbac/judge", "namespace: "+env.Namespace+"\nnameSuffix: "+suffix))
-	judge := tokenKubeconfig(t, env, "gpuops-judge"+suffix)
+	asJudge := gpuopstest.Cluster{Kubeconfig: tokenKubeconfig(t, env, "gpuops-judge"+suffix), Namespace: env.Namespace}
 
 	toolkit, plugin := operand.Lab.ContainerToolkit(), operand.Lab.DevicePlugin()
 	full := env.NodeName("full")
@@ -57,7 +56,7 @@ func TestLeastPrivilege(t *testing.T) {
 		{[]string{"matrix", "-l", sel, "--discover", "-o", "table"}, 0, "DEVICE-PLUGIN",
 			"note: no ClusterPolicy: the cluster does not serve clusterpolicies.nvidia.com\n"},
 	} {
-		r := run(t, judge, ns, tc.args...)
+		r := asJudge.Run(t, tc.args...)
 		if r.Code != tc.code || !strings.Contains(r.Stdout, tc.out) || r.Stderr != tc.err {
 			t.Errorf("gpuops %s as the judge: exit %d, stdout %q, stderr %q; want exit %d, stdout with %q, stderr %q",
 				strings.Join(tc.args, " "), r.Code, r.Stdout, r.Stderr, tc.code, tc.out, tc.err)
@@ -67,20 +66,19 @@ func TestLeastPrivilege(t *testing.T) {
 	// up as the judge: refused before anything is written, here or in the cluster.
 	work := t.TempDir()
 	spec := filepath.Join(t.TempDir(), "lab.yaml")
-	writeFile(t, spec, fmt.Sprintf("namespace: %s\nnodes:\n- name: %s\n  operands: {driver: true}\n- name: %s\n  operands: {driver: false}\n", ns, full, bare))
+	gpuopstest.WriteFile(t, spec, fmt.Sprintf("namespace: %s\nnodes:\n- name: %s\n  operands: {driver: true}\n- name: %s\n  operands: {driver: false}\n", ns, full, bare))
 	before := clusterState(t, env, full, bare)
-	r := run(t, judge, ns, "up", "--lab", spec, "--workdir", work)
-	oneErrorLine(t, r, "forbidden: needs ")
+	r := asJudge.Run(t, "up", "--lab", spec, "--workdir", work)
+	r.OneLineError(t, "forbidden: needs ")
 	want := "error: forbidden: needs get namespaces; get,watch,patch nodes; get,watch,create,patch daemonsets.apps in namespace " + ns +
 		"; watch pods in namespace " + ns + "\n"
 	if r.Stderr != want {
 		t.Errorf("up as the judge: %q, want %q", r.Stderr, want)
 	}
 	// optout and reset need other rights, and are refused as well.
-	r = run(t, judge, ns, "optout", "--workdir", work, full, "driver")
-	oneErrorLine(t, r, "forbidden: needs get,watch,patch nodes; get,watch daemonsets.apps in namespace "+ns+"; watch pods in namespace "+ns)
-	r = run(t, judge, ns, "reset")
-	oneErrorLine(t, r, "forbidden: needs get namespaces; patch nodes; delete daemonsets.apps in namespace "+ns)
+	asJudge.WantError(t, "forbidden: needs get,watch,patch nodes; get,watch daemonsets.apps in namespace "+ns+"; watch pods in namespace "+ns,
+		"optout", "--workdir", work, full, "driver")
+	asJudge.WantError(t, "forbidden: needs get namespaces; patch nodes; delete daemonsets.apps in namespace "+ns, "reset")
 	if after := clusterState(t, env, full, bare); !reflect.DeepEqual(before, after) {
 		t.Errorf("up as the judge changed the cluster:\nbefore %v\nafter  %v", before, after)
 	}
@@ -99,18 +97,7 @@ func tokenKubeconfig(t *testing.T, env *testcluster.Env, serviceAccount string) 
 	if err != nil {
 		t.Fatalf("token for %s: %v", serviceAccount, err)
 	}
-	rc := env.RESTConfig
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["lab"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthority: rc.CAFile,
-		CertificateAuthorityData: rc.CAData, InsecureSkipTLSVerify: rc.Insecure}
-	cfg.AuthInfos[serviceAccount] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
-	cfg.Contexts["judge"] = &clientcmdapi.Context{Cluster: "lab", AuthInfo: serviceAccount}
-	cfg.CurrentContext = "judge"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testcluster.TokenKubeconfig(t, env.RESTConfig.Host, tok.Status.Token)
 }
 
 // clusterState is what up would change: the nodes' labels, the namespace's
@@ -139,11 +126,4 @@ func clusterState(t *testing.T, env *testcluster.Env, nodes ...string) map[strin
 	}
 	state["namespace"] = fmt.Sprint(ns.Labels, ns.Annotations)
 	return state
-}
-
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -103,7 +102,7 @@ func (in *install) oneShot(t *testing.T, flags []string) map[string]findings {
 	auditFlags := slices.DeleteFunc(slices.Clone(flags), func(f string) bool { return f == "--all-rules" })
 	out := map[string]findings{}
 	for _, n := range in.auditJSONAny(t, auditFlags...).Nodes {
-		r := in.run(t, append([]string{"order-check", "-o", "json", n.Node}, flags...)...)
+		r := gpuopstest.On(in.env).Run(t, append([]string{"order-check", "-o", "json", n.Node}, flags...)...)
 		var o struct{ Findings []string }
 		if err := json.Unmarshal([]byte(r.Stdout), &o); err != nil {
 			t.Fatalf("order-check %s: exit %d, %v\n%s%s", n.Node, r.Code, err, r.Stdout, r.Stderr)
@@ -191,7 +190,7 @@ type liveProcess struct {
 
 func (in *install) startLive(t *testing.T, args []string) *liveProcess {
 	t.Helper()
-	cmd := exec.Command(gpuopstest.Binary(t), append([]string{"--kubeconfig", in.env.Kubeconfig, "-n", in.env.Namespace}, args...)...)
+	cmd := gpuopstest.On(in.env).Command(t, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -110,7 +110,6 @@ func (in *install) userKubeconfig(t *testing.T, name string, cr *rbacv1.ClusterR
 // kubeconfig.
 func (in *install) auditJSONWith(t *testing.T, kubeconfig string, code int) auditJSON {
 	t.Helper()
-	r := gpuopstest.Run(t, nil, gpuopstest.Binary(t), "--kubeconfig", kubeconfig, "-n", in.env.Namespace,
-		"audit", "-o", "json", "-l", in.selector())
+	r := gpuopstest.Cluster{Kubeconfig: kubeconfig, Namespace: in.env.Namespace}.Run(t, "audit", "-o", "json", "-l", in.selector())
 	return decodeAudit(t, r, code)
 }

@@ -81,7 +81,7 @@ func TestVerdicts(t *testing.T) {
 				if v := derive(got, node, labels[node]); !verdictEqual(v, want) {
 					t.Errorf("%s: %+v, want %+v", short, v, want)
 				}
-				r := in.run(t, "order-check", "--all-rules", node)
+				r := gpuopstest.On(in.env).Run(t, "order-check", "--all-rules", node)
 				if strings.TrimSpace(r.Stdout) != want.Order || (r.Code == 0) != (want.Order == "ok") {
 					t.Errorf("order-check --all-rules %s: exit %d %q %q, want %q", short, r.Code, r.Stdout, r.Stderr, want.Order)
 				}
@@ -276,16 +276,10 @@ func decodeAudit(t *testing.T, r gpuopstest.Result, code int) auditJSON {
 	return a
 }
 
-// run runs gpuops against the install's namespace.
-func (in *install) run(t *testing.T, args ...string) gpuopstest.Result {
-	t.Helper()
-	return gpuopstest.Run(t, nil, gpuopstest.Binary(t), append([]string{"--kubeconfig", in.env.Kubeconfig, "-n", in.env.Namespace}, args...)...)
-}
-
 // judge runs a whole-cluster judge on the install's nodes.
 func (in *install) judge(t *testing.T, args ...string) gpuopstest.Result {
 	t.Helper()
-	return in.run(t, append(args, "-l", in.selector())...)
+	return gpuopstest.On(in.env).Run(t, append(args, "-l", in.selector())...)
 }
 
 // selector selects the install's nodes.
@@ -354,8 +348,7 @@ func (in *install) switchTo(t *testing.T, s modeState) {
 func (in *install) checkGolden(t *testing.T, dir string) {
 	t.Helper()
 	node := in.nodes[slices.Sorted(maps.Keys(in.nodes))[0]]
-	gpuopstest.CheckGolden(t, gpuopstest.Binary(t), dir,
-		[]string{"--kubeconfig", gpuopstest.ManyContexts(t, in.env.Kubeconfig), "-n", in.env.Namespace},
+	gpuopstest.CheckGolden(t, gpuopstest.Cluster{Kubeconfig: gpuopstest.ManyContexts(t, in.env.Kubeconfig), Namespace: in.env.Namespace}, dir,
 		gpuopstest.Volatile{in.env.Namespace: "<namespace>", in.env.ID: "<id>", in.env.RESTConfig.Host: "<server>"},
 		gpuopstest.JudgeCases(node, in.selector()))
 }

@@ -190,7 +190,7 @@ nodes:
 		t.Fatal(err)
 	}
 	r := &rig{t: t, lab: lab, spec: spec, ws: workspace.New(t.TempDir()),
-		g: &gpuopsView{t: t, bin: gpuopstest.Binary(t), env: env, names: names}}
+		g: &gpuopsView{t: t, gpuops: gpuopstest.On(env), env: env, names: names}}
 	if _, err := provision.Up(context.Background(), env.Client, lab, assets, r.ws, provision.Options{Timeout: env.Timeout}); err != nil {
 		t.Fatal(err)
 	}
@@ -232,14 +232,15 @@ func (r *rig) rehearse(table []row) {
 // gpuopsView runs gpuops as a user does and keeps a serve process.
 type gpuopsView struct {
 	t       *testing.T
-	bin     string
+	gpuops  gpuopstest.Cluster // the test cluster in the rig's namespace
 	env     *testcluster.Env
 	names   map[string]string
 	metrics string // serve's /metrics URL
 }
 
+// args narrow a command to the rig's nodes.
 func (g *gpuopsView) args(cmd ...string) []string {
-	return append(append([]string{"--kubeconfig", g.env.Kubeconfig, "-n", g.env.Namespace}, cmd...), "-l", testcluster.LabelTestID+"="+g.env.ID)
+	return append(cmd, "-l", testcluster.LabelTestID+"="+g.env.ID)
 }
 
 // check compares what gpuops says after the step with the table.
@@ -250,7 +251,7 @@ func (g *gpuopsView) check(ctx context.Context, s rehearsal.Step, want row, fail
 	at := fmt.Sprintf("step %d (%s)", s.N, s.What)
 	walked := []string{g.names["a"], g.names["b"], g.names["c"]}
 
-	r := gpuopstest.Run(t, nil, g.bin, g.args("upgrades", "-o", "json")...)
+	r := g.gpuops.Run(t, g.args("upgrades", "-o", "json")...)
 	var rollout struct{ Nodes []upgrade.Node }
 	if err := json.Unmarshal([]byte(r.Stdout), &rollout); err != nil {
 		t.Fatalf("%s: upgrades -o json: exit %d, %v\n%s%s", at, r.Code, err, r.Stdout, r.Stderr)
@@ -279,7 +280,7 @@ func (g *gpuopsView) check(ctx context.Context, s rehearsal.Step, want row, fail
 	}
 
 	// No finding on any node, whatever the driver manager paused.
-	r = gpuopstest.Run(t, nil, g.bin, g.args("audit")...)
+	r = g.gpuops.Run(t, g.args("audit")...)
 	if r.Code != 0 || strings.Count(r.Stdout, " OK\n") != len(g.names) {
 		t.Errorf("%s: audit: exit %d\n%s%s", at, r.Code, r.Stdout, r.Stderr)
 	}
@@ -288,7 +289,7 @@ func (g *gpuopsView) check(ctx context.Context, s rehearsal.Step, want row, fail
 	for i, n := range walked {
 		wantHealth[n] = want.health[i]
 	}
-	r = gpuopstest.Run(t, nil, g.bin, g.args("health", "-o", "json")...)
+	r = g.gpuops.Run(t, g.args("health", "-o", "json")...)
 	var hs struct{ Nodes []health.Node }
 	if err := json.Unmarshal([]byte(r.Stdout), &hs); err != nil {
 		t.Fatalf("%s: health -o json: exit %d, %v\n%s%s", at, r.Code, err, r.Stdout, r.Stderr)

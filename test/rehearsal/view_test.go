@@ -25,7 +25,7 @@ import (
 // startServe runs gpuops serve on the test's nodes for the whole walk.
 func (g *gpuopsView) startServe() {
 	t := g.t
-	g.metrics = gpuopstest.StartServe(t, g.bin, g.args("serve", "--listen", "127.0.0.1:0", "--stuck-after", pipeline.DefaultStuckAfter.String())...) + "/metrics"
+	g.metrics = gpuopstest.StartServe(t, g.gpuops, g.args("serve", "--listen", "127.0.0.1:0", "--stuck-after", pipeline.DefaultStuckAfter.String())...) + "/metrics"
 }
 
 var series = regexp.MustCompile(`^(gpuops_[a-z_]+)\{([^}]*)\} (\S+)$`)
@@ -157,13 +157,10 @@ func (g *gpuopsView) checkEvents(ctx context.Context) {
 // with nothing changed, and runs the lab and the rehearsal again.
 func (g *gpuopsView) checkCommand(spec string) {
 	t := g.t
-	file := filepath.Join(t.TempDir(), "lab.yaml")
-	if err := os.WriteFile(file, []byte(spec), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := gpuopstest.WriteFile(t, filepath.Join(t.TempDir(), "lab.yaml"), spec)
 	dir := t.TempDir()
 	lab := func(scenario string) gpuopstest.Result {
-		return gpuopstest.Run(t, nil, g.bin, "--kubeconfig", g.env.Kubeconfig, "lab", "--lab", file, "--workdir", dir, "--scenario", scenario)
+		return gpuopstest.Cluster{Kubeconfig: g.env.Kubeconfig}.Run(t, "lab", "--lab", file, "--workdir", dir, "--scenario", scenario)
 	}
 	r := lab("nope")
 	if r.Code != 2 || r.Stderr != "error: unknown scenario \"nope\" (known: "+rehearsal.DriverUpgrade+") (see --help)\n" {
@@ -180,7 +177,7 @@ func (g *gpuopsView) checkCommand(spec string) {
 		!strings.Contains(r.Stdout, "  "+g.names["c"]+" UNUSABLE upgrade-failed driver") {
 		t.Errorf("lab --scenario %s: exit %d\n%s%s", rehearsal.DriverUpgrade, r.Code, r.Stdout, r.Stderr)
 	}
-	if r := gpuopstest.Run(t, nil, g.bin, "lab", "--help"); !strings.Contains(r.Stdout, "--scenario NAME") {
+	if r := (gpuopstest.Cluster{}).Run(t, "lab", "--help"); !strings.Contains(r.Stdout, "--scenario NAME") {
 		t.Errorf("lab --help does not explain --scenario:\n%s", r.Stdout)
 	}
 }
