@@ -1,8 +1,6 @@
 package explain_test
 
 import (
-	"bytes"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -13,8 +11,6 @@ import (
 	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
-	"github.com/gpuops/gpuops/pkg/pipeline"
-	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
@@ -354,9 +350,9 @@ func TestOperandsLabel(t *testing.T) {
 	}
 }
 
-// The text form keeps the lab's lines and their fields, adding reasons in
-// parentheses and the extra lines after each node.
-func TestExplainedAuditText(t *testing.T) {
+// Every finding of an audit has its reasons, and the node that asks for
+// nothing its unexpected pod and its warnings.
+func TestExplainedAudit(t *testing.T) {
 	s := &snapshot.Snapshot{
 		Namespace: ns,
 		Nodes: []snapshot.Node{
@@ -371,18 +367,28 @@ func TestExplainedAuditText(t *testing.T) {
 	}
 	audits := judge.Audit(s, operand.Lab)
 	r := explain.Explain(s, operand.Lab, audits, explain.Clock{})
-	b := explainedAudit(t, s, operand.Lab, time.Time{}, 0)
-	want := "a MISSING driver (no DaemonSet nvidia-driver-daemonset in namespace gpu-operator)\n" +
-		"a MISSING device-plugin (pod dp-a is Pending, not scheduled: 0/2 nodes are available: 1 Insufficient memory.)\n" +
-		"b OK\n" +
-		"b UNEXPECTED device-plugin (pod dp-b is Running although the node has nvidia.com/gpu.deploy.operands=false)\n" +
-		"b WARNING nvidia.com/gpu.deploy.operands (the node asks for no operand: the operator removes its deploy labels, and operand pods still here are unexpected)\n" +
-		"b WARNING nvidia.com/gpu.deploy.driver (label is 'True', not 'true': a DaemonSet that selects 'true' will not run here)\n"
-	if b.String() != want {
-		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	var got []string
+	for _, m := range r.Missing {
+		got = append(got, m.Node+" missing "+m.Operand+": "+explain.Messages(m.Reasons))
 	}
-	if len(r.Missing) != 2 || len(r.Unexpected) != 1 || len(r.Warnings) != 2 {
-		t.Errorf("report %+v", r)
+	for _, u := range r.Unexpected {
+		got = append(got, u.Node+" unexpected "+u.Operand+" "+u.Pod+": "+u.Message)
+	}
+	for _, w := range r.Warnings {
+		got = append(got, w.Node+" warning "+w.Label+": "+w.Message)
+	}
+	want := []string{
+		"a missing driver: no DaemonSet nvidia-driver-daemonset in namespace gpu-operator",
+		"a missing device-plugin: pod dp-a is Pending, not scheduled: 0/2 nodes are available: 1 Insufficient memory.",
+		"b unexpected device-plugin dp-b: pod dp-b is Running although the node has nvidia.com/gpu.deploy.operands=false",
+		"b warning nvidia.com/gpu.deploy.operands: the node asks for no operand: the operator removes its deploy labels, and operand pods still here are unexpected",
+		"b warning nvidia.com/gpu.deploy.driver: label is 'True', not 'true': a DaemonSet that selects 'true' will not run here",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if len(audits) != 2 || !slices.Equal(audits[0].Missing, []string{driver.Name, plugin.Name}) || !audits[1].OK() {
+		t.Errorf("audits %+v, want a missing the driver and the device plugin, b OK", audits)
 	}
 }
 
@@ -480,28 +486,15 @@ func TestStuckAndDisabled(t *testing.T) {
 	audits := judge.Audit(s, roster)
 	judge.Stuck(audits, s, roster, now, 30*time.Minute)
 	r := explain.Explain(s, roster, audits, explain.Clock{Now: now, StuckAfter: 30 * time.Minute})
-	b := explainedAudit(t, s, roster, now, 30*time.Minute)
-	want := "n STUCK container-toolkit (label is 'paused-for-driver-upgrade', written by driver-manager 1h0m0s ago, longer than --stuck-after 30m0s: " +
-		"the driver manager paused this operand across a driver upgrade, so a DaemonSet that selects 'true' will not run here; the label goes back to 'true' when it is done)\n"
-	if b.String() != want {
-		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	want := "label is 'paused-for-driver-upgrade', written by driver-manager 1h0m0s ago, longer than --stuck-after 30m0s: " +
+		"the driver manager paused this operand across a driver upgrade, so a DaemonSet that selects 'true' will not run here; the label goes back to 'true' when it is done"
+	if len(audits) != 1 || len(audits[0].Missing) != 0 || !slices.Equal(audits[0].Stuck, []string{toolkit.Name}) {
+		t.Errorf("audits %+v, want n with the toolkit stuck and nothing missing", audits)
+	}
+	if len(r.Warnings) != 1 || !r.Warnings[0].Stuck || r.Warnings[0].Operand != toolkit.Name || r.Warnings[0].Message != want {
+		t.Errorf("warnings %+v, want the toolkit's stuck pause: %s", r.Warnings, want)
 	}
 	if !slices.Equal(r.Disabled, []explain.Off{{Operand: "driver", Reason: "ClusterPolicy cp: spec.driver.enabled is false"}}) || !slices.Equal(r.Notes, []string{"a note"}) {
 		t.Errorf("disabled %+v, notes %q", r.Disabled, r.Notes)
 	}
-}
-
-// explainedAudit is audit --explain's text of s judged with the roster as
-// of now.
-func explainedAudit(t *testing.T, s *snapshot.Snapshot, roster []operand.Operand, now time.Time, stuckAfter time.Duration) *bytes.Buffer {
-	t.Helper()
-	r, err := pipeline.Scope{Options: pipeline.Options{Explain: true, StuckAfter: stuckAfter}, Roster: roster, Rules: []operand.Rule{operand.DeviceRule}}.Judge(s, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	if err := (report.Printer{Format: report.Text}).Result(&b, io.Discard, r, report.AuditView); err != nil {
-		t.Fatal(err)
-	}
-	return &b
 }

@@ -1,19 +1,15 @@
 package judge_test
 
 import (
-	"bytes"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
-	"github.com/gpuops/gpuops/pkg/outcome"
-	"github.com/gpuops/gpuops/pkg/pipeline"
-	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
@@ -43,19 +39,14 @@ func running(node string, o operand.Operand) snapshot.Pod {
 	return snapshot.Pod{Name: o.DaemonSet + "-" + node, Node: node, DaemonSet: o.DaemonSet, Phase: corev1.PodRunning}
 }
 
-// labJudged is s judged as the lab judges: its five operands, the device
-// rule.
-func labJudged(t *testing.T, s *snapshot.Snapshot) *outcome.Result {
-	t.Helper()
-	r, err := pipeline.Scope{Roster: operand.Lab, Rules: []operand.Rule{operand.DeviceRule}}.Judge(s, time.Time{})
-	if err != nil {
-		t.Fatal(err)
+// missing is the audit of s as the tests compare it: a node a line, in the
+// audit's order, "node:" and what is missing there.
+func missing(s *snapshot.Snapshot) []string {
+	out := []string{}
+	for _, a := range judge.Audit(s, operand.Lab) {
+		out = append(out, strings.Join(append([]string{a.Node + ":"}, a.Missing...), " "))
 	}
-	return r
-}
-
-func auditText(t *testing.T, s *snapshot.Snapshot) string {
-	return string(report.LabAudit(labJudged(t, s)))
+	return out
 }
 
 func TestAudit(t *testing.T) {
@@ -65,79 +56,79 @@ func TestAudit(t *testing.T) {
 		name  string
 		nodes []snapshot.Node
 		pods  []snapshot.Pod
-		want  string
+		want  []string // per node, "node:" and what is missing
 	}{
 		{
 			name:  "asked and running",
 			nodes: []snapshot.Node{node("n", asks(driver, toolkit))},
 			pods:  []snapshot.Pod{running("n", driver), running("n", toolkit)},
-			want:  "n OK\n",
+			want:  []string{"n:"},
 		},
 		{
 			name:  "missing operands in roster order, not pod order",
 			nodes: []snapshot.Node{node("n", asks(dcgm, driver, plugin))},
 			pods:  []snapshot.Pod{running("n", plugin)},
-			want:  "n MISSING driver\nn MISSING dcgm-exporter\n",
+			want:  []string{"n: driver dcgm-exporter"},
 		},
 		{
 			name: "false, missing, True and empty labels ask for nothing",
 			nodes: []snapshot.Node{node("n", map[string]string{
 				driver.LabelKey(): "false", toolkit.LabelKey(): "True", plugin.LabelKey(): "",
 			})},
-			want: "n OK\n",
+			want: []string{"n:"},
 		},
 		{
 			name:  "node with no label at all",
 			nodes: []snapshot.Node{node("n", nil)},
-			want:  "n OK\n",
+			want:  []string{"n:"},
 		},
 		{
 			name:  "pod running where it is not asked for is no finding",
 			nodes: []snapshot.Node{node("n", map[string]string{driver.LabelKey(): "false"})},
 			pods:  []snapshot.Pod{running("n", driver)},
-			want:  "n OK\n",
+			want:  []string{"n:"},
 		},
 		{
 			name:  "pending pod does not count",
 			nodes: []snapshot.Node{node("n", asks(toolkit))},
 			pods:  []snapshot.Pod{{Name: "p", Node: "n", DaemonSet: toolkit.DaemonSet, Phase: corev1.PodPending}},
-			want:  "n MISSING container-toolkit\n",
+			want:  []string{"n: container-toolkit"},
 		},
 		{
 			name:  "failed pod does not count",
 			nodes: []snapshot.Node{node("n", asks(toolkit))},
 			pods:  []snapshot.Pod{{Name: "p", Node: "n", DaemonSet: toolkit.DaemonSet, Phase: corev1.PodFailed}},
-			want:  "n MISSING container-toolkit\n",
+			want:  []string{"n: container-toolkit"},
 		},
 		{
 			name:  "pod being deleted does not count",
 			nodes: []snapshot.Node{node("n", asks(toolkit))},
 			pods:  []snapshot.Pod{deleting},
-			want:  "n MISSING container-toolkit\n",
+			want:  []string{"n: container-toolkit"},
 		},
 		{
 			name:  "unscheduled pod counts for no node",
 			nodes: []snapshot.Node{node("n", asks(toolkit))},
 			pods:  []snapshot.Pod{{Name: "p", DaemonSet: toolkit.DaemonSet, Phase: corev1.PodPending, Reason: "0/1 nodes are available"}},
-			want:  "n MISSING container-toolkit\n",
+			want:  []string{"n: container-toolkit"},
 		},
 		{
 			name:  "hand-made pod with the app label but no DaemonSet owner does not count",
 			nodes: []snapshot.Node{node("n", asks(toolkit))},
 			pods:  []snapshot.Pod{{Name: toolkit.DaemonSet + "-fake", Node: "n", Phase: corev1.PodRunning}},
-			want:  "n MISSING container-toolkit\n",
+			want:  []string{"n: container-toolkit"},
 		},
 		{
 			name:  "pod of another DaemonSet does not count",
 			nodes: []snapshot.Node{node("n", asks(toolkit))},
 			pods:  []snapshot.Pod{{Name: "p", Node: "n", DaemonSet: toolkit.DaemonSet + "-old", Phase: corev1.PodRunning}},
-			want:  "n MISSING container-toolkit\n",
+			want:  []string{"n: container-toolkit"},
 		},
 		{
 			name:  "pod on another node does not count",
 			nodes: []snapshot.Node{node("n", asks(toolkit)), node("m", nil)},
 			pods:  []snapshot.Pod{running("m", toolkit)},
-			want:  "m OK\nn MISSING container-toolkit\n",
+			want:  []string{"m:", "n: container-toolkit"},
 		},
 		{
 			name:  "one running pod among pending and deleting ones is enough",
@@ -147,25 +138,26 @@ func TestAudit(t *testing.T) {
 				deleting,
 				running("n", toolkit),
 			},
-			want: "n OK\n",
+			want: []string{"n:"},
 		},
 		{
 			name:  "natural node order",
 			nodes: []snapshot.Node{node("lab-node-10", nil), node("lab-node-2", nil), node("lab-node-1", nil)},
-			want:  "lab-node-1 OK\nlab-node-2 OK\nlab-node-10 OK\n",
+			want:  []string{"lab-node-1:", "lab-node-2:", "lab-node-10:"},
 		},
 		{
 			name: "no nodes, no lines",
-			want: "",
+			want: []string{},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &snapshot.Snapshot{Nodes: tc.nodes, Pods: tc.pods}
-			if got := auditText(t, s); got != tc.want {
-				t.Errorf("audit:\n%s\nwant:\n%s", got, tc.want)
+			if got := missing(s); !slices.Equal(got, tc.want) {
+				t.Errorf("audit: %q, want %q", got, tc.want)
 			}
-			if failed := judge.AuditFailed(judge.Audit(s, operand.Lab)); failed != bytes.Contains([]byte(tc.want), []byte(" MISSING ")) {
-				t.Errorf("AuditFailed = %v for:\n%s", failed, tc.want)
+			someMissing := slices.ContainsFunc(tc.want, func(l string) bool { return !strings.HasSuffix(l, ":") })
+			if failed := judge.AuditFailed(judge.Audit(s, operand.Lab)); failed != someMissing {
+				t.Errorf("AuditFailed = %v for %q", failed, tc.want)
 			}
 		})
 	}
@@ -174,9 +166,9 @@ func TestAudit(t *testing.T) {
 // TestAuditSpec is the lab's step 6 on the state the lab has reached by then.
 func TestAuditSpec(t *testing.T) {
 	s := specState(false)
-	want := "lab-node-0 OK\nlab-node-1 OK\nlab-node-2 OK\n"
-	if got := auditText(t, s); got != want {
-		t.Errorf("audit:\n%s\nwant:\n%s", got, want)
+	want := []string{"lab-node-0:", "lab-node-1:", "lab-node-2:"}
+	if got := missing(s); !slices.Equal(got, want) {
+		t.Errorf("audit: %q, want %q", got, want)
 	}
 }
 
@@ -282,13 +274,25 @@ func TestOrderUnknownOperandInRule(t *testing.T) {
 }
 
 func TestMatrix(t *testing.T) {
-	b := bytes.NewBuffer(report.LabMatrix(labJudged(t, specState(true))))
-	want := "lab-node-0 driver=yes toolkit=yes device-plugin=yes gfd=yes dcgm=yes\n" +
-		"lab-node-1 driver=no toolkit=yes device-plugin=yes gfd=yes dcgm=no\n" +
-		"lab-node-2 driver=no toolkit=no device-plugin=yes gfd=no dcgm=no\n" +
-		"TOTAL_PODS=9\n"
-	if b.String() != want {
-		t.Errorf("matrix:\n%s\nwant:\n%s", b.String(), want)
+	m := judge.BuildMatrix(specState(true), operand.Lab)
+	// A row a node, its name and the columns present there.
+	var got []string
+	for _, r := range m.Rows {
+		row := []string{r.Node + ":"}
+		for _, c := range m.Columns {
+			if r.Present[c] {
+				row = append(row, c)
+			}
+		}
+		got = append(got, strings.Join(row, " "))
+	}
+	want := []string{
+		"lab-node-0: driver toolkit device-plugin gfd dcgm",
+		"lab-node-1: toolkit device-plugin gfd",
+		"lab-node-2: device-plugin",
+	}
+	if !slices.Equal(m.Columns, []string{"driver", "toolkit", "device-plugin", "gfd", "dcgm"}) || !slices.Equal(got, want) || m.TotalPods != 9 {
+		t.Errorf("matrix: columns %q, rows %q, %d pods; want rows %q, 9 pods", m.Columns, got, m.TotalPods, want)
 	}
 }
 
