@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/gpuops/gpuops/internal/snapshottest"
 	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
@@ -23,11 +24,8 @@ var (
 
 const ns = "gpu-operator"
 
-// ds is a DaemonSet as the lab and the operator write them: nodeSelector
-// <deploy label>=true, no tolerations.
-func ds(o operand.Operand) snapshot.DaemonSet {
-	return snapshot.DaemonSet{Name: o.DaemonSet, NodeSelector: map[string]string{o.LabelKey(): "true"}}
-}
+// ds is a DaemonSet as the lab and the operator write them.
+var ds = snapshottest.DaemonSet
 
 func gpuNode(labels ...string) snapshot.Node {
 	n := snapshot.Node{Name: "n", Ready: true, Labels: map[string]string{plugin.LabelKey(): "true"}}

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/gpuops/gpuops/internal/snapshottest"
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
@@ -22,21 +23,14 @@ var (
 	dcgm    = operand.Lab.DCGMExporter()
 )
 
-// asks returns deploy labels with value "true" for the given operands.
-func asks(ops ...operand.Operand) map[string]string {
-	l := map[string]string{}
-	for _, o := range ops {
-		l[o.LabelKey()] = "true"
-	}
-	return l
-}
+// Short names of the snapshot builder's.
+var (
+	asks    = snapshottest.Asks
+	running = snapshottest.Running
+)
 
 func node(name string, labels map[string]string) snapshot.Node {
-	return snapshot.Node{Name: name, Labels: labels, Ready: true}
-}
-
-func running(node string, o operand.Operand) snapshot.Pod {
-	return snapshot.Pod{Name: o.DaemonSet + "-" + node, Node: node, DaemonSet: o.DaemonSet, Phase: corev1.PodRunning}
+	return snapshottest.Node(name, labels)
 }
 
 // missing is the audit of s as the tests compare it: a node a line, in the
@@ -182,25 +176,20 @@ func specState(optin bool) *snapshot.Snapshot {
 		}
 		return l
 	}
-	s := &snapshot.Snapshot{
-		Namespace: "gpu-operator",
-		Nodes: []snapshot.Node{
-			node("lab-node-2", map[string]string{"kubernetes.io/hostname": "lab-node-2"}),
-			node("lab-node-1", gpu(map[string]string{driver.LabelKey(): "false", dcgm.LabelKey(): "false"})),
-			node("lab-node-0", gpu(nil)),
-		},
-	}
-	for _, o := range operand.Lab {
-		s.Pods = append(s.Pods, running("lab-node-0", o))
-	}
-	for _, o := range []operand.Operand{toolkit, plugin, gfd} {
-		s.Pods = append(s.Pods, running("lab-node-1", o))
-	}
+	bare := map[string]string{"kubernetes.io/hostname": "lab-node-2"}
 	if optin {
-		s.Nodes[0].Labels[plugin.LabelKey()] = "true"
-		s.Pods = append(s.Pods, running("lab-node-2", plugin))
+		bare[plugin.LabelKey()] = "true"
 	}
-	return s
+	b := snapshottest.New("gpu-operator").
+		Node("lab-node-2", bare).
+		Node("lab-node-1", gpu(map[string]string{driver.LabelKey(): "false", dcgm.LabelKey(): "false"})).
+		Node("lab-node-0", gpu(nil)).
+		Running("lab-node-0", operand.Lab...).
+		Running("lab-node-1", toolkit, plugin, gfd)
+	if optin {
+		b.Running("lab-node-2", plugin)
+	}
+	return b.Snapshot()
 }
 
 func TestOrder(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/gpuops/gpuops/internal/snapshottest"
 	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/operand"
@@ -46,13 +47,11 @@ func fleet() *snapshot.Snapshot {
 		for i := 0; i+1 < len(labels); i += 2 {
 			l[labels[i]] = labels[i+1]
 		}
-		return snapshot.Node{Name: name, Labels: l, Ready: true}
+		return snapshottest.Node(name, l)
 	}
-	run := func(node string, o operand.Operand) snapshot.Pod {
-		return snapshot.Pod{Name: o.DaemonSet + "-" + node, Node: node, DaemonSet: o.DaemonSet, Phase: corev1.PodRunning}
-	}
-	tainted := n("h100-1", "H100", driver.LabelKey(), "true")
-	tainted.Taints = []corev1.Taint{{Key: "broken", Effect: corev1.TaintEffectNoSchedule}}
+	run := snapshottest.Running
+	tainted := snapshottest.Node("h100-1", map[string]string{product: "H100", driver.LabelKey(): "true"},
+		snapshottest.Taints(corev1.Taint{Key: "broken", Effect: corev1.TaintEffectNoSchedule}))
 	s := &snapshot.Snapshot{
 		Namespace: "gpu-operator",
 		Nodes: []snapshot.Node{
@@ -69,7 +68,7 @@ func fleet() *snapshot.Snapshot {
 		},
 	}
 	for _, o := range operand.Lab {
-		s.DaemonSets = append(s.DaemonSets, snapshot.DaemonSet{Name: o.DaemonSet, NodeSelector: map[string]string{o.LabelKey(): "true"}})
+		s.DaemonSets = append(s.DaemonSets, snapshottest.DaemonSet(o))
 	}
 	return s
 }
