@@ -48,7 +48,7 @@ func TestGuard(t *testing.T) {
 	full, pair, broken := n["full"], n["pair"], n["broken"]
 	label := func(node string, args ...string) func(as ...string) gpuopstest.Result {
 		return func(as ...string) gpuopstest.Result {
-			return kubectl(t, env, append(append(as, "label", "--overwrite", "node", node), args...)...)
+			return gpuopstest.On(env).Kubectl(t, append(append(as, "label", "--overwrite", "node", node), args...)...)
 		}
 	}
 
@@ -99,7 +99,7 @@ func TestGuard(t *testing.T) {
 	ok(t, "paused toolkit", label(full, toolkitKey+"=paused-for-driver-upgrade")())
 	ok(t, "toolkit back", label(full, toolkitKey+"=true")())
 	// In order, the same end state passes: the device plugin first, then the toolkit.
-	ok(t, "device plugin out", kubectl(t, env, "label", "node", pair, pluginKey+"-"))
+	ok(t, "device plugin out", gpuopstest.On(env).Kubectl(t, "label", "node", pair, pluginKey+"-"))
 	ok(t, "then the toolkit", label(pair, toolkitKey+"=false")())
 
 	// gpuops's own forced change meets the guard too, before any write.

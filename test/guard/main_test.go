@@ -29,12 +29,6 @@ import (
 
 func TestMain(m *testing.M) { testcluster.Main(m) }
 
-// kubectl runs the lab's kubectl against the test cluster.
-func kubectl(t *testing.T, env *testcluster.Env, args ...string) gpuopstest.Result {
-	t.Helper()
-	return gpuopstest.Run(t, nil, "kubectl", append([]string{"--kubeconfig", env.Kubeconfig}, args...)...)
-}
-
 func ok(t *testing.T, what string, r gpuopstest.Result) gpuopstest.Result {
 	t.Helper()
 	if r.Code != 0 {
