@@ -30,11 +30,21 @@ const UpdateGolden = "GPUOPS_UPDATE_GOLDEN"
 // (replaced by the caller's) and the clock's instants and ages.
 type Volatile map[string]string
 
-var instant = regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?( UTC)?`)
+var (
+	instant = regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?( UTC)?`)
+	// OpenReports' timestamps, in seconds since the epoch
+	epoch = regexp.MustCompile(`(seconds"?: )\d{9,}`)
+	// the local cluster's kubeconfig context, which names it
+	kwokContext = regexp.MustCompile(`\bkwok-[a-z0-9-]+`)
+	// an age where gpuops prints one: "(3m)", "for 3m", "age 3m",
+	// "written by MANAGER 3m ago", in JSON as "ageSeconds": 180
+	ageIn = regexp.MustCompile(`(\(|for |age[": ]+|Seconds": |written by \S+ )(\d+h\d+m\d+s|\d+h\d+m|\d+h|\d+m\d+s|\d+m|\d+(\.\d+)?s|\d+)(\)|\b)`)
+)
 
 // normalize makes out comparable across runs: each of v's keys replaced by
-// its value, the instants by <time>, and the ages that follow "for ",
-// "since" clocks or stand in parentheses by <age>.
+// its value, the instants by <time>, the cluster's context by <cluster>,
+// the ages by <age>. It is applied to the golden files too, so that a rule
+// added here needs no new recording.
 func (v Volatile) normalize(out string) string {
 	// the longest first: a namespace may hold a test's ID
 	for _, from := range slices.SortedFunc(maps.Keys(v), func(a, b string) int { return len(b) - len(a) }) {
@@ -43,15 +53,10 @@ func (v Volatile) normalize(out string) string {
 		}
 	}
 	out = instant.ReplaceAllString(out, "<time>")
-	return ageIn.ReplaceAllStringFunc(out, func(m string) string {
-		sub := ageIn.FindStringSubmatch(m)
-		return sub[1] + "<age>" + sub[3]
-	})
+	out = epoch.ReplaceAllString(out, "${1}<time>")
+	out = kwokContext.ReplaceAllString(out, "<cluster>")
+	return ageIn.ReplaceAllString(out, "${1}<age>${4}")
 }
-
-// ageIn finds an age where gpuops prints one: "(3m)", "for 3m", "3m ago",
-// "age 3m", in JSON as "ageSeconds": 180.
-var ageIn = regexp.MustCompile(`(\(|for |age[": ]+|Seconds": )(\d+h\d+m\d+s|\d+h\d+m|\d+h|\d+m\d+s|\d+m|\d+(\.\d+)?s|\d+)(\)|\b)`)
 
 // CheckGolden runs each command against c and compares what it printed,
 // normalized by v, with dir/NAME.golden; with GPUOPS_UPDATE_GOLDEN=1 it
@@ -72,8 +77,8 @@ func CheckGolden(t *testing.T, c Cluster, dir string, v Volatile, cases []Golden
 			t.Errorf("%s: %v (make it with %s=1)", g.Name, err, UpdateGolden)
 			continue
 		}
-		if got != string(want) {
-			t.Errorf("gpuops %s: output changed from %s:\n%s", strings.Join(g.Args, " "), path, lineDiff(string(want), got))
+		if got != v.normalize(string(want)) {
+			t.Errorf("gpuops %s: output changed from %s:\n%s", strings.Join(g.Args, " "), path, lineDiff(v.normalize(string(want)), got))
 		}
 	}
 }
