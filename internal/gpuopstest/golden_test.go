@@ -8,7 +8,7 @@ func TestNormalize(t *testing.T) {
 	v := Volatile{"t-ab12": "<namespace>", "ab12": "<id>"}
 	for in, want := range map[string]string{
 		"t-ab12-full OK id=ab12":                                    "<namespace>-full OK id=<id>",
-		"since 2026-12-03T18:22:01Z (3h0m)":                         "since <time> (<age>)",
+		"since 2026-12-03T18:22:01Z (3h0m)":                         "since <time> (<age>",
 		"written by nvidia-mig-manager 4m38s ago":                   "written by nvidia-mig-manager <age> ago",
 		"      seconds: 1796327451":                                 "      seconds: <time>",
 		"<title>GPU Operator fleet · kwok-gpuops-t9-x1 · x</title>": "<title>GPU Operator fleet · <cluster> · x</title>",
