@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/oneline"
 
+	"github.com/spf13/pflag"
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuops/gpuops/pkg/kube"
@@ -49,7 +50,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func newApp(name string, stdout, stderr io.Writer) *cli.App {
-	cf := kube.NewFlags()
+	e := env{out: stdout, errOut: stderr, kube: kube.NewFlags()}
+	version := newVersion(e)
+	version.clientOnly = true // gpuops --version
+	var showVersion bool
 	app := &cli.App{
 		Name:  name,
 		Usage: "provision a GPU Operator lab and judge operand DaemonSets on any cluster",
@@ -58,43 +62,52 @@ func newApp(name string, stdout, stderr io.Writer) *cli.App {
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "version", Usage: "print gpuops' version (as the version command with --client)"},
+			&cli.BoolFlag{Name: "version", Destination: &showVersion, Usage: "print gpuops' version (as the version command with --client)"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.Bool("version") {
-				return printVersion(c, true)
+			if showVersion {
+				return version.Run(c.Context)
 			}
 			if c.NArg() > 0 {
 				return usageError(fmt.Errorf("unknown command %q", c.Args().First()))
 			}
 			return cli.ShowAppHelp(c)
 		},
-		Metadata: map[string]any{configFlagsKey: cf},
 		Commands: []*cli.Command{
 			// one file per command (xCommand in x.go); a new one is listed here
-			upCommand(),
-			optOutCommand(),
-			optInCommand(),
-			resetCommand(),
-			auditCommand(),
-			orderCheckCommand(),
-			matrixCommand(),
-			summaryCommand(),
-			healthCommand(),
-			upgradesCommand(),
-			reportCommand(),
-			watchCommand(),
-			serveCommand(),
-			labCommand(),
-			guardCommand(),
-			versionCommand(),
+			upCommand(e),
+			optOutCommand(e),
+			optInCommand(e),
+			resetCommand(e),
+			auditCommand(e),
+			orderCheckCommand(e),
+			matrixCommand(e),
+			summaryCommand(e),
+			healthCommand(e),
+			upgradesCommand(e),
+			reportCommand(e),
+			watchCommand(e),
+			serveCommand(e),
+			labCommand(e),
+			guardCommand(e),
+			versionCommand(e),
 		},
 		// urfave prints usage errors itself; make them ours (one line, exit 2).
 		OnUsageError:   func(_ *cli.Context, err error, _ bool) error { return usageError(err) },
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
-	plugin.Adopt(app, kubectlFlagSet(cf)) // connection flags on every command; the completion command
+	plugin.Adopt(app, connectionFlags(e.kube)) // connection flags on every command; the completion command
 	return app
+}
+
+// connectionFlags are kubectl's connection flags, writing into f; -n
+// names where the operands run.
+func connectionFlags(f *kube.Flags) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("connection", pflag.ContinueOnError)
+	f.AddFlags(fs)
+	fs.Lookup("namespace").Usage = "namespace of the operand DaemonSets, for every command (default: the --lab spec's namespace, else " +
+		kube.DefaultNamespace + "; the kubeconfig context's namespace is not used)"
+	return fs
 }
 
 func usageError(err error) error { return fmt.Errorf("%w (see --help)", err) }

@@ -3,13 +3,13 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/gpuops/gpuops/pkg/clusters"
 	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
-func auditCommand() *cli.Command {
-	return &cli.Command{
+func auditCommand(e env) *cli.Command {
+	o := newJudge(e, judgeOutput(report.Wide, report.Name, report.JUnit, report.OpenReports), report.AuditView, (*outcome.Result).AuditFailed)
+	return command(&cli.Command{
 		Name:  "audit",
 		Usage: "is every operand a node asks for (deploy label exactly \"true\") Running there?",
 		Description: "For every node, in natural name order: \"<node> MISSING <operand>\" per missing operand,\n" +
@@ -18,13 +18,6 @@ func auditCommand() *cli.Command {
 			"off is never missing. \"<node> STUCK <operand>\" is a helper's pause older than --stuck-after.\n" +
 			"Exit 1 if anything is missing or stuck (UNEXPECTED pods and WARNINGs of --explain inform, they\n" +
 			"do not change the exit code).",
-		Flags: append([]cli.Flag{outputFlag(report.Wide, report.Name, report.JUnit, report.OpenReports), noHeadersFlag(), judgeLabFlag(), selectorFlag(), explainFlag(), discoverFlag(), stuckAfterFlag()}, clusters.Flags()...),
-		Action: func(c *cli.Context) error {
-			f, err := readJudgeFlags(c)
-			if err != nil {
-				return err
-			}
-			return judgeAndReport(c, f, report.AuditView, (*outcome.Result).AuditFailed)
-		},
-	}
+		Flags: append([]cli.Flag{o.flag(), o.noHeadersFlag(), o.lab.judgeFlag(), o.selectorFlag(), o.explainFlag(), o.discoverFlag(), o.stuckAfterFlag()}, o.many.flags()...),
+	}, o)
 }

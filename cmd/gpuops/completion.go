@@ -1,15 +1,12 @@
 package main
 
 import (
-	"slices"
-
 	"github.com/urfave/cli/v2"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuops/gpuops/pkg/kubectlcli"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/rehearsal"
-	"github.com/gpuops/gpuops/pkg/report"
 )
 
 // plugin is gpuops as a kubectl plugin, with its own completions.
@@ -35,11 +32,7 @@ func operandWords() []string {
 func flagValues(cmd *cli.Command, flag string) kubectlcli.Completer {
 	switch flag {
 	case "output":
-		formats := slices.Concat(report.Formats, extraFormats(cmd))
-		if cmd.Name == "version" {
-			formats = versionFormats
-		}
-		return kubectlcli.Words(formats...)
+		return kubectlcli.Words(formatsOf(cmd)...)
 	case "lab":
 		return kubectlcli.Files("yaml", "yml")
 	case "workdir":

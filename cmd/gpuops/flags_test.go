@@ -12,9 +12,13 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/kubectlcli"
+	"github.com/gpuops/gpuops/pkg/report"
 )
 
+// The namespace is -n wherever it is written, else the --lab spec's, else
+// gpu-operator, for the judges and the provisioning commands alike.
 func TestNamespacePrecedence(t *testing.T) {
 	spec := filepath.Join(t.TempDir(), "lab.yaml")
 	writeTestFile(t, spec, "namespace: from-spec\nnodes:\n- name: a\n")
@@ -30,24 +34,23 @@ func TestNamespacePrecedence(t *testing.T) {
 		{[]string{"up", "--lab", spec}, "from-spec"},
 		{[]string{"up", "--lab", spec, "--namespace", "from-flag"}, "from-flag"},
 	} {
-		app := newApp("gpuops", io.Discard, io.Discard)
-		var got string
-		cmd := app.Command(tc.args[slices.IndexFunc(tc.args, func(a string) bool { return app.Command(a) != nil })])
-		cmd.Action = func(c *cli.Context) error {
-			if cmd.Name == "up" {
-				lab, err := loadLab(c)
-				if err != nil {
-					return err
-				}
-				got = lab.Namespace
-				return nil
-			}
-			var err error
-			got, err = namespace(c)
-			return err
-		}
+		e := env{out: io.Discard, errOut: io.Discard, kube: kube.NewFlags()}
+		judge, up := newJudge(e, judgeOutput(), report.MatrixView, nil), &upOptions{newProvisioning(e)}
+		app := &cli.App{Name: "gpuops", Writer: io.Discard, ErrWriter: io.Discard, Commands: []*cli.Command{
+			{Name: "matrix", Flags: []cli.Flag{judge.lab.judgeFlag()}, Action: func(c *cli.Context) error { return judge.Complete(c) }},
+			{Name: "up", Flags: []cli.Flag{up.lab.specFlag()}, Action: func(c *cli.Context) error { return up.Complete(c) }},
+		}}
+		plugin.Adopt(app, connectionFlags(e.kube))
 		if err := app.Run(kubectlcli.Intersperse(app, append([]string{"gpuops"}, tc.args...))); err != nil {
 			t.Fatalf("%q: %v", tc.args, err)
+		}
+		got := judge.lab.namespace
+		if slices.Contains(tc.args, "up") {
+			lab, err := up.lab.spec()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = lab.Namespace
 		}
 		if got != tc.want {
 			t.Errorf("%q: namespace %q, want %q", tc.args, got, tc.want)

@@ -17,7 +17,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
-func guardCommand() *cli.Command {
+func guardCommand(e env) *cli.Command {
 	return &cli.Command{
 		Name:  "guard",
 		Usage: "an admission policy that refuses node label changes which break the operator's start-up order",
@@ -27,12 +27,22 @@ func guardCommand() *cli.Command {
 			"labels) that the node's old labels did not break: e.g. device-plugin=true while\n" +
 			"container-toolkit is not true. Changes that keep or mend a broken node pass, and so do\n" +
 			"the exempt users (the GPU Operator's own service accounts by default).",
-		Subcommands: []*cli.Command{guardInstallCommand(), guardStatusCommand(), guardUninstallCommand()},
+		Subcommands: []*cli.Command{guardInstallCommand(e), guardStatusCommand(e), guardUninstallCommand(e)},
 	}
 }
 
-func guardInstallCommand() *cli.Command {
-	return &cli.Command{
+type guardInstallOptions struct {
+	provisioning
+	mode      string
+	exempt    cli.StringSlice
+	exemptSet bool
+	dryRun    bool
+	objs      *guard.Objects
+}
+
+func guardInstallCommand(e env) *cli.Command {
+	o := &guardInstallOptions{provisioning: newProvisioning(e)}
+	return command(&cli.Command{
 		Name:  "install",
 		Usage: "apply the guard and wait until the API server enforces it",
 		Description: "Renders the policy from the embedded kustomize base (kustomize/guard) with one CEL\n" +
@@ -40,120 +50,110 @@ func guardInstallCommand() *cli.Command {
 			"manager gpuops), then waits until a dry-run Node that breaks a rule is refused (deny) or\n" +
 			"warned about (warn). Installing again updates it in place.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "mode", Value: string(guard.Deny), Usage: "deny: refuse the change; warn: let it through with a warning (and an audit annotation)"},
-			&cli.StringSliceFlag{Name: "exempt", Usage: "usernames the guard does not judge, repeatable or comma separated; --exempt= for none\n" +
-				"\t(default: these service accounts of the GPU Operator in --namespace: " + strings.Join(guard.OperatorAccounts, ", ") + ")"},
-			&cli.BoolFlag{Name: "dry-run", Usage: "print the policy and binding and send them with server-side dry run; change nothing"},
-			timeoutFlag(),
-			&cli.BoolFlag{Name: "force", Usage: "take over a policy or binding of that name that another field manager applied"},
+			&cli.StringFlag{Name: "mode", Value: string(guard.Deny), Destination: &o.mode, Usage: "deny: refuse the change; warn: let it through with a warning (and an audit annotation)"},
+			&cli.StringSliceFlag{Name: "exempt", Destination: &o.exempt, Action: func(*cli.Context, []string) error { o.exemptSet = true; return nil },
+				Usage: "usernames the guard does not judge, repeatable or comma separated; --exempt= for none\n" +
+					"\t(default: these service accounts of the GPU Operator in --namespace: " + strings.Join(guard.OperatorAccounts, ", ") + ")"},
+			&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "print the policy and binding and send them with server-side dry run; change nothing"},
+			o.timeoutFlag(),
+			o.forceFlag("take over a policy or binding of that name that another field manager applied"),
 		},
-		Action: func(c *cli.Context) error {
-			if err := noArgs(c); err != nil {
-				return err
-			}
-			mode := guard.Mode(c.String("mode"))
-			if !slices.Contains(guard.Modes, mode) {
-				return usageError(fmt.Errorf("unknown --mode %q (want deny or warn)", mode))
-			}
-			ns, err := namespace(c)
-			if err != nil {
-				return err
-			}
-			cl, err := connectWith(c, access.GuardInstall())
-			if err != nil {
-				return err
-			}
-			exempt := guard.DefaultExempt(ns)
-			if c.IsSet("exempt") {
-				exempt = slices.DeleteFunc(c.StringSlice("exempt"), func(s string) bool { return s == "" })
-			}
-			objs, err := guard.Render(assets.Kustomize, operand.AllRules, guard.Options{Mode: mode, Exempt: exempt})
-			if err != nil {
-				return err
-			}
-			if c.Bool("dry-run") {
-				if err := provision.DryRunGuard(c.Context, cl.Kube, objs); err != nil {
-					return err
-				}
-				return report.GuardObjects(c.App.Writer, objs)
-			}
-			e, err := provision.InstallGuard(c.Context, cl.Kube, objs, provisionOptions(c))
-			if err != nil {
-				return err
-			}
-			return report.GuardEnforcement(c.App.Writer, e)
-		},
-	}
+	}, o)
 }
 
-func guardStatusCommand() *cli.Command {
-	return &cli.Command{
+// Validate checks the mode and renders the guard, the exempt users by
+// default the operator's accounts in the namespace.
+func (o *guardInstallOptions) Validate() error {
+	if err := o.provisioning.Validate(); err != nil {
+		return err
+	}
+	mode := guard.Mode(o.mode)
+	if !slices.Contains(guard.Modes, mode) {
+		return usageError(fmt.Errorf("unknown --mode %q (want deny or warn)", mode))
+	}
+	exempt := guard.DefaultExempt(o.lab.namespace)
+	if o.exemptSet {
+		exempt = slices.DeleteFunc(o.exempt.Value(), func(s string) bool { return s == "" })
+	}
+	var err error
+	o.objs, err = guard.Render(assets.Kustomize, operand.AllRules, guard.Options{Mode: mode, Exempt: exempt})
+	return err
+}
+
+func (o *guardInstallOptions) Run(ctx context.Context) error {
+	cl, err := o.connectWith(ctx, access.GuardInstall())
+	if err != nil {
+		return err
+	}
+	if o.dryRun {
+		if err := provision.DryRunGuard(ctx, cl.Kube, o.objs); err != nil {
+			return err
+		}
+		return report.GuardObjects(o.out, o.objs)
+	}
+	e, err := provision.InstallGuard(ctx, cl.Kube, o.objs, o.options())
+	if err != nil {
+		return err
+	}
+	return report.GuardEnforcement(o.out, e)
+}
+
+type guardStatusOptions struct {
+	env
+	output
+	lab labOption
+}
+
+func guardStatusCommand(e env) *cli.Command {
+	o := &guardStatusOptions{env: e, output: plainOutput("the state")}
+	return command(&cli.Command{
 		Name:  "status",
 		Usage: "is the guard installed, in which mode, and how many nodes break a rule now",
 		Description: "Reads the policy and its binding, and judges every node's deploy labels by the same\n" +
 			"rules. A node that breaks a rule now is let be by the guard, but any change that breaks\n" +
 			"one more rule there is refused. Exit 0 whatever it finds.",
-		Flags: []cli.Flag{noTableOutputFlag("the state")},
-		Action: func(c *cli.Context) error {
-			if err := noArgs(c); err != nil {
-				return err
-			}
-			p, err := printerFor(c, report.Plain...)
-			if err != nil {
-				return err
-			}
-			cl, err := connectWith(c, access.GuardStatus())
-			if err != nil {
-				return err
-			}
-			ns, err := namespace(c)
-			if err != nil {
-				return err
-			}
-			st, err := guardState(c.Context, cl, ns)
-			if err != nil {
-				return err
-			}
-			return p.Guard(c.App.Writer, st)
-		},
-	}
+		Flags: []cli.Flag{o.flag()},
+	}, o)
 }
 
-func guardUninstallCommand() *cli.Command {
-	return &cli.Command{
+func (o *guardStatusOptions) Complete(*cli.Context) error { return o.lab.complete(o.kube) }
+
+func (o *guardStatusOptions) Validate() error { return o.parse(o.out) }
+
+func (o *guardStatusOptions) Run(ctx context.Context) error {
+	cl, err := o.connectWith(ctx, access.GuardStatus())
+	if err != nil {
+		return err
+	}
+	st, err := guardState(ctx, cl, o.lab.namespace)
+	if err != nil {
+		return err
+	}
+	return o.printer.Guard(o.out, st)
+}
+
+type guardUninstallOptions struct{ provisioning }
+
+func guardUninstallCommand(e env) *cli.Command {
+	o := &guardUninstallOptions{newProvisioning(e)}
+	return command(&cli.Command{
 		Name:        "uninstall",
 		Usage:       "delete the guard's binding and policy, if gpuops installed them",
 		Description: "Deletes the binding, then the policy. One that another field manager applied is left\n" + "alone unless --force. Nothing installed is no error.",
-		Flags:       []cli.Flag{&cli.BoolFlag{Name: "force", Usage: "delete a gpuops-guard policy or binding that gpuops did not apply"}},
-		Action: func(c *cli.Context) error {
-			if err := noArgs(c); err != nil {
-				return err
-			}
-			cl, err := connectWith(c, access.GuardUninstall())
-			if err != nil {
-				return err
-			}
-			installed, err := provision.UninstallGuard(c.Context, cl.Kube, provisionOptions(c))
-			if err != nil {
-				return err
-			}
-			return report.GuardUninstalled(c.App.Writer, installed)
-		},
-	}
+		Flags:       []cli.Flag{o.forceFlag("delete a gpuops-guard policy or binding that gpuops did not apply")},
+	}, o)
 }
 
-// connectWith connects and makes sure the caller may do what the command needs.
-func connectWith(c *cli.Context, needs []access.Need) (*kube.Clients, error) {
-	cl, err := connect(c)
+func (o *guardUninstallOptions) Run(ctx context.Context) error {
+	cl, err := o.connectWith(ctx, access.GuardUninstall())
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return cl, access.Check(c.Context, cl.Kube.AuthorizationV1(), needs)
-}
-
-// noTableOutputFlag is --output of the commands without a table.
-func noTableOutputFlag(what string) cli.Flag {
-	return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: string(report.Text), Usage: "output format of " + what + ": text, or json or yaml (the same fields)"}
+	installed, err := provision.UninstallGuard(ctx, cl.Kube, o.options())
+	if err != nil {
+		return err
+	}
+	return report.GuardUninstalled(o.out, installed)
 }
 
 // guardState is the guard's objects and the pipeline's verdicts of the

@@ -3,16 +3,21 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/gpuops/gpuops/pkg/clusters"
 	"github.com/gpuops/gpuops/pkg/outcome"
+	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
-func healthCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "health",
-		Usage:     "can each GPU node run GPU work? the root cause along the operator's start-up chain, and what it blocks",
-		ArgsUsage: "[NODE...]",
+type healthOptions struct {
+	*judgeOptions
+	nodes []string
+}
+
+func healthCommand(e env) *cli.Command {
+	o := &healthOptions{judgeOptions: newJudge(e, judgeOutput(report.JUnit, report.OpenReports), report.HealthView, (*outcome.Result).Unusable)}
+	return command(&cli.Command{
+		Name:  "health",
+		Usage: "can each GPU node run GPU work? the root cause along the operator's start-up chain, and what it blocks",
 		Description: "For every GPU node (nvidia.com/gpu.present=true or a deploy label; others are not judged), in\n" +
 			"natural name order: \"<node> READY\", or \"<node> UNUSABLE <code> <operand>\" for the root cause, the\n" +
 			"earliest link of the chain driver -> container toolkit -> validator -> device plugin, GFD, DCGM,\n" +
@@ -24,19 +29,26 @@ func healthCommand() *cli.Command {
 			"capacity or GFD's count). A link the host provides or the ClusterPolicy switches off is healthy.\n" +
 			"--explain adds the evidence: container, reason, restarts, for how long. NODE... judges those\n" +
 			"nodes only (one that does not exist is an error, exit 2). Exit 1 if any GPU node is unusable.",
-		Flags: append([]cli.Flag{outputFlag(report.JUnit, report.OpenReports), noHeadersFlag(), judgeLabFlag(), selectorFlag(), explainFlag(), discoverFlag(), stuckAfterFlag()}, clusters.Flags()...),
-		Action: func(c *cli.Context) error {
-			f, err := readJudgeFlags(c)
-			if err != nil {
-				return err
-			}
-			for _, n := range c.Args().Slice() {
-				if err := checkNodeName(n); err != nil {
-					return err
-				}
-			}
-			f.opts.Health, f.opts.Nodes = true, c.Args().Slice()
-			return judgeAndReport(c, f, report.HealthView, (*outcome.Result).Unusable)
-		},
+		Flags: append([]cli.Flag{o.flag(), o.noHeadersFlag(), o.lab.judgeFlag(), o.selectorFlag(), o.explainFlag(), o.discoverFlag(), o.stuckAfterFlag()}, o.many.flags()...),
+	}, o)
+}
+
+func (o *healthOptions) argsUsage() string { return "[NODE...]" }
+
+func (o *healthOptions) Complete(c *cli.Context) error {
+	o.nodes = c.Args().Slice()
+	return o.judgeOptions.Complete(c)
+}
+
+func (o *healthOptions) Validate() error {
+	o.also = func(p *pipeline.Options) { p.Health, p.Nodes = true, o.nodes }
+	if err := o.judgeOptions.Validate(); err != nil {
+		return err
 	}
+	for _, n := range o.nodes {
+		if err := checkNodeName(n); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,195 +1,252 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gpuops/gpuops/pkg/clusters"
+	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
-// Flags and plumbing shared by the judging commands: audit, order-check,
-// matrix, summary, report, watch, serve.
-
-// extraUsage says what each of the formats some judges print is.
-var extraUsage = map[report.Format]string{
-	report.JUnit: "junit: JUnit XML for CI, one test case per check, a failure with its reason per finding",
-	report.Wide:  "wide: the table with a WHY column, the reason of each finding (audit: as --explain gives it)",
-	report.Name:  "name: node/NAME of each node with a finding, one a line, for kubectl (| xargs kubectl describe)",
-	report.OpenReports: "openreports: every check as OpenReports ClusterReports (openreports.io/v1alpha1), a List for\n" +
-		"kubectl apply -f - (Policy Reporter, Kyverno)",
+// judging are the options the judges share (audit, order-check, matrix,
+// summary, health, upgrades, report, watch, serve), each command binding
+// the flags it takes; a flag it does not take leaves its zero value.
+// Complete and Validate make opts, what the pipeline judges.
+type judging struct {
+	env
+	lab        labOption
+	selector   string
+	discover   *bool // nil: unset, discover on a GPU Operator install
+	allRules   bool
+	explain    bool
+	stuckAfter time.Duration
+	groupBy    string
+	groupBySet bool
+	many       manyClusters
+	opts       pipeline.Options
 }
 
-// outputFlag is -o with the formats every judge prints and the command's
-// extra ones.
-func outputFlag(extra ...report.Format) cli.Flag {
-	usage := "output format: text (the lab's exact lines), json or yaml (the same fields), or table (aligned, coloured on a terminal unless NO_COLOR is set)"
-	for _, f := range extra {
-		usage += ";\n" + extraUsage[f]
-	}
-	return &formatFlag{
-		StringFlag: &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: string(report.Text), Usage: usage},
-		extra:      extra,
-	}
-}
-
-// formatFlag is -o, knowing the formats its command prints beyond every
-// judge's: for the check of its value and for shell completion.
-type formatFlag struct {
-	*cli.StringFlag
-	extra []report.Format
-}
-
-// extraFormats are the formats a command's -o takes beyond report.Formats.
-func extraFormats(cmd *cli.Command) []report.Format {
-	for _, f := range cmd.Flags {
-		if ff, ok := f.(*formatFlag); ok {
-			return ff.extra
-		}
-	}
-	return nil
-}
-
-// noHeadersFlag is kubectl's --no-headers. As kubectl, the formats without
-// a header ignore it.
-func noHeadersFlag() cli.Flag {
-	return &cli.BoolFlag{Name: "no-headers", Usage: "with -o table or wide, print the rows only: no header, no total line (other formats ignore it, as kubectl)"}
-}
-
-func selectorFlag() cli.Flag {
+func (j *judging) selectorFlag() cli.Flag {
 	return &cli.StringFlag{
-		Name: "selector", Aliases: []string{"l"},
+		Name: "selector", Aliases: []string{"l"}, Destination: &j.selector,
 		Usage: "label selector narrowing the nodes judged, as kubectl -l (default: every node)",
 	}
 }
 
-// printerFor validates the --output flag against the command's formats.
-func printerFor(c *cli.Context, only ...report.Format) (report.Printer, error) {
-	p, err := report.NewPrinter(c.String("output"), c.App.Writer, c.Bool("no-headers"), only, extraFormats(c.Command)...)
-	if err != nil {
-		return p, usageError(err)
+func (j *judging) discoverFlag() cli.Flag {
+	return &cli.BoolFlag{
+		Name:   "discover",
+		Action: func(_ *cli.Context, on bool) error { j.discover = &on; return nil },
+		Usage: "judge the operands the namespace's DaemonSets run (any nvidia.com/gpu.deploy.<name> key in a\n" +
+			"DaemonSet's node selection is operand <name>), not only the lab's five. Unset, gpuops discovers on\n" +
+			"a GPU Operator install (a ClusterPolicy for the namespace, or a DaemonSet the operator renders)\n" +
+			"and judges the lab's five elsewhere; --discover=false always judges the lab's five",
 	}
-	return p, nil
 }
 
-// judgeFlags are a judging command's flags, read and checked once, before
-// anything is read: what to print and what the pipeline judges.
-type judgeFlags struct {
-	printer report.Printer
-	opts    pipeline.Options
-	// clusters is a run across clusters (--contexts, --all-contexts); nil
-	// judges the one the connection flags name.
-	clusters *clusters.Run
+func (j *judging) stuckAfterFlag() cli.Flag {
+	return &cli.DurationFlag{
+		Name: "stuck-after", Value: pipeline.DefaultStuckAfter, Destination: &j.stuckAfter,
+		Usage: "a helper's pause of an operand (paused-for-driver-upgrade, -mig-change, -vgpu-change) older than\n" +
+			"this is STUCK, a finding; its age is the time its writer last wrote the node (managedFields). 0: never",
+	}
 }
 
-// readJudgeFlags reads the arguments and the flags every judge shares (a
-// command without one of them gets its zero value): -o, -l, --discover, --all-rules,
-// --stuck-after, --explain, --group-by and the namespace.
-func readJudgeFlags(c *cli.Context) (judgeFlags, error) {
-	var f judgeFlags
-	if c.Command.ArgsUsage == "" { // a command that takes arguments says which
-		if err := noArgs(c); err != nil {
-			return f, err
-		}
+func (j *judging) explainFlag() cli.Flag {
+	return &cli.BoolFlag{
+		Name: "explain", Destination: &j.explain,
+		Usage: "say why each operand is MISSING or STUCK, which pods are UNEXPECTED on nodes with\n" +
+			"nvidia.com/gpu.deploy.operands=false, and WARNING of labels in another state: a helper's pause (who,\n" +
+			"when, its progress), a host that provides the operand, a value that is neither true nor false,\n" +
+			"deploy labels on a node without nvidia.com/gpu.present=true; notes on stderr (JSON output always\n" +
+			"includes all of this, and the operands the ClusterPolicy switches off)",
 	}
-	if c.String("output") != "" {
-		p, err := printerFor(c)
-		if err != nil {
-			return f, err
-		}
-		f.printer = p
-	}
-	sel := c.String("selector")
-	if _, err := labels.Parse(sel); err != nil {
-		return f, usageError(fmt.Errorf("--selector: %w", err))
-	}
-	var group string
-	if c.IsSet("group-by") || c.String("group-by") != "" {
-		group = c.String("group-by")
-		if errs := validation.IsQualifiedName(group); len(errs) > 0 {
-			return f, usageError(fmt.Errorf("--group-by: invalid label key %q: %s", group, strings.Join(errs, "; ")))
-		}
-	}
-	ns, err := namespace(c)
-	if err != nil {
-		return f, err
-	}
-	if f.clusters, err = clusters.FromFlags(c, configFlags(c)); err != nil {
-		return f, usageError(err)
-	}
-	f.opts = pipeline.Options{
-		Namespace: ns, NodeSelector: sel, Roster: rosterChoice(c), AllRules: c.Bool("all-rules"),
-		StuckAfter: c.Duration("stuck-after"), GroupBy: group,
-		// -o wide and the formats that always say why are audit --explain's.
-		Explain: c.Bool("explain") || f.printer.Format.Explained() || f.printer.Format == report.Wide,
-	}
-	return f, nil
 }
 
-func rosterChoice(c *cli.Context) pipeline.Choice {
-	switch {
-	case !c.IsSet("discover"):
-		return pipeline.AutoRoster
-	case c.Bool("discover"):
-		return pipeline.DiscoverRoster
+func (j *judging) allRulesFlag() cli.Flag {
+	return &cli.BoolFlag{
+		Name: "all-rules", Destination: &j.allRules,
+		Usage: "check the operator's whole start-up order: device plugin, GFD, DCGM, DCGM exporter, MIG manager and\n" +
+			"the operator validator need the container toolkit; the toolkit and the validator need a driver (a\n" +
+			"driver pod, or driver label false or pre-installed: the host's); the vGPU device manager needs the\n" +
+			"vGPU manager; the DRA validator, DCGM and exporter need the DRA kubelet plugin, which needs a driver.\n" +
+			"An operand the ClusterPolicy switches off counts as the hosts'",
 	}
-	return pipeline.LabRoster
 }
 
-// judge runs the pipeline with the command's options (the whole cluster,
-// the nodes -l selects, or those f.opts names).
-func judge(c *cli.Context, f judgeFlags) (*outcome.Result, error) {
-	cl, err := connect(c)
-	if err != nil {
-		return nil, err
+func (j *judging) groupByFlag(value string) cli.Flag {
+	return &cli.StringFlag{
+		Name: "group-by", Value: value, Destination: &j.groupBy,
+		Action: func(*cli.Context, string) error { j.groupBySet = true; return nil },
+		Usage:  "node label whose value groups the nodes, e.g. a node-pool label (nodes without it: " + pipeline.NoGroup + ")",
 	}
-	reader, err := cl.ForReading()
-	if err != nil {
-		return nil, err
-	}
-	return pipeline.Run(c.Context, reader, f.opts)
 }
 
-// judgeAndReport is a judging command's body: the pipeline, one view of its
-// result, and exit 1 when failed says the verdict is a finding.
-func judgeAndReport(c *cli.Context, f judgeFlags, view report.View, failed func(*outcome.Result) bool) error {
-	if f.clusters != nil {
-		cs := f.clusters.Judge(c.Context, c.App.ErrWriter, f.opts)
-		if err := f.printer.Clusters(c.App.Writer, c.App.ErrWriter, cs, view); err != nil {
+// Complete resolves the namespace (-n, else the --lab spec's).
+func (j *judging) Complete(*cli.Context) error { return j.lab.complete(j.kube) }
+
+// validate checks the flags, o's -o among them (nil for a command without
+// one), and makes opts: the lab's namespace, the nodes -l selects, the
+// rules, and the reasons when the format always says why.
+func (j *judging) validate(o *output) error {
+	if j.stuckAfter < 0 {
+		return usageError(fmt.Errorf("--stuck-after %s: want 0 (never) or a positive duration such as 30m", j.stuckAfter))
+	}
+	var f report.Format
+	if o != nil {
+		if err := o.parse(j.out); err != nil {
 			return err
 		}
-		return clustersExit(cs, failed)
+		f = o.format()
 	}
-	r, err := judge(c, f)
-	if err != nil {
-		return err
+	if _, err := labels.Parse(j.selector); err != nil {
+		return usageError(fmt.Errorf("--selector: %w", err))
 	}
-	if err := f.printer.Result(c.App.Writer, c.App.ErrWriter, r, view); err != nil {
-		return err
+	if j.groupBySet || j.groupBy != "" {
+		if errs := validation.IsQualifiedName(j.groupBy); len(errs) > 0 {
+			return usageError(fmt.Errorf("--group-by: invalid label key %q: %s", j.groupBy, strings.Join(errs, "; ")))
+		}
 	}
-	return findingIf(failed(r))
-}
-
-// noArgs refuses positional arguments for a command that takes none.
-func noArgs(c *cli.Context) error {
-	if c.NArg() > 0 {
-		return usageError(fmt.Errorf("unexpected arguments %q", c.Args().Slice()))
+	if err := j.many.validate(j.kube); err != nil {
+		return usageError(err)
+	}
+	roster := pipeline.AutoRoster
+	switch {
+	case j.discover == nil:
+	case *j.discover:
+		roster = pipeline.DiscoverRoster
+	default:
+		roster = pipeline.LabRoster
+	}
+	j.opts = pipeline.Options{
+		Namespace: j.lab.namespace, NodeSelector: j.selector, Roster: roster, AllRules: j.allRules,
+		StuckAfter: j.stuckAfter, GroupBy: j.groupBy,
+		// -o wide and the formats that always say why are audit --explain's.
+		Explain: j.explain || f.Explained() || f == report.Wide,
 	}
 	return nil
 }
 
-// clustersExit is a run's exit across clusters: 2 when one could not be
-// judged, else 1 when one has a finding.
-func clustersExit(cs []outcome.Cluster, failed func(*outcome.Result) bool) error {
-	found, err := clusters.Verdict(cs, failed)
+// judge runs the pipeline with opts on the cluster the connection flags
+// name, or on each of a run across clusters (then r is nil).
+func (j *judging) judge(ctx context.Context) (r *outcome.Result, cs []outcome.Cluster, err error) {
+	if j.many.run != nil {
+		return nil, j.many.run.Judge(ctx, j.errOut, j.opts), nil
+	}
+	cl, err := j.connect()
+	if err != nil {
+		return nil, nil, err
+	}
+	reader, err := cl.ForReading()
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err = pipeline.Run(ctx, reader, j.opts)
+	return r, nil, err
+}
+
+// exitOf is a judge's exit: 2 when a cluster could not be judged, else 1
+// when failed says a verdict is a finding.
+func exitOf(r *outcome.Result, cs []outcome.Cluster, failed func(*outcome.Result) bool) error {
+	found := r != nil && failed(r)
+	if cs != nil {
+		var err error
+		if found, err = clusters.Verdict(cs, failed); err != nil {
+			return err
+		}
+	}
+	return findingIf(found)
+}
+
+// judgeOptions are a one-shot judge's: the shared options, -o, and the
+// view it prints and what of its verdict is a finding.
+type judgeOptions struct {
+	judging
+	output
+	view   report.View
+	failed func(*outcome.Result) bool
+	// also sets what the command judges beyond the flags; nil for nothing.
+	also func(*pipeline.Options)
+}
+
+func (o *judgeOptions) Validate() error {
+	if err := o.validate(&o.output); err != nil {
+		return err
+	}
+	if o.also != nil {
+		o.also(&o.opts)
+	}
+	return nil
+}
+
+// Run judges, prints the view and exits 1 on a finding.
+func (o *judgeOptions) Run(ctx context.Context) error {
+	r, cs, err := o.judge(ctx)
 	if err != nil {
 		return err
 	}
-	return findingIf(found)
+	if err := o.result(o.env, r, cs, o.view); err != nil {
+		return err
+	}
+	return exitOf(r, cs, o.failed)
+}
+
+// manyClusters are the flags that make a judge's run one across clusters.
+type manyClusters struct {
+	sel         clusters.Selection
+	contexts    cli.StringSlice
+	parallelSet bool
+	// run is the run across clusters; nil judges the one cluster the
+	// connection flags name.
+	run *clusters.Run
+}
+
+// manyCategory groups the flags in --help.
+const manyCategory = "Many clusters"
+
+func (m *manyClusters) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "contexts", Category: manyCategory, Destination: &m.contexts,
+			Usage: "judge these kubeconfig contexts (`a,b,…`), each with its own connection; the\n" +
+				"output is stamped with the context: \"<context>: \" before each text line, a leading CONTEXT column in\n" +
+				"tables, {\"clusters\":[{\"context\",\"server\",\"error\"?,…}]} in JSON and YAML, a JUnit testsuite per\n" +
+				"context. A context that cannot be judged is an error entry and exit 2; else exit 1 if any has a finding"},
+		&cli.BoolFlag{Name: "all-contexts", Category: manyCategory, Destination: &m.sel.All, Usage: "judge every context of the kubeconfig, as --contexts"},
+		&cli.StringFlag{Name: "context-match", Category: manyCategory, Destination: &m.sel.Match,
+			Usage: "judge the contexts whose name matches this regular expression (of --contexts' when given, else of all)"},
+		&cli.IntFlag{Name: "parallel", Category: manyCategory, Value: clusters.DefaultParallel, Destination: &m.sel.Parallel,
+			Action: func(*cli.Context, int) error { m.parallelSet = true; return nil },
+			Usage:  "judge at most `N` contexts at once; each API request is bounded by --request-timeout"},
+	}
+}
+
+// validate resolves the contexts against the connection flags f, reading
+// no cluster: no run without --contexts, --all-contexts, --context-match
+// or --parallel.
+func (m *manyClusters) validate(f *kube.Flags) error {
+	m.sel.Names = m.contexts.Value()
+	if !m.sel.Active() && !m.parallelSet {
+		return nil
+	}
+	targets, err := clusters.Resolve(f, m.sel)
+	if err != nil {
+		return err
+	}
+	m.run = &clusters.Run{Targets: targets, Parallel: m.sel.Parallel}
+	return nil
+}
+
+// newJudge is a one-shot judge's Options, printing view with the formats
+// of out; failed says which verdicts are findings (exit 1).
+func newJudge(e env, out output, view report.View, failed func(*outcome.Result) bool) *judgeOptions {
+	return &judgeOptions{judging: judging{env: e}, output: out, view: view, failed: failed}
 }

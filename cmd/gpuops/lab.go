@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"slices"
 
 	"github.com/urfave/cli/v2"
@@ -10,8 +11,14 @@ import (
 	"github.com/gpuops/gpuops/pkg/rehearsal"
 )
 
-func labCommand() *cli.Command {
-	return &cli.Command{
+type labOptions struct {
+	provisioning
+	scenario string
+}
+
+func labCommand(e env) *cli.Command {
+	o := &labOptions{provisioning: newProvisioning(e)}
+	return command(&cli.Command{
 		Name:  "lab",
 		Usage: "run the whole lab (steps 1-8 of docs/lab.md) on the current cluster and leave the workspace",
 		Description: "up (steps 1-4), optout of the lab spec's optout: node and operand (step 5), audit\n" +
@@ -21,32 +28,37 @@ func labCommand() *cli.Command {
 			"After `gpuops reset`, running it again writes the same out/ byte for byte.\n\n" +
 			"--scenario driver-upgrade then replays a driver upgrade on the lab's driver nodes, as the GPU Operator\n" +
 			"walks it, the last node failing and recovered, and cleans up; each step shows gpuops upgrades and health.",
-		Flags: []cli.Flag{labFlag(), workdirFlag(), timeoutFlag(), forceFlag(),
-			&cli.StringFlag{Name: "scenario", Usage: "after the lab, rehearse `NAME` (driver-upgrade; default: none, the plain lab)"}},
-		Action: func(c *cli.Context) error {
-			if err := noArgs(c); err != nil {
-				return err
-			}
-			if err := rehearsal.Known(c.String("scenario")); err != nil {
-				return usageError(err)
-			}
-			lab, cl, err := prepare(c, func(ns string) []access.Need {
-				if c.String("scenario") != "" {
-					return slices.Concat(access.Provision(ns), access.Relabel(ns), rehearsal.Needs(ns))
-				}
-				return append(access.Provision(ns), access.Relabel(ns)...)
-			})
-			if err != nil {
-				return err
-			}
-			matrix, err := labrun.Run(c.Context, cl.Kube, lab, assets, workspaceOf(c), provisionOptions(c))
-			if err != nil {
-				return err
-			}
-			if _, err := c.App.Writer.Write(matrix); err != nil || c.String("scenario") == "" {
-				return err
-			}
-			return rehearsal.Lab(c.Context, cl.Kube, c.App.Writer, lab, c.Duration("timeout"))
-		},
+		Flags: []cli.Flag{o.lab.specFlag(), o.workdirFlag(), o.timeoutFlag(), o.forceFlag(forceUsage),
+			&cli.StringFlag{Name: "scenario", Destination: &o.scenario, Usage: "after the lab, rehearse `NAME` (driver-upgrade; default: none, the plain lab)"}},
+	}, o)
+}
+
+func (o *labOptions) Validate() error {
+	if err := o.provisioning.Validate(); err != nil {
+		return err
 	}
+	if err := rehearsal.Known(o.scenario); err != nil {
+		return usageError(err)
+	}
+	return nil
+}
+
+func (o *labOptions) Run(ctx context.Context) error {
+	lab, cl, err := o.prepare(ctx, func(ns string) []access.Need {
+		if o.scenario != "" {
+			return slices.Concat(access.Provision(ns), access.Relabel(ns), rehearsal.Needs(ns))
+		}
+		return append(access.Provision(ns), access.Relabel(ns)...)
+	})
+	if err != nil {
+		return err
+	}
+	matrix, err := labrun.Run(ctx, cl.Kube, lab, assets, o.workspace(), o.options())
+	if err != nil {
+		return err
+	}
+	if _, err := o.out.Write(matrix); err != nil || o.scenario == "" {
+		return err
+	}
+	return rehearsal.Lab(ctx, cl.Kube, o.out, lab, o.timeout)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
@@ -13,11 +14,11 @@ import (
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
-func optOutCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "optout",
-		Usage:     "take NODE (or every node -l selects) out of OPERAND: set its deploy label to \"false\", wait until settled",
-		ArgsUsage: "NODE OPERAND | -l SELECTOR OPERAND",
+func optOutCommand(e env) *cli.Command {
+	o := newRelabel(e, false)
+	return command(&cli.Command{
+		Name:  "optout",
+		Usage: "take NODE (or every node -l selects) out of OPERAND: set its deploy label to \"false\", wait until settled",
 		Description: "Plans the change first: which labels change on which nodes, each DaemonSet's\n" +
 			"desiredNumberScheduled before -> after (predicted from the node list), and which order rule\n" +
 			"(order-check --all-rules, judged on the labels) the new labels would break. A plan that\n" +
@@ -28,76 +29,103 @@ func optOutCommand() *cli.Command {
 			"nvidia.com/gpu.deploy.<OPERAND>=false on the nodes (all at once, or --max-unavailable at a\n" +
 			"time), waits until settled, reads it again (AFTER) and writes out/optout.txt. The other\n" +
 			"labels gpuops set on the nodes stay as they are.",
-		Flags: append(relabelFlags(), workdirFlag(),
-			&cli.BoolFlag{Name: "with-dependents", Usage: "first opt out, in reverse start-up order, every operand that needs OPERAND"}),
-		Action: func(c *cli.Context) error {
-			mode := plan.Only
-			if c.Bool("with-dependents") {
-				mode = plan.WithDependents
-			}
-			return setDeploy(c, false, mode)
-		},
-	}
+		Flags: append(o.flags(), o.workdirFlag(), o.withFlag("with-dependents", plan.WithDependents,
+			"first opt out, in reverse start-up order, every operand that needs OPERAND")),
+	}, o)
 }
 
-// relabelFlags are optout's and optin's.
-func relabelFlags() []cli.Flag {
+// relabelOptions are optout's (on=false) and optin's (on=true).
+type relabelOptions struct {
+	provisioning
+	output
+	on   bool
+	r    provision.Relabel
+	args []string
+}
+
+func newRelabel(e env, on bool) *relabelOptions {
+	return &relabelOptions{provisioning: newProvisioning(e), output: plainOutput("--dry-run's plan"), on: on}
+}
+
+func (o *relabelOptions) argsUsage() string { return "NODE OPERAND | -l SELECTOR OPERAND" }
+
+func (o *relabelOptions) flags() []cli.Flag {
 	return []cli.Flag{
-		labFlag(), timeoutFlag(),
-		&cli.BoolFlag{Name: "force", Usage: "take over labels that another field manager owns, and carry out a change that breaks the start-up order (with a warning)"},
-		&cli.StringFlag{Name: "selector", Aliases: []string{"l"}, Usage: "change every node this label selector picks (kubectl -l), all or nothing, instead of NODE"},
-		&cli.IntFlag{Name: "max-unavailable", Usage: "with -l: take this many nodes at a time through every step (0: all at once)"},
-		&cli.BoolFlag{Name: "dry-run", Usage: "print the plan and send the labels with server-side dry run; change nothing"},
-		noTableOutputFlag("--dry-run's plan"),
+		o.lab.specFlag(), o.timeoutFlag(),
+		o.forceFlag("take over labels that another field manager owns, and carry out a change that breaks the start-up order (with a warning)"),
+		&cli.StringFlag{Name: "selector", Aliases: []string{"l"}, Destination: &o.r.Selector, Usage: "change every node this label selector picks (kubectl -l), all or nothing, instead of NODE"},
+		&cli.IntFlag{Name: "max-unavailable", Destination: &o.r.MaxUnavailable, Usage: "with -l: take this many nodes at a time through every step (0: all at once)"},
+		&cli.BoolFlag{Name: "dry-run", Destination: &o.r.DryRun, Usage: "print the plan and send the labels with server-side dry run; change nothing"},
+		o.flag(),
 	}
 }
 
-// setDeploy is optout (on=false) and optin (on=true).
-func setDeploy(c *cli.Context, on bool, mode plan.Mode) error {
-	r := provision.Relabel{On: on, Mode: mode, Selector: c.String("selector"), MaxUnavailable: c.Int("max-unavailable"), DryRun: c.Bool("dry-run")}
-	switch {
-	case r.Selector != "" && c.NArg() != 1:
-		return usageError(fmt.Errorf("want -l SELECTOR OPERAND, got %d arguments", c.NArg()))
-	case r.Selector == "" && c.NArg() != 2:
-		return usageError(fmt.Errorf("want NODE OPERAND, got %d arguments", c.NArg()))
-	case r.MaxUnavailable < 0:
+// withFlag is --with-dependents or --with-dependencies: the plan's mode.
+func (o *relabelOptions) withFlag(name string, mode plan.Mode, usage string) cli.Flag {
+	return &cli.BoolFlag{Name: name, Usage: usage, Action: func(_ *cli.Context, on bool) error {
+		if on {
+			o.r.Mode = mode
+		}
+		return nil
+	}}
+}
+
+func (o *relabelOptions) Complete(c *cli.Context) error {
+	o.args = c.Args().Slice()
+	o.r.On = o.on
+	return o.provisioning.Complete(c)
+}
+
+func (o *relabelOptions) Validate() error {
+	if err := o.provisioning.Validate(); err != nil {
+		return err
+	}
+	switch n := len(o.args); {
+	case o.r.Selector != "" && n != 1:
+		return usageError(fmt.Errorf("want -l SELECTOR OPERAND, got %d arguments", n))
+	case o.r.Selector == "" && n != 2:
+		return usageError(fmt.Errorf("want NODE OPERAND, got %d arguments", n))
+	case o.r.MaxUnavailable < 0:
 		return usageError(fmt.Errorf("--max-unavailable must not be negative"))
 	}
-	r.Operand = c.Args().Get(c.NArg() - 1)
-	if r.Selector != "" {
-		if _, err := labels.Parse(r.Selector); err != nil {
+	o.r.Operand = o.args[len(o.args)-1]
+	if o.r.Selector != "" {
+		if _, err := labels.Parse(o.r.Selector); err != nil {
 			return usageError(fmt.Errorf("--selector: %w", err))
 		}
 	} else {
-		r.Nodes = []string{c.Args().First()}
-		if err := checkNodeName(r.Nodes[0]); err != nil {
+		o.r.Nodes = []string{o.args[0]}
+		if err := checkNodeName(o.r.Nodes[0]); err != nil {
 			return err
 		}
 	}
-	p, err := printerFor(c, report.Plain...)
+	if err := o.parse(o.out); err != nil {
+		return err
+	}
+	if o.format() != report.Text && !o.r.DryRun {
+		return usageError(fmt.Errorf("--output %s prints the plan of a --dry-run", o.format()))
+	}
+	return nil
+}
+
+func (o *relabelOptions) Run(ctx context.Context) error {
+	lab, cl, err := o.prepare(ctx, access.Relabel)
 	if err != nil {
 		return err
 	}
-	if p.Format != report.Text && !r.DryRun {
-		return usageError(fmt.Errorf("--output %s prints the plan of a --dry-run", p.Format))
-	}
-	lab, cl, err := prepare(c, access.Relabel)
-	if err != nil {
-		return err
-	}
-	opts := provisionOptions(c)
+	opts := o.options()
 	opts.BreakOrder = opts.Force
 	var res *provision.Result
-	if on {
-		res, err = provision.OptIn(c.Context, cl.Kube, lab.Namespace, r, opts)
+	if o.on {
+		res, err = provision.OptIn(ctx, cl.Kube, lab.Namespace, o.r, opts)
 	} else {
-		res, err = provision.OptOut(c.Context, cl.Kube, lab.Namespace, workspaceOf(c), r, opts)
+		res, err = provision.OptOut(ctx, cl.Kube, lab.Namespace, o.workspace(), o.r, opts)
 	}
-	if r.DryRun && res != nil && err != nil { // refused: the plan says what was sent
-		return cmp.Or(p.Plan(c.App.Writer, res.Plan), err)
+	if o.r.DryRun && res != nil && err != nil { // refused: the plan says what was sent
+		return cmp.Or(o.printer.Plan(o.out, res.Plan), err)
 	}
 	if err != nil {
 		return err
 	}
-	return p.Relabelled(c.App.Writer, res, r.DryRun)
+	return o.printer.Relabelled(o.out, res, o.r.DryRun)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -10,66 +11,128 @@ import (
 	"github.com/gpuops/gpuops/pkg/access"
 	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/labspec"
+	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/provision"
 	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/workspace"
 )
 
-// Flags and plumbing shared by the provisioning commands (up, optout, optin, reset).
+// One namespace per run, resolved once here for every command, provisioning
+// and judging alike: -n when given, else the namespace of the --lab spec,
+// else gpu-operator. So `up --lab x.yaml` and `audit --lab x.yaml` work in
+// the same namespace.
 
-func workdirFlag() cli.Flag {
-	return &cli.StringFlag{Name: "workdir", Value: ".", Usage: "workspace folder: manifests go to k8s/, results to out/"}
+// labOption is --lab and the namespace the command works in.
+type labOption struct {
+	file      string
+	given     *labspec.Lab // the --lab spec; nil without one
+	namespace string
 }
 
-func timeoutFlag() cli.Flag {
-	return &cli.DurationFlag{Name: "timeout", Value: provision.DefaultTimeout, Usage: "how long to wait for the cluster to settle",
-		Action: durationAtLeast("timeout", time.Nanosecond, "a positive duration such as 5m")}
+func (l *labOption) specFlag() cli.Flag {
+	return &cli.StringFlag{Name: "lab", Destination: &l.file, Usage: "lab spec file: namespace, nodes and their labels (default: the built-in lab, see docs/lab.md)"}
 }
 
-func forceFlag() cli.Flag {
-	return &cli.BoolFlag{Name: "force", Usage: "take over labels and DaemonSets that another field manager owns"}
+func (l *labOption) judgeFlag() cli.Flag {
+	return &cli.StringFlag{Name: "lab", Destination: &l.file, Usage: "judge the namespace of the lab spec `FILE`, where up --lab FILE provisioned it (-n wins over it)"}
 }
 
-// durationAtLeast refuses a duration flag's value below least, before the
-// command runs (a negative wait is bad input, not "no wait"); want says
-// what is meant instead.
-func durationAtLeast(name string, least time.Duration, want string) func(*cli.Context, time.Duration) error {
-	return func(_ *cli.Context, d time.Duration) error {
-		if d < least {
-			return usageError(fmt.Errorf("--%s %s: want %s", name, d, want))
+// complete reads the --lab spec, if given, and resolves the namespace
+// with the connection flags f.
+func (l *labOption) complete(f *kube.Flags) error {
+	var err error
+	if l.given, err = labspec.Load(l.file, operand.Lab); err != nil {
+		return err
+	}
+	switch {
+	case *f.Namespace != "":
+		l.namespace = *f.Namespace
+	case l.given != nil:
+		l.namespace = l.given.Namespace
+	default:
+		l.namespace = kube.DefaultNamespace
+	}
+	return nil
+}
+
+// spec is the --lab spec, or the built-in lab when none is given, in the
+// namespace the command works in.
+func (l *labOption) spec() (*labspec.Lab, error) {
+	lab := l.given
+	if lab == nil {
+		var err error
+		if lab, err = labspec.Parse(gpuops.DefaultLab, operand.Lab); err != nil {
+			return nil, err
 		}
-		return nil
 	}
+	lab.Namespace = l.namespace
+	return lab, nil
 }
 
-// prepare is the prelude of every provisioning command: read the lab spec,
-// connect, and make sure the caller may make the changes before making any.
-func prepare(c *cli.Context, needs func(namespace string) []access.Need) (*labspec.Lab, *kube.Clients, error) {
+// provisioning are the options the provisioning commands share (up,
+// optout, optin, reset, lab, guard install and uninstall), each binding
+// the flags it takes.
+type provisioning struct {
+	env
+	lab     labOption
+	workdir string
+	force   bool
+	timeout time.Duration
+}
+
+func newProvisioning(e env) provisioning {
+	return provisioning{env: e, workdir: ".", timeout: provision.DefaultTimeout}
+}
+
+func (p *provisioning) workdirFlag() cli.Flag {
+	return &cli.StringFlag{Name: "workdir", Value: ".", Destination: &p.workdir, Usage: "workspace folder: manifests go to k8s/, results to out/"}
+}
+
+func (p *provisioning) timeoutFlag() cli.Flag {
+	return &cli.DurationFlag{Name: "timeout", Value: provision.DefaultTimeout, Destination: &p.timeout, Usage: "how long to wait for the cluster to settle"}
+}
+
+// forceFlag is --force, saying what it takes over.
+func (p *provisioning) forceFlag(usage string) cli.Flag {
+	return &cli.BoolFlag{Name: "force", Destination: &p.force, Usage: usage}
+}
+
+const forceUsage = "take over labels and DaemonSets that another field manager owns"
+
+func (p *provisioning) Complete(*cli.Context) error { return p.lab.complete(p.kube) }
+
+// Validate refuses a wait that is no wait (a negative one is bad input,
+// not "no wait"); a command without --timeout has its default.
+func (p *provisioning) Validate() error {
+	if p.timeout <= 0 {
+		return usageError(fmt.Errorf("--timeout %s: want a positive duration such as 5m", p.timeout))
+	}
+	return nil
+}
+
+// prepare is the prelude of every provisioning command's Run: the lab
+// spec, the clients, and the caller's rights to make the changes before
+// making any.
+func (p *provisioning) prepare(ctx context.Context, needs func(namespace string) []access.Need) (*labspec.Lab, *kube.Clients, error) {
 	defaultGC()
-	lab, err := loadLab(c)
+	lab, err := p.lab.spec()
 	if err != nil {
 		return nil, nil, err
 	}
-	cl, err := connect(c)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := access.Check(c.Context, cl.Kube.AuthorizationV1(), needs(lab.Namespace)); err != nil {
-		return nil, nil, err
-	}
-	return lab, cl, nil
+	cl, err := p.connectWith(ctx, needs(lab.Namespace))
+	return lab, cl, err
 }
 
-func provisionOptions(c *cli.Context) provision.Options {
+func (p *provisioning) options() provision.Options {
 	return provision.Options{
-		Force:    c.Bool("force"),
-		Timeout:  c.Duration("timeout"),
-		Progress: c.App.ErrWriter,
-		Changed:  report.Changes(c.App.Writer),
+		Force:    p.force,
+		Timeout:  p.timeout,
+		Progress: p.errOut,
+		Changed:  report.Changes(p.out),
 	}
 }
+
+func (p *provisioning) workspace() workspace.Workspace { return workspace.New(p.workdir) }
 
 // assets are what the binary embeds: the operands' kustomize bases and the scripts.
 var assets = provision.Assets{Kustomize: gpuops.Kustomize, Scripts: gpuops.Scripts}
-
-func workspaceOf(c *cli.Context) workspace.Workspace { return workspace.New(c.String("workdir")) }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -13,8 +14,14 @@ import (
 	"github.com/gpuops/gpuops/pkg/workspace"
 )
 
-func reportCommand() *cli.Command {
-	return &cli.Command{
+type reportOptions struct {
+	judging
+	file string
+}
+
+func reportCommand(e env) *cli.Command {
+	o := &reportOptions{judging: judging{env: e}}
+	return command(&cli.Command{
 		Name:  "report",
 		Usage: "write the fleet as one self-contained HTML page: summary by pool, findings with reasons, node × operand grid",
 		Description: "Writes one HTML file (--html FILE, or - for stdout) that needs nothing else: no network, no\n" +
@@ -24,64 +31,58 @@ func reportCommand() *cli.Command {
 			"with the context, API server, namespace and time of the snapshot. Exit 1 if any node has a finding,\n" +
 			"as gpuops summary (the file is written either way).",
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "html", Usage: "write the HTML page to `FILE` (replaced atomically; - for stdout)"},
-		}, fleetFlags()...),
-		Action: func(c *cli.Context) error {
-			file := c.String("html")
-			if file == "" {
-				return usageError(errors.New("--html FILE is required"))
-			}
-			f, err := readJudgeFlags(c)
-			if err != nil {
-				return err
-			}
-			fleetOptions(&f)
-			if f.clusters != nil {
-				return reportClusters(c, f, file)
-			}
-			r, err := judge(c, f)
-			if err != nil {
-				return err
-			}
-			src := report.Source{Namespace: r.Namespace, Selector: r.Selector, Taken: r.Taken}
-			src.Context, src.Server = configFlags(c).Target()
-			f.printer.Notes(c.App.ErrWriter, r)
-			var page bytes.Buffer
-			if err := report.HTML(&page, *r.Fleet, src); err != nil {
-				return err
-			}
-			if err := writePage(c, file, page.Bytes(), fmt.Sprintf("%d nodes, %d findings", len(r.Fleet.Nodes), r.Fleet.Findings())); err != nil {
-				return err
-			}
-			return findingIf(r.Fleet.Findings() > 0)
-		},
-	}
+			&cli.StringFlag{Name: "html", Destination: &o.file, Usage: "write the HTML page to `FILE` (replaced atomically; - for stdout)"},
+		}, o.fleetFlags()...),
+	}, o)
 }
 
-// reportClusters is report --html across clusters: one page, grouped by
+func (o *reportOptions) Validate() error {
+	if o.file == "" {
+		return usageError(errors.New("--html FILE is required"))
+	}
+	if err := o.validate(nil); err != nil {
+		return err
+	}
+	fleetOptions(&o.opts)
+	return nil
+}
+
+// Run writes the page of the cluster, or of each cluster grouped by
 // cluster, then by pool.
-func reportClusters(c *cli.Context, f judgeFlags, file string) error {
-	cs := f.clusters.Judge(c.Context, c.App.ErrWriter, f.opts)
-	var page bytes.Buffer
-	holds, err := report.ClustersHTML(&page, cs, report.Source{Namespace: f.opts.Namespace, Selector: f.opts.NodeSelector})
+func (o *reportOptions) Run(ctx context.Context) error {
+	r, cs, err := o.judge(ctx)
 	if err != nil {
 		return err
 	}
-	if err := writePage(c, file, page.Bytes(), holds); err != nil {
+	var page bytes.Buffer
+	var holds string
+	if cs != nil {
+		holds, err = report.ClustersHTML(&page, cs, report.Source{Namespace: o.opts.Namespace, Selector: o.opts.NodeSelector})
+	} else {
+		src := report.Source{Namespace: r.Namespace, Selector: r.Selector, Taken: r.Taken}
+		src.Context, src.Server = o.kube.Target()
+		report.Printer{}.Notes(o.errOut, r)
+		holds = fmt.Sprintf("%d nodes, %d findings", len(r.Fleet.Nodes), r.Fleet.Findings())
+		err = report.HTML(&page, *r.Fleet, src)
+	}
+	if err != nil {
 		return err
 	}
-	return clustersExit(cs, func(r *outcome.Result) bool { return r.Fleet.Findings() > 0 })
+	if err := o.write(page.Bytes(), holds); err != nil {
+		return err
+	}
+	return exitOf(r, cs, (*outcome.Result).FleetFailed)
 }
 
-// writePage writes the page to file (- for stdout), saying what it holds.
-func writePage(c *cli.Context, file string, page []byte, holds string) error {
-	if file == "-" {
-		_, err := c.App.Writer.Write(page)
+// write writes the page to the file (- for stdout), saying what it holds.
+func (o *reportOptions) write(page []byte, holds string) error {
+	if o.file == "-" {
+		_, err := o.out.Write(page)
 		return err
 	}
-	if err := workspace.New(filepath.Dir(file)).WriteFile(filepath.Base(file), page, 0o644); err != nil {
+	if err := workspace.New(filepath.Dir(o.file)).WriteFile(filepath.Base(o.file), page, 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.App.Writer, "wrote %s: %s\n", file, holds)
+	fmt.Fprintf(o.out, "wrote %s: %s\n", o.file, holds)
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"runtime/debug"
@@ -13,8 +14,15 @@ import (
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
-func serveCommand() *cli.Command {
-	return &cli.Command{
+type serveOptions struct {
+	judging
+	listen          string
+	events, reports bool
+}
+
+func serveCommand(e env) *cli.Command {
+	o := &serveOptions{judging: judging{env: e}}
+	return command(&cli.Command{
 		Name:  "serve",
 		Usage: "keep the verdict live and export it: Prometheus /metrics, /healthz, /readyz",
 		Description: "Watches nodes, the namespace's pods, DaemonSets and ControllerRevisions, and the driver upgrade\n" +
@@ -26,58 +34,61 @@ func serveCommand() *cli.Command {
 			"/readyz answers 503 until the first full verdict. In a pod it uses the pod's service account.\n" +
 			"It runs until SIGTERM or Ctrl-C (exit 0); a failed watch is retried and logged on stderr.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "listen", Value: metrics.DefaultAddress, Usage: "address to serve HTTP on, host:port"},
-			selectorFlag(), discoverFlag(), allRulesFlag(), stuckAfterFlag(),
-			&cli.BoolFlag{Name: "events", Usage: "record a Kubernetes Event on the node when a finding starts and when it ends\n" +
+			&cli.StringFlag{Name: "listen", Value: metrics.DefaultAddress, Destination: &o.listen, Usage: "address to serve HTTP on, host:port"},
+			o.selectorFlag(), o.discoverFlag(), o.allRulesFlag(), o.stuckAfterFlag(),
+			&cli.BoolFlag{Name: "events", Destination: &o.events, Usage: "record a Kubernetes Event on the node when a finding starts and when it ends\n" +
 				"(needs create and patch on events in the default namespace)"},
-			&cli.BoolFlag{Name: "reports", Usage: "keep the findings in the cluster as OpenReports ClusterReports, for Policy Reporter\n" +
+			&cli.BoolFlag{Name: "reports", Destination: &o.reports, Usage: "keep the findings in the cluster as OpenReports ClusterReports, for Policy Reporter\n" +
 				"(needs the CRD, and the rights kustomize/deploy/reports adds)"},
 		},
-		Action: func(c *cli.Context) error {
-			defaultGC()
-			opts, err := liveOptions(c)
-			if err != nil {
-				return err
-			}
-			opts.Explain, opts.Health, opts.Upgrades = true, true, true // reasons, health and the rollout are metrics too
-			j, cl, err := newLiveJudge(c, opts, false)
-			if err != nil {
-				return err
-			}
-			stderr := c.App.ErrWriter
-			if c.Bool("events") {
-				live.RecordEvents(c.Context, j, cl.Kube)
-			}
-			if c.Bool("reports") {
-				failed := func(err error) { fmt.Fprintf(stderr, "%s; retrying\n", oneLine(err)) }
-				if _, err := reportsync.Start(c.Context, j, cl.Config, reportsync.Options{Namespace: opts.Namespace, Failed: failed}); err != nil {
-					return err
-				}
-			}
-			ln, err := net.Listen("tcp", c.String("listen"))
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(stderr, "serving http://%s/metrics\n", ln.Addr())
-			j.Observe(live.Hooks{
-				Judged: func(b verdict.Batch) {
-					if b.Initial {
-						fmt.Fprintf(stderr, "ready: %d nodes judged in %s\n", b.Judged, b.Took)
-						// The first lists' garbage (every object whole, before
-						// the trim) is hundreds of MB at 5,000 nodes, and with
-						// nothing left to allocate no GC would ever collect it:
-						// return it now, once, so the steady memory is the store's.
-						debug.FreeOSMemory()
-					}
-				},
-				WatchFailed: func(resource string, err error) {
-					fmt.Fprintf(stderr, "%s: %s; retrying\n", resource, oneLine(err))
-				},
-				Skipped: func(resource string, err error) {
-					fmt.Fprintf(stderr, "%s: not watched, the driver upgrade verdict goes without them: %s\n", resource, oneLine(err))
-				},
-			})
-			return metrics.Serve(c.Context, ln, j)
-		},
+	}, o)
+}
+
+func (o *serveOptions) Validate() error {
+	if err := o.validate(nil); err != nil {
+		return err
 	}
+	o.opts.Explain, o.opts.Health, o.opts.Upgrades = true, true, true // reasons, health and the rollout are metrics too
+	return nil
+}
+
+func (o *serveOptions) Run(ctx context.Context) error {
+	defaultGC()
+	j, cl, err := o.liveJudge(live.Options{Options: o.opts}, false)
+	if err != nil {
+		return err
+	}
+	if o.events {
+		live.RecordEvents(ctx, j, cl.Kube)
+	}
+	if o.reports {
+		failed := func(err error) { fmt.Fprintf(o.errOut, "%s; retrying\n", oneLine(err)) }
+		if _, err := reportsync.Start(ctx, j, cl.Config, reportsync.Options{Namespace: o.opts.Namespace, Failed: failed}); err != nil {
+			return err
+		}
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.errOut, "serving http://%s/metrics\n", ln.Addr())
+	j.Observe(live.Hooks{
+		Judged: func(b verdict.Batch) {
+			if b.Initial {
+				fmt.Fprintf(o.errOut, "ready: %d nodes judged in %s\n", b.Judged, b.Took)
+				// The first lists' garbage (every object whole, before
+				// the trim) is hundreds of MB at 5,000 nodes, and with
+				// nothing left to allocate no GC would ever collect it:
+				// return it now, once, so the steady memory is the store's.
+				debug.FreeOSMemory()
+			}
+		},
+		WatchFailed: func(resource string, err error) {
+			fmt.Fprintf(o.errOut, "%s: %s; retrying\n", resource, oneLine(err))
+		},
+		Skipped: func(resource string, err error) {
+			fmt.Fprintf(o.errOut, "%s: not watched, the driver upgrade verdict goes without them: %s\n", resource, oneLine(err))
+		},
+	})
+	return metrics.Serve(ctx, ln, j)
 }

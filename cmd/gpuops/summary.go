@@ -3,14 +3,15 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/gpuops/gpuops/pkg/clusters"
 	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
-func summaryCommand() *cli.Command {
-	return &cli.Command{
+func summaryCommand(e env) *cli.Command {
+	o := newJudge(e, judgeOutput(report.Name), report.SummaryView, (*outcome.Result).FleetFailed)
+	o.also = fleetOptions
+	return command(&cli.Command{
 		Name:  "summary",
 		Usage: "the fleet by node pool: per group and operand, how many nodes ask for it, run, miss, pause or disable it; then the nodes with findings",
 		Description: "Groups the nodes by the value of a node label (--group-by, default " + pipeline.DefaultGroupBy + ";\n" +
@@ -24,33 +25,18 @@ func summaryCommand() *cli.Command {
 			"and while a driver upgrade is under way or in trouble its nodes by verdict, then the fleet's\n" +
 			"rollout counts and budget (as gpuops upgrades).\n" +
 			"Exit 1 if any node has a finding.",
-		Flags: append([]cli.Flag{outputFlag(report.Name)}, fleetFlags()...),
-		Action: func(c *cli.Context) error {
-			f, err := readJudgeFlags(c)
-			if err != nil {
-				return err
-			}
-			fleetOptions(&f)
-			return judgeAndReport(c, f, report.SummaryView, func(r *outcome.Result) bool { return r.Fleet.Findings() > 0 })
-		},
-	}
+		Flags: append([]cli.Flag{o.flag()}, o.fleetFlags()...),
+	}, o)
 }
 
-// Flags and plumbing shared by the fleet views (summary, report).
+// The fleet views (summary, report) share their flags and what they judge.
 
-func fleetFlags() []cli.Flag {
-	return append([]cli.Flag{groupByFlag(pipeline.DefaultGroupBy), judgeLabFlag(), selectorFlag(), discoverFlag(), stuckAfterFlag()}, clusters.Flags()...)
-}
-
-func groupByFlag(value string) cli.Flag {
-	return &cli.StringFlag{
-		Name: "group-by", Value: value,
-		Usage: "node label whose value groups the nodes, e.g. a node-pool label (nodes without it: " + pipeline.NoGroup + ")",
-	}
+func (j *judging) fleetFlags() []cli.Flag {
+	return append([]cli.Flag{j.groupByFlag(pipeline.DefaultGroupBy), j.lab.judgeFlag(), j.selectorFlag(), j.discoverFlag(), j.stuckAfterFlag()}, j.many.flags()...)
 }
 
 // fleetOptions are a fleet view's: every start-up rule the roster allows,
 // each finding with its reason, each node's health, the driver rollout.
-func fleetOptions(f *judgeFlags) {
-	f.opts.AllRules, f.opts.Explain, f.opts.Health, f.opts.Upgrades = true, true, true, true
+func fleetOptions(p *pipeline.Options) {
+	p.AllRules, p.Explain, p.Health, p.Upgrades = true, true, true, true
 }

@@ -1,14 +1,19 @@
 package main
 
 import (
+	"context"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuops/gpuops/pkg/access"
 	"github.com/gpuops/gpuops/pkg/provision"
 )
 
-func upCommand() *cli.Command {
-	return &cli.Command{
+type upOptions struct{ provisioning }
+
+func upCommand(e env) *cli.Command {
+	o := &upOptions{newProvisioning(e)}
+	return command(&cli.Command{
 		Name:  "up",
 		Usage: "provision the lab: namespace, node labels, the five operand DaemonSets; wait until settled",
 		Description: "Creates the namespace if missing, sets the lab spec's node labels, writes the rendered\n" +
@@ -17,17 +22,15 @@ func upCommand() *cli.Command {
 			"out/roster.txt and out/driver.txt from the live API. Checks everything before changing\n" +
 			"anything; refuses labels and DaemonSets another manager owns unless --force. Running it\n" +
 			"again with nothing changed changes nothing.",
-		Flags: []cli.Flag{labFlag(), workdirFlag(), timeoutFlag(), forceFlag()},
-		Action: func(c *cli.Context) error {
-			if err := noArgs(c); err != nil {
-				return err
-			}
-			lab, cl, err := prepare(c, access.Provision)
-			if err != nil {
-				return err
-			}
-			_, err = provision.Up(c.Context, cl.Kube, lab, assets, workspaceOf(c), provisionOptions(c))
-			return err
-		},
+		Flags: []cli.Flag{o.lab.specFlag(), o.workdirFlag(), o.timeoutFlag(), o.forceFlag(forceUsage)},
+	}, o)
+}
+
+func (o *upOptions) Run(ctx context.Context) error {
+	lab, cl, err := o.prepare(ctx, access.Provision)
+	if err != nil {
+		return err
 	}
+	_, err = provision.Up(ctx, cl.Kube, lab, assets, o.workspace(), o.options())
+	return err
 }

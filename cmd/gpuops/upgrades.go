@@ -3,13 +3,15 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/gpuops/gpuops/pkg/clusters"
 	"github.com/gpuops/gpuops/pkg/outcome"
+	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
-func upgradesCommand() *cli.Command {
-	return &cli.Command{
+func upgradesCommand(e env) *cli.Command {
+	o := newJudge(e, judgeOutput(report.OpenReports), report.UpgradesView, (*outcome.Result).UpgradeFailed)
+	o.also = func(p *pipeline.Options) { p.Upgrades = true }
+	return command(&cli.Command{
 		Name:  "upgrades",
 		Usage: "the driver upgrade across the fleet: per node done, in progress, waiting for the budget, stuck, failed and why",
 		Description: "Reads the rollout as the GPU Operator's upgrade controller sees it: each node's\n" +
@@ -22,14 +24,6 @@ func upgradesCommand() *cli.Command {
 			"cause the controller would have), skipped, left-cordoned (done, cordoned by the controller),\n" +
 			"outdated (the driver pod runs an older template and no upgrade is under way). Exit 1 if a node\n" +
 			"is failed, stuck or left cordoned. --group-by counts the verdicts per value of a node label too.",
-		Flags: append([]cli.Flag{outputFlag(report.OpenReports), noHeadersFlag(), groupByFlag(""), judgeLabFlag(), selectorFlag(), discoverFlag(), stuckAfterFlag()}, clusters.Flags()...),
-		Action: func(c *cli.Context) error {
-			f, err := readJudgeFlags(c)
-			if err != nil {
-				return err
-			}
-			f.opts.Upgrades = true
-			return judgeAndReport(c, f, report.UpgradesView, (*outcome.Result).UpgradeFailed)
-		},
-	}
+		Flags: append([]cli.Flag{o.flag(), o.noHeadersFlag(), o.groupByFlag(""), o.lab.judgeFlag(), o.selectorFlag(), o.discoverFlag(), o.stuckAfterFlag()}, o.many.flags()...),
+	}, o)
 }

@@ -1,10 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
-	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/gpuops/gpuops/pkg/report"
 )
@@ -14,60 +14,51 @@ import (
 // version of `go install …@v1.2.3` is used, else "devel".
 var gpuopsVersion string
 
-// versionFormats are the formats of version's -o; without -o it prints text lines.
-var versionFormats = []report.Format{report.JSON, report.YAML}
-
-func versionOutputFlag() cli.Flag {
-	return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: json or yaml (default: text lines)"}
+type versionOptions struct {
+	env
+	output
+	clientOnly bool
 }
 
-func versionCommand() *cli.Command {
-	return &cli.Command{
+// newVersion is version's Options; without -o it prints text lines.
+func newVersion(e env) *versionOptions {
+	return &versionOptions{env: e, output: output{formats: []report.Format{report.JSON, report.YAML}, usage: "output format: json or yaml (default: text lines)"}}
+}
+
+func versionCommand(e env) *cli.Command {
+	o := newVersion(e)
+	return command(&cli.Command{
 		Name:  "version",
 		Usage: "print the version of gpuops, its Go and its operand catalog, and the server's version",
 		Description: "As kubectl version: the client's part always, then the API server's /version (exit 2,\n" +
 			"after the client's part, when it cannot be read). --client skips the server;\n" +
 			"`gpuops --version` is `gpuops version --client`.",
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "client", Usage: "only the client's part; contact no server"},
-			versionOutputFlag(),
+			&cli.BoolFlag{Name: "client", Destination: &o.clientOnly, Usage: "only the client's part; contact no server"},
+			o.flag(),
 		},
-		Action: func(c *cli.Context) error {
-			if err := noArgs(c); err != nil {
-				return err
-			}
-			return printVersion(c, c.Bool("client"))
-		},
-	}
+	}, o)
 }
 
-func printVersion(c *cli.Context, clientOnly bool) error {
-	p := report.Printer{Format: report.Text}
-	if s := c.String("output"); s != "" {
-		f, err := report.ParseFormatOf(s, versionFormats...)
-		if err != nil {
-			return usageError(err)
-		}
-		p.Format = f
-	}
+func (o *versionOptions) Complete(*cli.Context) error { return nil }
+
+func (o *versionOptions) Validate() error { return o.parse(o.out) }
+
+func (o *versionOptions) Run(context.Context) error {
 	v := report.ClientVersionInfo(gpuopsVersion)
 	var serverErr error
-	if !clientOnly {
-		v.ServerVersion, serverErr = serverVersion(c)
+	if !o.clientOnly {
+		if cl, err := o.connect(); err != nil {
+			serverErr = err
+		} else {
+			v.ServerVersion, serverErr = cl.Kube.Discovery().ServerVersion()
+		}
 	}
-	if err := p.Version(c.App.Writer, v); err != nil {
+	if err := o.printer.Version(o.out, v); err != nil {
 		return err
 	}
 	if serverErr != nil {
 		return fmt.Errorf("server version: %w", serverErr)
 	}
 	return nil
-}
-
-func serverVersion(c *cli.Context) (*version.Info, error) {
-	cl, err := connect(c)
-	if err != nil {
-		return nil, err
-	}
-	return cl.Kube.Discovery().ServerVersion()
 }

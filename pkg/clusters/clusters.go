@@ -32,6 +32,12 @@ import (
 // held until it is printed).
 const DefaultParallel = 4
 
+// Run is a run across clusters: the contexts, and how many at once.
+type Run struct {
+	Targets  []Target
+	Parallel int
+}
+
 // Selection is which contexts of the kubeconfig a run judges, as the flags
 // give it.
 type Selection struct {

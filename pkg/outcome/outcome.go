@@ -69,6 +69,10 @@ func (r *Result) UpgradeFailed() bool {
 	return r.Rollout != nil && slices.ContainsFunc(r.Rollout.Nodes, func(n upgrade.Node) bool { return upgrade.Trouble(n.Verdict) })
 }
 
+// FleetFailed reports whether any node has a finding of the fleet views
+// (summary, report): missing, stuck or a broken rule.
+func (r *Result) FleetFailed() bool { return r.Fleet != nil && r.Fleet.Findings() > 0 }
+
 // OrderFailed reports whether any node breaks a rule.
 func (r *Result) OrderFailed() bool {
 	return slices.ContainsFunc(r.Nodes, func(v verdict.Verdict) bool { return !v.Order.OK() })
