@@ -10,9 +10,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/access"
 	"github.com/gpuops/gpuops/pkg/guard"
-	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/operand"
-	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/provision"
 	"github.com/gpuops/gpuops/pkg/report"
 )
@@ -53,7 +51,7 @@ func guardInstallCommand(e env) *cli.Command {
 			&cli.StringFlag{Name: "mode", Value: string(guard.Deny), Destination: &o.mode, Usage: "deny: refuse the change; warn: let it through with a warning (and an audit annotation)"},
 			&cli.StringSliceFlag{Name: "exempt", Destination: &o.exempt, Action: func(*cli.Context, []string) error { o.exemptSet = true; return nil },
 				Usage: "usernames the guard does not judge, repeatable or comma separated; --exempt= for none\n" +
-					"\t(default: these service accounts of the GPU Operator in --namespace: " + strings.Join(guard.OperatorAccounts, ", ") + ")"},
+					"\t(default: these service accounts of the GPU Operator in --namespace: " + strings.Join(operand.OperatorAccounts, ", ") + ")"},
 			&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "print the policy and binding and send them with server-side dry run; change nothing"},
 			o.timeoutFlag(),
 			o.forceFlag("take over a policy or binding of that name that another field manager applied"),
@@ -125,7 +123,7 @@ func (o *guardStatusOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := guardState(ctx, cl, o.lab.namespace)
+	st, err := provision.GuardStatus(ctx, cl.Kube, o.lab.namespace)
 	if err != nil {
 		return err
 	}
@@ -154,18 +152,4 @@ func (o *guardUninstallOptions) Run(ctx context.Context) error {
 		return err
 	}
 	return report.GuardUninstalled(o.out, installed)
-}
-
-// guardState is the guard's objects and the pipeline's verdicts of the
-// nodes' labels.
-func guardState(ctx context.Context, cl *kube.Clients, ns string) (guard.State, error) {
-	policy, binding, err := provision.Guard(ctx, cl.Kube)
-	if err != nil {
-		return guard.State{}, err
-	}
-	r, err := pipeline.Run(ctx, cl.Kube, pipeline.Options{Namespace: ns, Roster: pipeline.LabRoster, LabelsOnly: true})
-	if err != nil {
-		return guard.State{}, err
-	}
-	return guard.Judge(policy, binding, r.Nodes, operand.AllRules), nil
 }

@@ -127,5 +127,5 @@ func (o *relabelOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return o.printer.Relabelled(o.out, res, o.r.DryRun)
+	return o.printer.Relabelled(o.out, res.Plan, res.Changes, o.r.DryRun)
 }

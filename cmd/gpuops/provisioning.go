@@ -128,7 +128,7 @@ func (p *provisioning) options() provision.Options {
 		Force:    p.force,
 		Timeout:  p.timeout,
 		Progress: p.errOut,
-		Changed:  report.Changes(p.out),
+		Changed:  func(ch provision.ObjectChange) { report.Change(p.out, ch.Object, ch.Action, ch.Why) },
 	}
 }
 

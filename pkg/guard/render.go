@@ -52,21 +52,11 @@ func ModeOf(actions []admissionv1.ValidationAction) Mode {
 	return Warn
 }
 
-// OperatorAccounts are the GPU Operator's service accounts that may write
-// nodes (NVIDIA/gpu-operator, deployments/gpu-operator and assets/state-*,
-// whose ClusterRoles grant patch or update on nodes): the operator, the
-// driver manager (it runs as the driver's account) and the MIG, vGPU, VFIO,
-// CC and DRA helpers. They pause and restore deploy labels on purpose and
-// must not be held up half-way.
-var OperatorAccounts = []string{
-	"gpu-operator", "nvidia-driver", "nvidia-mig-manager", "nvidia-vgpu-manager",
-	"nvidia-vgpu-device-manager", "nvidia-vfio-manager", "nvidia-cc-manager", "nvidia-dra-driver-kubeletplugin",
-}
-
-// DefaultExempt are the usernames of OperatorAccounts in namespace ns.
+// DefaultExempt are the usernames of the operator's service accounts
+// (operand.OperatorAccounts) in namespace ns.
 func DefaultExempt(ns string) []string {
-	out := make([]string, len(OperatorAccounts))
-	for i, sa := range OperatorAccounts {
+	out := make([]string, len(operand.OperatorAccounts))
+	for i, sa := range operand.OperatorAccounts {
 		out[i] = "system:serviceaccount:" + ns + ":" + sa
 	}
 	return out

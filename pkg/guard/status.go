@@ -55,6 +55,15 @@ func Judge(policy *admissionv1.ValidatingAdmissionPolicy, binding *admissionv1.V
 	return st
 }
 
+// Enforcement is how the API server took the guard just installed.
+type Enforcement struct {
+	Mode Mode // the binding's mode
+	// Exempt is the caller's username when the guard exempts them: the
+	// guard lets their probe through whatever, so it was not probed and
+	// may not be enforced yet. Empty when the probe found it enforced.
+	Exempt string
+}
+
 // generated drops the base's own variables (labels, oldLabels).
 func generated(vars []admissionv1.Variable) []admissionv1.Variable {
 	return slices.DeleteFunc(slices.Clone(vars), func(v admissionv1.Variable) bool {

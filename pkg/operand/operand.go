@@ -197,3 +197,14 @@ func JudgedLabel(key string) bool {
 	}
 	return IsDeployLabel(key)
 }
+
+// OperatorAccounts are the GPU Operator's service accounts that may write
+// nodes (NVIDIA/gpu-operator, deployments/gpu-operator and assets/state-*,
+// whose ClusterRoles grant patch or update on nodes): the operator, the
+// driver manager (it runs as the driver's account) and the MIG, vGPU, VFIO,
+// CC and DRA helpers. They pause and restore deploy labels on purpose and
+// must not be held up half-way.
+var OperatorAccounts = []string{
+	"gpu-operator", "nvidia-driver", "nvidia-mig-manager", "nvidia-vgpu-manager",
+	"nvidia-vgpu-device-manager", "nvidia-vfio-manager", "nvidia-cc-manager", "nvidia-dra-driver-kubeletplugin",
+}

@@ -80,6 +80,14 @@ type Desired struct {
 	After     int    `json:"after"`
 }
 
+// Count is an operand DaemonSet's desiredNumberScheduled as read once
+// settled, before the first change and after the last.
+type Count struct {
+	DaemonSet string `json:"daemonSet"`
+	Before    string `json:"before"`
+	After     string `json:"after"`
+}
+
 // Break is an order rule a plan would break on a node.
 type Break struct {
 	Node    string `json:"node"`

@@ -42,14 +42,7 @@ type Result struct {
 	Plan *plan.Plan
 	// Changes are the plan's DaemonSets' desiredNumberScheduled, read once
 	// settled before the first write and after the last; none on a dry run.
-	Changes []Change
-}
-
-// Change is an operand DaemonSet's desiredNumberScheduled before and after.
-type Change struct {
-	DaemonSet string `json:"daemonSet"`
-	Before    string `json:"before"`
-	After     string `json:"after"`
+	Changes []plan.Count
 }
 
 // OptOut sets the operand's deploy label to "false" (SPEC step 5) and writes
@@ -61,7 +54,7 @@ func OptOut(ctx context.Context, c kubernetes.Interface, ns string, ws workspace
 		return res, err
 	}
 	o, _ := operand.Lookup(operand.Lab, r.Operand) // SetDeploy found it
-	i := slices.IndexFunc(res.Changes, func(ch Change) bool { return ch.DaemonSet == o.DaemonSet })
+	i := slices.IndexFunc(res.Changes, func(ch plan.Count) bool { return ch.DaemonSet == o.DaemonSet })
 	if err := ws.WriteOut(workspace.OptOutFile, OptOutText(res.Changes[i])); err != nil {
 		return nil, err
 	}
@@ -158,7 +151,7 @@ func SetDeploy(ctx context.Context, c kubernetes.Interface, ns string, r Relabel
 		return res, err
 	}
 	for i, name := range names {
-		res.Changes = append(res.Changes, Change{DaemonSet: name, Before: before[i], After: after[i]})
+		res.Changes = append(res.Changes, plan.Count{DaemonSet: name, Before: before[i], After: after[i]})
 	}
 	return res, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/plan"
 )
 
 // RosterText is out/roster.txt: one "<operand>=<label key>" line per operand, in roster order.
@@ -25,6 +26,6 @@ func DriverText(desired string, skipped []string) []byte {
 }
 
 // OptOutText is out/optout.txt: desiredNumberScheduled before and after the change.
-func OptOutText(c Change) []byte {
+func OptOutText(c plan.Count) []byte {
 	return fmt.Appendf(nil, "BEFORE=%s\nAFTER=%s\n", c.Before, c.After)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/guard"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/settle"
 )
 
@@ -60,7 +61,7 @@ func guardObjects(c kubernetes.Interface, objs *guard.Objects) []guardObject {
 // dry run of a Node that breaks a rule comes back refused (deny) or with the
 // policy's warning (warn). Another manager's policy or binding of that name
 // is refused unless opts.Force; both are checked before either is written.
-func InstallGuard(ctx context.Context, c kubernetes.Interface, objs *guard.Objects, opts Options) (*GuardEnforcement, error) {
+func InstallGuard(ctx context.Context, c kubernetes.Interface, objs *guard.Objects, opts Options) (*guard.Enforcement, error) {
 	gos := guardObjects(c, objs)
 	before := make([]string, len(gos)) // resourceVersions, "" for none
 	for i, g := range gos {
@@ -94,7 +95,7 @@ func InstallGuard(ctx context.Context, c kubernetes.Interface, objs *guard.Objec
 	mode := guard.ModeOf(objs.Binding.Spec.ValidationActions)
 	if me, err := c.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{}); err == nil {
 		if exempt, _ := guard.Exempt(objs.Policy.Spec.MatchConditions); slices.Contains(exempt, me.Status.UserInfo.Username) {
-			return &GuardEnforcement{Mode: mode, Exempt: me.Status.UserInfo.Username}, nil
+			return &guard.Enforcement{Mode: mode, Exempt: me.Status.UserInfo.Username}, nil
 		}
 	}
 	err := waitGuard(ctx, c, "enforce", func(refused, warned bool) bool {
@@ -106,16 +107,7 @@ func InstallGuard(ctx context.Context, c kubernetes.Interface, objs *guard.Objec
 	if err != nil {
 		return nil, err
 	}
-	return &GuardEnforcement{Mode: mode}, nil
-}
-
-// GuardEnforcement is how the API server took the guard InstallGuard applied.
-type GuardEnforcement struct {
-	Mode guard.Mode // the binding's mode
-	// Exempt is the caller's username when the guard exempts them: the
-	// guard lets their probe through whatever, so it was not probed and
-	// may not be enforced yet. Empty when the probe found it enforced.
-	Exempt string
+	return &guard.Enforcement{Mode: mode}, nil
 }
 
 // DryRunGuard sends the rendered guard with server-side dry run, so that
@@ -201,6 +193,21 @@ func Guard(ctx context.Context, c kubernetes.Interface) (*admissionv1.Validating
 		return nil, nil, fmt.Errorf("read %s: %w", bindingObject, err)
 	}
 	return p, b, nil
+}
+
+// GuardStatus is the state of the guard: its objects, and the rules each
+// node's labels break now (the pipeline's verdicts of the labels in
+// namespace ns, judged as the guard judges them).
+func GuardStatus(ctx context.Context, c kubernetes.Interface, ns string) (guard.State, error) {
+	policy, binding, err := Guard(ctx, c)
+	if err != nil {
+		return guard.State{}, err
+	}
+	r, err := pipeline.Run(ctx, c, pipeline.Options{Namespace: ns, Roster: pipeline.LabRoster, LabelsOnly: true})
+	if err != nil {
+		return guard.State{}, err
+	}
+	return guard.Judge(policy, binding, r.Nodes, operand.AllRules), nil
 }
 
 // UninstallGuard deletes the binding, then the policy, if gpuops applied

@@ -10,6 +10,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/plan"
 )
 
 func entry(manager, subresource, fields string) metav1.ManagedFieldsEntry {
@@ -131,7 +132,7 @@ func TestDriverAndOptOutText(t *testing.T) {
 	if got, want := string(DriverText("2", nil)), "DESIRED=2\nSKIPPED=\n"; got != want {
 		t.Errorf("DriverText = %q, want %q", got, want)
 	}
-	if got, want := string(OptOutText(Change{Before: "2", After: "1"})), "BEFORE=2\nAFTER=1\n"; got != want {
+	if got, want := string(OptOutText(plan.Count{Before: "2", After: "1"})), "BEFORE=2\nAFTER=1\n"; got != want {
 		t.Errorf("OptOutText = %q, want %q", got, want)
 	}
 }

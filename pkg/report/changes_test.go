@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/gpuops/gpuops/pkg/guard"
-	"github.com/gpuops/gpuops/pkg/provision"
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
@@ -13,8 +12,7 @@ import (
 // guard have always printed: scripts grep them.
 func TestChanges(t *testing.T) {
 	var b bytes.Buffer
-	changed := report.Changes(&b)
-	for _, ch := range []provision.ObjectChange{
+	for _, ch := range []struct{ Object, Action, Why string }{
 		{Object: "namespace/gpu-operator", Action: "created"},
 		{Object: "node/gpu-node-1", Action: "labelled"},
 		{Object: "node/gpu-node-10", Action: "unchanged"},
@@ -22,7 +20,7 @@ func TestChanges(t *testing.T) {
 		{Object: "daemonset.apps/nvidia-driver-daemonset", Action: "kept", Why: `also managed by ["kubectl"]`},
 		{Object: "node/gpu-node-1", Action: "unlabelled"},
 	} {
-		changed(ch)
+		report.Change(&b, ch.Object, ch.Action, ch.Why)
 	}
 	want := "namespace/gpu-operator created\n" +
 		"node/gpu-node-1 labelled\n" +
@@ -42,10 +40,10 @@ func TestGuardLines(t *testing.T) {
 		want  string
 	}{
 		{"enforced", func(b *bytes.Buffer) error {
-			return report.GuardEnforcement(b, &provision.GuardEnforcement{Mode: guard.Warn})
+			return report.GuardEnforcement(b, &guard.Enforcement{Mode: guard.Warn})
 		}, "guard: enforced, mode warn\n"},
 		{"exempt", func(b *bytes.Buffer) error {
-			return report.GuardEnforcement(b, &provision.GuardEnforcement{Mode: guard.Deny, Exempt: "kubernetes-admin"})
+			return report.GuardEnforcement(b, &guard.Enforcement{Mode: guard.Deny, Exempt: "kubernetes-admin"})
 		}, "guard: not probed: you (kubernetes-admin) are exempt from it\n"},
 		{"nothing to uninstall", func(b *bytes.Buffer) error { return report.GuardUninstalled(b, false) }, "guard: not installed\n"},
 		{"uninstalled", func(b *bytes.Buffer) error { return report.GuardUninstalled(b, true) }, ""},
