@@ -37,7 +37,8 @@ var (
 	// the local cluster's kubeconfig context, which names it
 	kwokContext = regexp.MustCompile(`\bkwok-[a-z0-9-]+`)
 	// an age where gpuops prints one: "(3m)", "for 3m", "age 3m",
-	// "written by MANAGER 3m ago", in JSON as "ageSeconds": 180
+	// "[written] by MANAGER 3m ago" (YAML may fold the line before "by"),
+	// in JSON as "ageSeconds": 180
 	ageIn = regexp.MustCompile(`(\(|for |age[": ]+|Seconds": |written by \S+ )(\d+h\d+m\d+s|\d+h\d+m|\d+h|\d+m\d+s|\d+m|\d+(\.\d+)?s|\d+)(\)|\b)`)
 )
 

@@ -10,6 +10,7 @@ func TestNormalize(t *testing.T) {
 		"t-ab12-full OK id=ab12":                                    "<namespace>-full OK id=<id>",
 		"since 2026-12-03T18:22:01Z (3h0m)":                         "since <time> (<age>",
 		"written by nvidia-mig-manager 4m38s ago":                   "written by nvidia-mig-manager <age> ago",
+		"      by driver-manager 3h4m56s ago":                       "      by driver-manager <age> ago",
 		"      seconds: 1796327451":                                 "      seconds: <time>",
 		"<title>GPU Operator fleet · kwok-gpuops-t9-x1 · x</title>": "<title>GPU Operator fleet · <cluster> · x</title>",
 		"lab-node-1 UNUSABLE gpus-not-advertised device-plugin":     "lab-node-1 UNUSABLE gpus-not-advertised device-plugin",
