@@ -39,7 +39,7 @@ var (
 	// an age where gpuops prints one: "(3m)", "for 3m", "age 3m",
 	// "[written] by MANAGER 3m ago" (YAML may fold the line before "by"),
 	// in JSON as "ageSeconds": 180
-	ageIn = regexp.MustCompile(`(\(|for |age[": ]+|Seconds": |written by \S+ )(\d+h\d+m\d+s|\d+h\d+m|\d+h|\d+m\d+s|\d+m|\d+(\.\d+)?s|\d+)(\)|\b)`)
+	ageIn = regexp.MustCompile(`(\(|for |age[": ]+|Seconds": |by \S+ )(\d+h\d+m\d+s|\d+h\d+m|\d+h|\d+m\d+s|\d+m|\d+(\.\d+)?s|\d+)(\)|\b)`)
 )
 
 // normalize makes out comparable across runs: each of v's keys replaced by
