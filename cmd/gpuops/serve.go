@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/live"
 	"github.com/gpuops/gpuops/pkg/metrics"
+	"github.com/gpuops/gpuops/pkg/nodeevents"
 	"github.com/gpuops/gpuops/pkg/reportsync"
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
@@ -54,12 +55,12 @@ func (o *serveOptions) Validate() error {
 
 func (o *serveOptions) Run(ctx context.Context) error {
 	defaultGC()
-	j, cl, err := o.liveJudge(live.Options{Options: o.opts}, false)
+	j, cl, err := o.newTracker(live.Options{Options: o.opts}, false)
 	if err != nil {
 		return err
 	}
 	if o.events {
-		live.RecordEvents(ctx, j, cl.Kube)
+		nodeevents.Record(ctx, j, cl.Kube)
 	}
 	if o.reports {
 		failed := func(err error) { fmt.Fprintf(o.errOut, "%s; retrying\n", oneLine(err)) }

@@ -48,7 +48,7 @@ func (o *watchOptions) Validate() error {
 
 func (o *watchOptions) Run(ctx context.Context) error {
 	defaultGC()
-	j, cl, err := o.liveJudge(live.Options{Options: o.opts}, true)
+	j, cl, err := o.newTracker(live.Options{Options: o.opts}, true)
 	if err != nil {
 		return err
 	}
@@ -82,8 +82,8 @@ func (o *watchOptions) Run(ctx context.Context) error {
 	return printErr // Ctrl-C is not an error
 }
 
-// liveJudge connects and sets up the live judge of the namespace.
-func (j *judging) liveJudge(opts live.Options, personWaits bool) (*live.Judge, *kube.Clients, error) {
+// newTracker connects and sets up the live tracker of the namespace.
+func (j *judging) newTracker(opts live.Options, personWaits bool) (*live.Tracker, *kube.Clients, error) {
 	cl, err := j.connect()
 	if err != nil {
 		return nil, nil, err

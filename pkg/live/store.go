@@ -91,7 +91,8 @@ func trimDaemonSet(obj any) (any, error) {
 	if d, ok := obj.(*appsv1.DaemonSet); ok {
 		ds := snapshot.DaemonSetFrom(d)
 		// Status changes on every pod a DaemonSet makes or loses, and no
-		// live judge reads it: left out, those updates compare equal.
+		// verdict the tracker makes reads it: left out, those updates
+		// compare equal.
 		ds.DesiredNumberScheduled = 0
 		return &stored[snapshot.DaemonSet]{keep(d.ObjectMeta), ds}, nil
 	}

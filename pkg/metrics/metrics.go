@@ -18,7 +18,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
-// Exporter is a prometheus.Collector of one live judge's verdict.
+// Exporter is a prometheus.Collector of one live tracker's verdict.
 type Exporter struct {
 	synced func() map[string]bool
 
@@ -27,7 +27,7 @@ type Exporter struct {
 	roster     []operand.Operand
 	rules      []operand.Rule
 	lastChange time.Time
-	rollout    *upgrade.Rollout // the last batch's, when the judge judges upgrades
+	rollout    *upgrade.Rollout // the last batch's, when the tracker judges upgrades
 
 	duration    prometheus.Histogram
 	watchErrors *prometheus.CounterVec
@@ -81,8 +81,8 @@ var (
 		[]string{"resource"}, nil)
 )
 
-// New makes an exporter of a live judge's verdicts, fed by its hooks
-// (Judged, WatchFailed); synced is the judge's Synced.
+// New makes an exporter of a live tracker's verdicts, fed by its hooks
+// (Judged, WatchFailed); synced is the tracker's Synced.
 func New(synced func() map[string]bool) *Exporter {
 	e := &Exporter{
 		synced:   synced,

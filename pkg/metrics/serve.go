@@ -19,19 +19,19 @@ import (
 // (DCGM exporter 9400, node-status exporter 8000).
 const DefaultAddress = ":9402"
 
-// Handler sets up the exporter of j (call it before j runs) and serves /metrics (the verdict, and the process' Go and OS
-// metrics), /healthz (the process answers) and /readyz (503 until the first
-// full verdict, then 200).
-func Handler(j *live.Judge) http.Handler {
-	e := New(j.Synced)
-	j.Observe(live.Hooks{Judged: e.Judged, WatchFailed: e.WatchFailed})
+// Handler sets up the exporter of t (call it before t runs) and serves
+// /metrics (the verdict, and the process' Go and OS metrics), /healthz (the
+// process answers) and /readyz (503 until the first full verdict, then 200).
+func Handler(t *live.Tracker) http.Handler {
+	e := New(t.Synced)
+	t.Observe(live.Hooks{Judged: e.Judged, WatchFailed: e.WatchFailed})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(e, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !j.Ready() {
+		if !t.Ready() {
 			http.Error(w, "not synced yet", http.StatusServiceUnavailable)
 			return
 		}
@@ -40,16 +40,16 @@ func Handler(j *live.Judge) http.Handler {
 	return mux
 }
 
-// Serve runs the judge and serves its Handler on ln until ctx ends; then it
-// stops both and returns nil. Call it once the judge's other hooks are set.
-func Serve(ctx context.Context, ln net.Listener, j *live.Judge) error {
+// Serve runs the tracker and serves its Handler on ln until ctx ends; then it
+// stops both and returns nil. Call it once the tracker's other hooks are set.
+func Serve(ctx context.Context, ln net.Listener, t *live.Tracker) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	srv := &http.Server{Handler: Handler(j), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: Handler(t), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	judged := make(chan error, 1)
-	go func() { judged <- j.Run(ctx) }()
+	go func() { judged <- t.Run(ctx) }()
 	var err error
 	select {
 	case err = <-served: // the listener failed

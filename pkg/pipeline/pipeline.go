@@ -90,7 +90,7 @@ type Options struct {
 
 // Scope is what the options and the cluster's DaemonSets and ClusterPolicy
 // decide before any node is judged: the operands, the rules, what to tell
-// the user about them. The live judge keeps one until a DaemonSet changes.
+// the user about them. The live tracker keeps one until a DaemonSet changes.
 // (pkg/plan is another thing: the steps of an opt-out or opt-in.)
 type Scope struct {
 	Options
@@ -198,7 +198,7 @@ func (sc Scope) Judge(s *snapshot.Snapshot, now time.Time) (*outcome.Result, err
 
 // Rollout judges the driver upgrade of the snapshot's nodes as of now. It
 // is the one judgement that spans nodes (a node waits for the budget the
-// others use), so the live judge makes it from every node it holds, not
+// others use), so the live tracker makes it from every node it holds, not
 // only from those an event touched.
 func (sc Scope) Rollout(s *snapshot.Snapshot, now time.Time) upgrade.Rollout {
 	return upgrade.Judge(s, sc.Roster, now, sc.StuckAfter)

@@ -78,7 +78,7 @@ func randomCluster(r *rand.Rand) *snapshot.Snapshot {
 	return s
 }
 
-// nodeSnapshot is what the live judge judges: the node, the pods on it or
+// nodeSnapshot is what the live tracker judges: the node, the pods on it or
 // made for it, every DaemonSet.
 func nodeSnapshot(s *snapshot.Snapshot, node snapshot.Node) *snapshot.Snapshot {
 	out := &snapshot.Snapshot{Namespace: s.Namespace, Nodes: []snapshot.Node{node}, DaemonSets: s.DaemonSets}

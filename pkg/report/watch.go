@@ -19,7 +19,7 @@ import (
 // selected), as kubectl names that watch event.
 const Deleted = "DELETED"
 
-// Watch prints the batches of a live judge: the first one whole, then what
+// Watch prints the batches of a live tracker: the first one whole, then what
 // changed, as kubectl get -w does.
 //
 //	text:  the lines of audit and order-check of each node that changed

@@ -1,6 +1,6 @@
 // Package reportsync keeps gpuops' findings in the cluster as OpenReports
 // ClusterReports (pkg/openreports) while serve runs: it takes every batch
-// of the live judge's verdicts from a hook, works out the reports they
+// of the live tracker's verdicts from a hook, works out the reports they
 // make, and creates, updates and deletes the reports it owns to match, by
 // server-side apply under its own field manager. Writes are rate-limited,
 // and a burst of verdicts makes one write per report: a report is written
@@ -77,7 +77,7 @@ const (
 	DefaultResync = 10 * time.Minute
 )
 
-// Sync is the reports of one live judge.
+// Sync is the reports of one live tracker.
 type Sync struct {
 	client  typed.ClusterReportInterface
 	opts    Options
@@ -95,7 +95,7 @@ type Sync struct {
 
 // Start keeps the reports of j's verdicts current until ctx ends: call it
 // before j runs. cfg is the connection's (JSON).
-func Start(ctx context.Context, j *live.Judge, cfg *rest.Config, o Options) (*Sync, error) {
+func Start(ctx context.Context, j *live.Tracker, cfg *rest.Config, o Options) (*Sync, error) {
 	cs, err := versioned.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -104,7 +104,7 @@ func Start(ctx context.Context, j *live.Judge, cfg *rest.Config, o Options) (*Sy
 }
 
 // StartWith is Start on a client of its own.
-func StartWith(ctx context.Context, j *live.Judge, client typed.ClusterReportInterface, o Options) *Sync {
+func StartWith(ctx context.Context, j *live.Tracker, client typed.ClusterReportInterface, o Options) *Sync {
 	if o.MaxBytes == 0 {
 		o.MaxBytes = openreports.MaxBytes
 	}

@@ -1,7 +1,8 @@
 // Package verdict is everything the judges say about one node — audit, order
-// check, matrix row and, when asked, why — and how a node's verdict changes.
-// pkg/pipeline makes them; the live judge (pkg/live) keeps one per node and
-// its watchers print or export them. It holds data only.
+// check, matrix row and, when asked, why, the rules its deploy labels break,
+// its health and its part in the driver upgrade — and how a node's verdict
+// changes. pkg/pipeline makes them; the live tracker (pkg/live) keeps one per
+// node and its watchers print or export them. It holds data only.
 package verdict
 
 import (

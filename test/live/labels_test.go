@@ -20,7 +20,7 @@ import (
 // TestNewSelectorLabelReadsTheNodesAgain: the live store keeps only the
 // node labels the verdicts read (the catalog's and the DaemonSets' selector
 // keys), so a label no DaemonSet selects on is not held; when a DaemonSet
-// comes to select on it, the judge reads the nodes again, and the reason
+// comes to select on it, the tracker reads the nodes again, and the reason
 // names the node's value of it as a one-shot read does.
 func TestNewSelectorLabelReadsTheNodesAgain(t *testing.T) {
 	f := newFleet(t)

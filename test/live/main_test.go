@@ -36,7 +36,7 @@ import (
 
 func TestMain(m *testing.M) {
 	os.Unsetenv(testcluster.EnvKubeconfig) // never a shared cluster
-	// The in-process judge's informers log a watch cut short at its end.
+	// The in-process tracker's informers log a watch cut short at its end.
 	klog.LogToStderr(false)
 	klog.SetOutput(io.Discard)
 	testcluster.Main(m)

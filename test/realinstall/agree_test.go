@@ -41,7 +41,7 @@ func (f findings) String() string {
 	return fmt.Sprintf("missing %v stuck %v order %v", f.Missing, f.Stuck, f.Order)
 }
 
-// judgeFlagSets are the roster and rule choices the live judges must make
+// judgeFlagSets are the roster and rule choices watch and serve must make
 // as the one-shot ones do.
 var judgeFlagSets = [][]string{nil, {"--discover"}, {"--discover=false"}, {"--all-rules"}}
 

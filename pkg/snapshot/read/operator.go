@@ -29,7 +29,7 @@ const (
 
 // Operator reads the GPU Operator's ClusterPolicy and NVIDIADriver objects
 // into s, as Snapshot does when Options.Operator is set: for a reader that
-// keeps the rest of the state itself (the live judge).
+// keeps the rest of the state itself (the live tracker).
 func Operator(ctx context.Context, c kubernetes.Interface, s *snapshot.Snapshot) error {
 	return readOperator(ctx, c.Discovery().RESTClient(), s)
 }

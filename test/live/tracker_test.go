@@ -45,7 +45,7 @@ func recordedClient(t *testing.T, env *testcluster.Env) (kubernetes.Interface, *
 	return client, rec
 }
 
-// TestFirstVerdictIsTheOneShotVerdict starts the live judge in process
+// TestFirstVerdictIsTheOneShotVerdict starts the live tracker in process
 // on a settled fleet with a finding of each kind: its first verdict is what
 // audit --explain, order-check --all-rules and matrix say from their LIST
 // snapshot; and its informers took their initial lists as streaming
@@ -123,7 +123,7 @@ func TestFirstVerdictIsTheOneShotVerdict(t *testing.T) {
 		resource := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
 		// The ClusterPolicy and NVIDIADrivers are read, not watched: the
 		// operator re-renders its DaemonSets when they change, and a
-		// DaemonSet change makes the judge read them again.
+		// DaemonSet change makes the tracker read them again.
 		if q.Get("watch") != "true" && !strings.HasPrefix(r.URL.Path, "/apis/nvidia.com/") {
 			t.Errorf("a LIST request: %s %s", r.Method, r.URL)
 		}

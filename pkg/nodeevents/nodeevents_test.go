@@ -1,4 +1,4 @@
-package live
+package nodeevents
 
 import (
 	"fmt"

@@ -1,11 +1,13 @@
-package live
+// Package nodeevents records a Kubernetes Event on a node when a finding
+// starts there and when it ends, from the batches of a live tracker
+// (pkg/live), beside the other exporters of its verdicts (pkg/metrics,
+// pkg/reportsync).
+package nodeevents
 
 import (
 	"context"
 	"fmt"
 	"slices"
-
-	"github.com/gpuops/gpuops/pkg/explain"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -14,30 +16,32 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/gpuops/gpuops/pkg/explain"
+	"github.com/gpuops/gpuops/pkg/live"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
 // Reasons of the Events recorded on a node.
 const (
-	EventOperandMissing = "OperandMissing" // Warning: an operand the node asks for stopped running
-	EventOperandRunning = "OperandRunning" // Normal: it runs again, or the node no longer asks for it
-	EventOrderViolation = "OrderViolation" // Warning: a rule of the start-up order broke
-	EventOrderRestored  = "OrderRestored"  // Normal: the rule holds again
+	OperandMissing = "OperandMissing" // Warning: an operand the node asks for stopped running
+	OperandRunning = "OperandRunning" // Normal: it runs again, or the node no longer asks for it
+	OrderViolation = "OrderViolation" // Warning: a rule of the start-up order broke
+	OrderRestored  = "OrderRestored"  // Normal: the rule holds again
 )
 
-// RecordEvents makes j record a Kubernetes Event on a node when a finding
-// starts there and when it ends, so that kubectl describe node shows it.
+// Record makes t record a Kubernetes Event on a node when a finding starts
+// there and when it ends, so that kubectl describe node shows it.
 // Findings present at the first verdict are not recorded: they did not
 // start then, and a restart of gpuops would record them again. client-go's
 // recorder deduplicates repeated events and rate-limits each node. Events
-// stop when ctx ends. Call it before j runs.
-func RecordEvents(ctx context.Context, j *Judge, client kubernetes.Interface) {
+// stop when ctx ends. Call it before t runs.
+func Record(ctx context.Context, t *live.Tracker, client kubernetes.Interface) {
 	b := record.NewBroadcaster(record.WithContext(ctx))
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	rec := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "gpuops"})
 	context.AfterFunc(ctx, b.Shutdown)
-	j.Observe(Hooks{Judged: func(batch verdict.Batch) {
+	t.Observe(live.Hooks{Judged: func(batch verdict.Batch) {
 		if batch.Initial {
 			return
 		}
@@ -73,23 +77,23 @@ func eventsOf(before, after *verdict.Verdict, rules []operand.Rule) []nodeEvent 
 	}
 	for _, o := range after.Audit.Missing {
 		if !slices.Contains(was.Audit.Missing, o) {
-			add(corev1.EventTypeWarning, EventOperandMissing, "%s is not running on the node%s", o, why(after, o))
+			add(corev1.EventTypeWarning, OperandMissing, "%s is not running on the node%s", o, why(after, o))
 		}
 	}
 	for _, f := range after.Order.Findings {
 		if !slices.Contains(was.Order.Findings, f) {
 			r := verdict.RuleOf(rules, f)
-			add(corev1.EventTypeWarning, EventOrderViolation, "%s: %s runs without %s", f, r.Operand, r.Needs)
+			add(corev1.EventTypeWarning, OrderViolation, "%s: %s runs without %s", f, r.Operand, r.Needs)
 		}
 	}
 	for _, o := range was.Audit.Missing {
 		if !slices.Contains(after.Audit.Missing, o) {
-			add(corev1.EventTypeNormal, EventOperandRunning, "%s is no longer missing", o)
+			add(corev1.EventTypeNormal, OperandRunning, "%s is no longer missing", o)
 		}
 	}
 	for _, f := range was.Order.Findings {
 		if !slices.Contains(after.Order.Findings, f) {
-			add(corev1.EventTypeNormal, EventOrderRestored, "%s: resolved", f)
+			add(corev1.EventTypeNormal, OrderRestored, "%s: resolved", f)
 		}
 	}
 	return out

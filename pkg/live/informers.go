@@ -1,0 +1,188 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// resource is one watched kind of object.
+type resource struct {
+	name     string
+	informer cache.SharedIndexInformer
+	synced   cache.DoneChecker
+	stop     context.CancelFunc // set once it runs
+	// probe, for a resource the tracker can go without, lists one object:
+	// if the user may not, the resource is not watched (an informer would
+	// retry for ever and never sync).
+	probe func(context.Context) error
+}
+
+func (t *Tracker) add(name string, inf cache.SharedIndexInformer, trim cache.TransformFunc, h cache.ResourceEventHandler, probe func(context.Context) error) error {
+	r, err := t.watched(name, inf, trim, h, probe)
+	if err == nil {
+		t.resources = append(t.resources, r)
+	}
+	return err
+}
+
+// watched readies an informer: trimmed, its errors told, its events marking
+// nodes.
+func (t *Tracker) watched(name string, inf cache.SharedIndexInformer, trim cache.TransformFunc, h cache.ResourceEventHandler, probe func(context.Context) error) (resource, error) {
+	if err := inf.SetTransform(trim); err != nil {
+		return resource{}, err
+	}
+	err := inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+		t.watchFailed(name, err)
+	})
+	if err != nil {
+		return resource{}, err
+	}
+	reg, err := inf.AddEventHandler(h)
+	if err != nil {
+		return resource{}, err
+	}
+	return resource{name: name, informer: inf, synced: reg.HasSyncedChecker(), probe: probe}, nil
+}
+
+// start runs the informer until ctx ends or it is stopped.
+func (t *Tracker) start(ctx context.Context, r *resource) {
+	ctx, r.stop = context.WithCancel(ctx)
+	t.wg.Go(func() { r.informer.RunWithContext(ctx) })
+}
+
+// watchNodes starts a node informer that keeps the labels the verdicts read
+// given the DaemonSets held, and waits for its first list, when the one
+// running (if any) does not keep them all: a DaemonSet that selects on a new
+// label needs the nodes read again, which is rare. On success the new
+// informer replaces the old, which stops. The wait ends at deadline (see
+// waitForSync).
+func (t *Tracker) watchNodes(ctx context.Context, deadline time.Time) error {
+	want := t.opts.LabelsRead(t.operator.DaemonSets)
+	old := slices.IndexFunc(t.resources, func(r resource) bool { return r.name == "nodes" })
+	if old >= 0 && t.labels.Covers(want) {
+		return nil
+	}
+	inf := coreinformers.NewFilteredNodeInformer(t.client, 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.LabelSelector = t.opts.NodeSelector })
+	r, err := t.watched("nodes", inf, trimNode(t.opts.ReadOptions(), want), nodeEvents(t.mark), nil)
+	if err != nil {
+		return err
+	}
+	t.start(ctx, &r)
+	if err := t.waitForSync(ctx, deadline, r); err != nil || ctx.Err() != nil {
+		r.stop()
+		return err
+	}
+	t.mu.Lock()
+	if old >= 0 {
+		t.resources[old].stop()
+		t.resources[old] = r
+	} else {
+		t.resources = append(t.resources, r)
+	}
+	t.mu.Unlock()
+	t.labels = want
+	return nil
+}
+
+// leaveForbidden stops watching the resources the tracker can go without
+// that the user may not list, and tells the hooks.
+func (t *Tracker) leaveForbidden(ctx context.Context) {
+	forbidden := map[string]bool{}
+	for _, r := range t.resources {
+		if r.probe == nil {
+			continue
+		}
+		if err := r.probe(ctx); apierrors.IsForbidden(err) {
+			forbidden[r.name] = true
+			for _, h := range t.hooks {
+				if h.Skipped != nil {
+					h.Skipped(r.name, err)
+				}
+			}
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.resources = slices.DeleteFunc(t.resources, func(r resource) bool { return forbidden[r.name] })
+}
+
+// store is the store of the named resource; nil when it is not watched.
+func (t *Tracker) store(name string) cache.Indexer {
+	for _, r := range t.resources {
+		if r.name == name {
+			return r.informer.GetIndexer()
+		}
+	}
+	return nil
+}
+
+// watchFailed tells SyncTimeout's wait and the hooks of a failed list or
+// watch (or read of the operator's objects).
+func (t *Tracker) watchFailed(resource string, err error) {
+	select {
+	case t.failed <- fmt.Errorf("watch %s: %w", resource, err):
+	default:
+	}
+	for _, h := range t.hooks {
+		if h.WatchFailed != nil {
+			h.WatchFailed(resource, err)
+		}
+	}
+}
+
+// Synced reports, per watched resource, whether its informer has
+// delivered its initial list; the nodes are false until their informer
+// runs.
+func (t *Tracker) Synced() map[string]bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string]bool{"nodes": false}
+	for _, r := range t.resources {
+		out[r.name] = r.informer.HasSynced()
+	}
+	return out
+}
+
+// syncDeadline is when a sync starting now must end: SyncTimeout from now;
+// zero (no end) without one.
+func (t *Tracker) syncDeadline() time.Time {
+	if timeout := t.opts.SyncTimeout; timeout > 0 {
+		return time.Now().Add(timeout)
+	}
+	return time.Time{}
+}
+
+// waitForSync waits until the informers have synced, or ctx ends, or (with
+// a deadline) a watch fails or the deadline passes.
+func (t *Tracker) waitForSync(ctx context.Context, deadline time.Time, rs ...resource) error {
+	synced := make([]cache.DoneChecker, len(rs))
+	for i, r := range rs {
+		synced[i] = r.synced
+	}
+	waitCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if !deadline.IsZero() {
+		timeout := t.opts.SyncTimeout
+		timer := time.AfterFunc(time.Until(deadline), func() { cancel(fmt.Errorf("no answer from the API server within %s", timeout)) })
+		defer timer.Stop()
+		go func() {
+			select {
+			case err := <-t.failed:
+				cancel(err)
+			case <-waitCtx.Done():
+			}
+		}()
+	}
+	if cache.WaitFor(waitCtx, "", synced...) || ctx.Err() != nil {
+		return nil
+	}
+	return context.Cause(waitCtx)
+}

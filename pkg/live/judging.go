@@ -1,0 +1,204 @@
+package live
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/gpuops/gpuops/pkg/judge"
+	"github.com/gpuops/gpuops/pkg/pipeline"
+	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/snapshot/read"
+	"github.com/gpuops/gpuops/pkg/upgrade"
+	"github.com/gpuops/gpuops/pkg/verdict"
+)
+
+// readOperator reads the ClusterPolicy and NVIDIADrivers again; on a
+// failure the hooks hear it and the last ones read stay.
+func (t *Tracker) readOperator(ctx context.Context) error {
+	s := snapshot.Snapshot{Namespace: t.opts.Namespace}
+	if err := read.Operator(ctx, t.client, &s); err != nil {
+		t.watchFailed("clusterpolicies", err)
+		return err
+	}
+	t.operator = s
+	return nil
+}
+
+// replan decides the roster and rules again from the DaemonSets and the
+// operator's objects, as the one-shot commands do.
+func (t *Tracker) replan() {
+	s := t.operator
+	s.DaemonSets = nil
+	for _, o := range t.store("daemonsets").List() {
+		s.DaemonSets = append(s.DaemonSets, o.(*stored[snapshot.DaemonSet]).Of)
+	}
+	slices.SortFunc(s.DaemonSets, func(a, b snapshot.DaemonSet) int { return strings.Compare(a.Name, b.Name) })
+	t.plan = pipeline.Decide(&s, t.opts.Options)
+	t.operator.DaemonSets = s.DaemonSets
+}
+
+func (t *Tracker) nodeStore() cache.Store { return t.store("nodes") }
+
+func (t *Tracker) podIndex() cache.Indexer { return t.store("pods") }
+
+// revisions are the latest template hash of each DaemonSet; nil when not
+// watched.
+func (t *Tracker) revisions() map[string]string {
+	st := t.store("controllerrevisions")
+	if st == nil {
+		return nil
+	}
+	var revs []snapshot.Revision
+	for _, o := range st.List() {
+		revs = append(revs, o.(*stored[snapshot.Revision]).Of)
+	}
+	return snapshot.LatestRevisions(revs)
+}
+
+// addEvents adds the node's upgrade Events to s, when watched.
+func (t *Tracker) addEvents(s *snapshot.Snapshot, node string) {
+	st := t.store("events")
+	if st == nil {
+		return
+	}
+	evs, _ := st.ByIndex(nodeIndex, node)
+	for _, e := range evs {
+		snapshot.KeepEvent(s.UpgradeEvents, node, e.(*stored[upgradeEvent]).Of.Event)
+	}
+}
+
+// judge judges the named nodes again and tells the hooks what changed.
+func (t *Tracker) judge(names []string, initial bool) {
+	began := time.Now()
+	slices.SortFunc(names, judge.NaturalCompare)
+	b := verdict.Batch{Initial: initial, Judged: len(names), Roster: t.plan.Roster, Rules: t.plan.Rules}
+	after := t.verdictsOf(names, began)
+	if t.opts.Upgrades {
+		judged := len(after)
+		b.Rollout = t.rollout(names, after, began)
+		if len(after) > judged { // nodes whose part in the rollout changed
+			for name := range after {
+				names = append(names, name)
+			}
+			slices.SortFunc(names, judge.NaturalCompare)
+			names = slices.Compact(names)
+		}
+	}
+	for _, name := range names {
+		before, now := t.verdicts[name], after[name]
+		if reflect.DeepEqual(before, now) {
+			continue
+		}
+		if now == nil {
+			delete(t.verdicts, name)
+		} else {
+			t.verdicts[name] = now
+		}
+		b.Changes = append(b.Changes, verdict.Change{Before: before, After: now})
+	}
+	b.Time = time.Now()
+	b.Took = b.Time.Sub(began)
+	for _, h := range t.hooks {
+		if h.Judged != nil {
+			h.Judged(b)
+		}
+	}
+}
+
+// rollout judges the driver upgrade of every node held, and sets each
+// node's part in it into after: a node's upgrade verdict may change with
+// another's (a cordon spends the budget it waits for), so a node not judged
+// again gets a new verdict in after when its part changed. It costs a pass
+// over the held nodes and their driver pods per batch.
+func (t *Tracker) rollout(judged []string, after map[string]*verdict.Verdict, now time.Time) *upgrade.Rollout {
+	s := t.base()
+	reads := upgrade.Reads(t.plan.Roster)
+	for _, name := range t.nodeStore().ListKeys() {
+		obj, found, _ := t.nodeStore().GetByKey(name)
+		if !found {
+			continue
+		}
+		s.Nodes = append(s.Nodes, obj.(*stored[snapshot.Node]).Of)
+		pods, _ := t.podIndex().ByIndex(nodeIndex, name)
+		for _, p := range pods {
+			if _, read := reads(&p.(*stored[snapshot.Pod]).Of); read {
+				s.Pods = append(s.Pods, p.(*stored[snapshot.Pod]).Of)
+			}
+		}
+		t.addEvents(s, name)
+	}
+	ro := t.plan.Rollout(s, now)
+	part := make(map[string]*upgrade.Node, len(ro.Nodes))
+	for i := range ro.Nodes {
+		part[ro.Nodes[i].Node] = &ro.Nodes[i]
+	}
+	for name, v := range after {
+		v.Upgrade = part[name]
+	}
+	wasJudged := make(map[string]bool, len(judged))
+	for _, n := range judged {
+		wasJudged[n] = true
+	}
+	for name, v := range t.verdicts {
+		// A node judged and not in after is gone: it keeps no part.
+		if !wasJudged[name] && !reflect.DeepEqual(v.Upgrade, part[name]) {
+			again := *v
+			again.Upgrade = part[name]
+			after[name] = &again
+		}
+	}
+	return &ro
+}
+
+// base is a snapshot of what every verdict reads besides nodes and pods.
+func (t *Tracker) base() *snapshot.Snapshot {
+	s := &snapshot.Snapshot{Namespace: t.opts.Namespace, DaemonSets: t.operator.DaemonSets, Policy: t.operator.Policy, NVIDIADrivers: t.operator.NVIDIADrivers}
+	if t.opts.Upgrades {
+		s.Revisions, s.UpgradeEvents = t.revisions(), map[string]snapshot.Event{}
+	}
+	return s
+}
+
+// verdictsOf judges the named nodes through the pipeline, from a snapshot of
+// them, their pods and the DaemonSets; a node gone has no verdict. A pause
+// that is not stuck yet is queued again for when it will be.
+func (t *Tracker) verdictsOf(names []string, now time.Time) map[string]*verdict.Verdict {
+	s := t.base()
+	for _, name := range names {
+		obj, found, _ := t.nodeStore().GetByKey(name)
+		if !found {
+			continue
+		}
+		n := obj.(*stored[snapshot.Node]).Of
+		s.Nodes = append(s.Nodes, n)
+		if s.UpgradeEvents != nil {
+			t.addEvents(s, name)
+		}
+		pods, _ := t.podIndex().ByIndex(nodeIndex, name)
+		for _, p := range pods {
+			s.Pods = append(s.Pods, p.(*stored[snapshot.Pod]).Of)
+		}
+		if after := t.opts.StuckAfter; after > 0 {
+			for _, p := range judge.Pauses(n, t.plan.Roster) {
+				if !p.Since.IsZero() && !p.StuckAt(now, after) {
+					t.queue.AddAfter(name, p.Since.Add(after).Sub(now)+time.Second)
+				}
+			}
+		}
+	}
+	out := map[string]*verdict.Verdict{}
+	// Judge fails only on a rule about an operand not in the roster, which
+	// the plan's rules never are.
+	r, _ := t.plan.Judge(s, now)
+	if r != nil {
+		for i := range r.Nodes {
+			out[r.Nodes[i].Node] = &r.Nodes[i]
+		}
+	}
+	return out
+}

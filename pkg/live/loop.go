@@ -1,0 +1,110 @@
+package live
+
+import (
+	"context"
+	"slices"
+)
+
+// daemonSetsChanged is queued, in place of a node name, when a DaemonSet
+// changes: the roster and every node's reasons may change with it. No node
+// is named that way (a name is a DNS subdomain).
+const daemonSetsChanged = "\x00daemonsets"
+
+// mark queues the named nodes to be judged again.
+func (t *Tracker) mark(names ...string) {
+	for _, n := range names {
+		t.queue.Add(n)
+	}
+}
+
+// Run watches and judges until ctx ends, then returns nil once the
+// informers have stopped; an error only if the first sync fails (see
+// Options.SyncTimeout). The first batch judges every node; it comes once all
+// informers have synced, so the verdict is never made from half a list.
+func (t *Tracker) Run(ctx context.Context) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer t.wg.Wait()
+	defer stop()
+	defer t.queue.ShutDown()
+	t.leaveForbidden(ctx)
+	for i := range t.resources {
+		t.start(ctx, &t.resources[i])
+	}
+	// SyncTimeout bounds the whole first sync, the nodes' list included.
+	deadline := t.syncDeadline()
+	if err := t.waitForSync(ctx, deadline, t.resources...); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err := t.readOperator(ctx); err != nil && t.opts.SyncTimeout > 0 {
+		return err
+	}
+	t.replan()
+	if err := t.watchNodes(ctx, deadline); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	// The first batch judges every node: what the informers queued on the
+	// way is in it.
+	for _, n := range t.take(false) {
+		t.queue.Done(n)
+	}
+	t.judge(t.nodeStore().ListKeys(), true)
+	t.ready.Store(true)
+	context.AfterFunc(ctx, t.queue.ShutDown)
+	for {
+		got := t.take(true)
+		if got == nil {
+			return nil
+		}
+		names := slices.Clone(got)
+		if slices.Contains(names, daemonSetsChanged) {
+			// The operator renders its DaemonSets from the ClusterPolicy: a
+			// change of one is when the policy may have changed too.
+			_ = t.readOperator(ctx)
+			t.replan()
+			if err := t.watchNodes(ctx, t.syncDeadline()); err != nil {
+				// The old informer keeps on: the reasons may miss the new
+				// selector label until the next DaemonSet change.
+				t.watchFailed("nodes", err)
+			}
+			names = slices.DeleteFunc(names, func(n string) bool { return n == daemonSetsChanged })
+			names = append(names, t.nodeStore().ListKeys()...)
+			for n := range t.verdicts { // gone nodes too
+				names = append(names, n)
+			}
+			slices.Sort(names)
+			names = slices.Compact(names)
+		}
+		t.judge(names, false)
+		for _, n := range got { // only what Get handed out: Done queues a dirty item again
+			t.queue.Done(n)
+		}
+	}
+}
+
+// take gets what the queue holds: with wait, it first waits for one name
+// (nil once the queue shuts down); then it takes every name queued so far,
+// so that a burst of events makes one batch. The caller marks them Done.
+func (t *Tracker) take(wait bool) []string {
+	var names []string
+	if wait {
+		n, shutdown := t.queue.Get()
+		if shutdown {
+			return nil
+		}
+		names = append(names, n)
+	}
+	for t.queue.Len() > 0 {
+		n, shutdown := t.queue.Get()
+		if shutdown {
+			break
+		}
+		names = append(names, n)
+	}
+	return names
+}
