@@ -84,26 +84,16 @@ type Node struct {
 	Evidence []string `json:"evidence,omitempty"`
 }
 
-// Judge judges every node of the snapshot, in natural name order.
-func Judge(s *snapshot.Snapshot, roster []operand.Operand, now time.Time, stuckAfter time.Duration) []Node {
+// Assess assesses every node of the snapshot, in natural name order.
+func Assess(s *snapshot.Snapshot, roster []operand.Operand, now time.Time, stuckAfter time.Duration) []Node {
 	c := newChain(roster)
 	pods := podsByNode(s.Pods)
 	nodes := judge.SortedNodes(s)
 	out := make([]Node, len(nodes))
 	for i, n := range nodes {
-		out[i] = c.judge(n, pods[n.Name], now, stuckAfter)
+		out[i] = c.assess(n, pods[n.Name], now, stuckAfter)
 	}
 	return out
-}
-
-// JudgeNode judges one node of the snapshot: what Judge says of it, from a
-// snapshot of that node alone (read.Options.Node) as well as of the cluster.
-func JudgeNode(s *snapshot.Snapshot, node string, roster []operand.Operand, now time.Time, stuckAfter time.Duration) (Node, error) {
-	i := slices.IndexFunc(s.Nodes, func(n snapshot.Node) bool { return n.Name == node })
-	if i < 0 {
-		return Node{}, &judge.NodeNotFoundError{Node: node}
-	}
-	return newChain(roster).judge(s.Nodes[i], podsByNode(s.Pods)[node], now, stuckAfter), nil
 }
 
 // podsByNode indexes the DaemonSet pods by the node they are on or made for.
@@ -134,7 +124,7 @@ func (l *link) fail(code, message, evidence string) {
 	l.code, l.message, l.evidence = code, message, evidence
 }
 
-func (c chain) judge(n snapshot.Node, pods []*snapshot.Pod, now time.Time, stuckAfter time.Duration) Node {
+func (c chain) assess(n snapshot.Node, pods []*snapshot.Pod, now time.Time, stuckAfter time.Duration) Node {
 	out := Node{Node: n.Name, Usable: true, Blocked: []string{}}
 	if !gpuNode(n.Labels) {
 		return out

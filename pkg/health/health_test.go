@@ -105,9 +105,9 @@ type want struct {
 	also          []string
 }
 
-// TestJudge covers each cause code, and what waits behind it, over nodes in
+// TestAssess covers each cause code, and what waits behind it, over nodes in
 // the states a GPU node goes through.
-func TestJudge(t *testing.T) {
+func TestAssess(t *testing.T) {
 	waitingBehindValidator := func(node string) []snapshot.Pod {
 		return []snapshot.Pod{
 			inInit(operand.DevicePlugin, node, "toolkit-validation", 0, 2),
@@ -227,7 +227,7 @@ func TestJudge(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &snapshot.Snapshot{Nodes: []snapshot.Node{tc.node}, Pods: tc.pods}
-			got := health.Judge(s, operand.Real, now, stuckAfter)
+			got := health.Assess(s, operand.Real, now, stuckAfter)
 			if len(got) != 1 {
 				t.Fatalf("%d verdicts, want 1", len(got))
 			}
@@ -267,7 +267,7 @@ func TestJudge(t *testing.T) {
 func TestEvidence(t *testing.T) {
 	s := &snapshot.Snapshot{Nodes: []snapshot.Node{gpuNode("n", nil)}, Pods: append(readyAll("n", operand.Driver, operand.ContainerToolkit),
 		crashLoop(operand.Driver, "n", "nvidia-driver-ctr"), inInit(operand.ContainerToolkit, "n", "driver-validation", 0, 1))}
-	got := health.Judge(s, operand.Real, now, stuckAfter)[0].Evidence
+	got := health.Assess(s, operand.Real, now, stuckAfter)[0].Evidence
 	want := []string{
 		"driver: pod nvidia-driver-daemonset-n Running, container nvidia-driver-ctr CrashLoopBackOff, 7 restarts, last terminated Error, not Ready for 20m0s",
 		"container-toolkit: pod nvidia-container-toolkit-daemonset-n Pending, in init container driver-validation (Init:0/1) for 10m0s",
@@ -277,9 +277,9 @@ func TestEvidence(t *testing.T) {
 	}
 }
 
-// A node is judged the same from a snapshot of the cluster, of that node
-// alone (what the live judge reads), and by JudgeNode.
-func TestJudgeOneNodeAsInTheCluster(t *testing.T) {
+// A node is assessed the same from a snapshot of the cluster and of that
+// node alone (what the live tracker reads).
+func TestAssessOneNodeAsInTheCluster(t *testing.T) {
 	full := &snapshot.Snapshot{}
 	nodes := []snapshot.Node{gpuNode("n-10", nil), gpuNode("n-2", map[string]string{deploy(operand.Driver): "pre-installed"}),
 		migPaused("n-3", time.Hour), {Name: "cpu", Ready: true}}
@@ -287,7 +287,7 @@ func TestJudgeOneNodeAsInTheCluster(t *testing.T) {
 	full.Pods = append(full.Pods, crashLoop(operand.Driver, "n-10", "nvidia-driver-ctr"), inInit(operand.ContainerToolkit, "n-10", "driver-validation", 0, 1))
 	full.Pods = append(full.Pods, readyAll("n-2", operand.Driver)...)
 	full.Pods = append(full.Pods, readyAll("n-3", operand.MIGChange.Operands...)...)
-	all := health.Judge(full, operand.Real, now, stuckAfter)
+	all := health.Assess(full, operand.Real, now, stuckAfter)
 	var order []string
 	for _, v := range all {
 		order = append(order, v.Node)
@@ -302,16 +302,9 @@ func TestJudgeOneNodeAsInTheCluster(t *testing.T) {
 				one.Pods = append(one.Pods, p)
 			}
 		}
-		if got := health.Judge(one, operand.Real, now, stuckAfter); !reflect.DeepEqual(got, []health.Node{v}) {
+		if got := health.Assess(one, operand.Real, now, stuckAfter); !reflect.DeepEqual(got, []health.Node{v}) {
 			t.Errorf("node %s alone: %+v, in the cluster %+v", v.Node, got, v)
 		}
-		got, err := health.JudgeNode(full, v.Node, operand.Real, now, stuckAfter)
-		if err != nil || !reflect.DeepEqual(got, v) {
-			t.Errorf("JudgeNode(%s) = %+v, %v; Judge says %+v", v.Node, got, err, v)
-		}
-	}
-	if _, err := health.JudgeNode(full, "nope", operand.Real, now, stuckAfter); err == nil {
-		t.Error("JudgeNode of an unknown node: no error")
 	}
 }
 
@@ -332,7 +325,7 @@ func TestLabRoster(t *testing.T) {
 		ready(operand.Driver, "n"), crashLoop(operand.ContainerToolkit, "n", "nvidia-container-toolkit-ctr"),
 		inInit(operand.DevicePlugin, "n", "toolkit-validation", 0, 2), ready(operand.GPUFeatureDiscovery, "n"), ready(operand.DCGMExporter, "n"),
 	}}
-	v := health.Judge(s, operand.Lab, now, stuckAfter)[0]
+	v := health.Assess(s, operand.Lab, now, stuckAfter)[0]
 	if v.Cause == nil || v.Cause.Operand != operand.ContainerToolkit || !reflect.DeepEqual(v.Blocked, []string{operand.DevicePlugin}) {
 		t.Errorf("got cause %+v blocked %q, want container-toolkit blocking device-plugin", v.Cause, v.Blocked)
 	}
@@ -373,7 +366,7 @@ func TestUpgradeIsTheDriversCause(t *testing.T) {
 					s.Pods = append(s.Pods, ready(o, "n"))
 				}
 			}
-			got := health.Judge(s, roster, now, time.Hour)[0]
+			got := health.Assess(s, roster, now, time.Hour)[0]
 			switch {
 			case tc.code == "" && !got.Usable:
 				t.Errorf("want usable, got %+v", got.Cause)

@@ -94,6 +94,6 @@ func BenchmarkAudit5000(b *testing.B) {
 func BenchmarkMatrix5000(b *testing.B) {
 	s := fleet(5000)
 	for b.Loop() {
-		judge.BuildMatrix(s, operand.Lab)
+		judge.NewIndex(s).Matrix(operand.Lab)
 	}
 }

@@ -232,12 +232,8 @@ type Matrix struct {
 	TotalPods int         `json:"totalPods"` // present pods of any DaemonSet in the namespace
 }
 
-// BuildMatrix tabulates which operand is present on which node.
-func BuildMatrix(s *snapshot.Snapshot, roster []operand.Operand) Matrix {
-	return NewIndex(s).Matrix(roster)
-}
-
-// Matrix is BuildMatrix of the indexed snapshot.
+// Matrix tabulates which operand is present on which node of the indexed
+// snapshot.
 func (x Index) Matrix(roster []operand.Operand) Matrix {
 	pres := x.Presence
 	m := Matrix{TotalPods: pres.Total()}

@@ -263,7 +263,7 @@ func TestOrderUnknownOperandInRule(t *testing.T) {
 }
 
 func TestMatrix(t *testing.T) {
-	m := judge.BuildMatrix(specState(true), operand.Lab)
+	m := judge.NewIndex(specState(true)).Matrix(operand.Lab)
 	// A row a node, its name and the columns present there.
 	var got []string
 	for _, r := range m.Rows {
@@ -304,7 +304,7 @@ func TestMatrixTotalPods(t *testing.T) {
 			{Name: "hand-made", Node: "n", Phase: corev1.PodRunning},
 		},
 	}
-	m := judge.BuildMatrix(s, operand.Lab)
+	m := judge.NewIndex(s).Matrix(operand.Lab)
 	if m.TotalPods != 3 {
 		t.Errorf("TotalPods = %d, want 3", m.TotalPods)
 	}

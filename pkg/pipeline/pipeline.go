@@ -129,7 +129,7 @@ func (sc Scope) Judge(s *snapshot.Snapshot, now time.Time) (*outcome.Result, err
 	var hs []health.Node
 	var healthJudged sync.WaitGroup
 	if sc.Health {
-		healthJudged.Go(func() { hs = health.Judge(s, sc.Roster, now, sc.StuckAfter) })
+		healthJudged.Go(func() { hs = health.Assess(s, sc.Roster, now, sc.StuckAfter) })
 		defer healthJudged.Wait() // on an early return too
 	}
 	x := judge.NewIndex(s)
@@ -201,7 +201,7 @@ func (sc Scope) Judge(s *snapshot.Snapshot, now time.Time) (*outcome.Result, err
 // others use), so the live tracker makes it from every node it holds, not
 // only from those an event touched.
 func (sc Scope) Rollout(s *snapshot.Snapshot, now time.Time) upgrade.Rollout {
-	return upgrade.Judge(s, sc.Roster, now, sc.StuckAfter)
+	return upgrade.Assess(s, sc.Roster, now, sc.StuckAfter)
 }
 
 // only is the snapshot with just the named nodes.

@@ -1,4 +1,4 @@
-// Package upgrade judges a driver upgrade as the GPU Operator's upgrade
+// Package upgrade assesses a driver upgrade as the GPU Operator's upgrade
 // controller sees it (NVIDIA/k8s-operator-libs pkg/upgrade, run by
 // gpu-operator controllers/upgrade_controller.go): which node is done, on
 // its way, waiting for the budget of the upgrade policy, stuck, failed and
@@ -118,13 +118,13 @@ func Settled(counts map[string]int) bool {
 	return true
 }
 
-// Judge judges the upgrade of every node with a state label or a driver pod
+// Assess assesses the upgrade of every node with a state label or a driver pod
 // (of the roster's driver operand) as of now; a node in one state longer
 // than stuckAfter is stuck (0: never). The nodes are taken in natural name
 // order, whatever the snapshot's: the budget's slots go to the first
 // upgrade-required nodes, so a read and the live store, which hold the
 // nodes in different orders, give the same slots.
-func Judge(s *snapshot.Snapshot, roster []operand.Operand, now time.Time, stuckAfter time.Duration) Rollout {
+func Assess(s *snapshot.Snapshot, roster []operand.Operand, now time.Time, stuckAfter time.Duration) Rollout {
 	drivers, validators := podsByNode(s, roster)
 	crd := s.Policy != nil && s.Policy.NVIDIADriverCRD
 	pools := map[string][]*member{}
@@ -156,7 +156,7 @@ func Judge(s *snapshot.Snapshot, roster []operand.Operand, now time.Time, stuckA
 	judgePool := func(name string, policy *snapshot.UpgradePolicy) Budget {
 		b, slots := budget(pools[name], policy)
 		for _, m := range pools[name] {
-			verdicts[m] = judgeNode(s, m, policy, b, slots, now, stuckAfter)
+			verdicts[m] = assessNode(s, m, policy, b, slots, now, stuckAfter)
 		}
 		return b
 	}
@@ -300,8 +300,8 @@ func budget(ms []*member, policy *snapshot.UpgradePolicy) (Budget, map[*member]b
 
 func skipped(n *snapshot.Node) bool { return n.Labels[operand.UpgradeSkipLabel] == "true" }
 
-// judgeNode gives one node its verdict.
-func judgeNode(s *snapshot.Snapshot, m *member, policy *snapshot.UpgradePolicy, b Budget, slots map[*member]bool, now time.Time, stuckAfter time.Duration) Node {
+// assessNode gives one node its verdict.
+func assessNode(s *snapshot.Snapshot, m *member, policy *snapshot.UpgradePolicy, b Budget, slots map[*member]bool, now time.Time, stuckAfter time.Duration) Node {
 	v := Node{Node: m.node.Name, State: m.state, Since: m.since, Pool: m.pool}
 	stuck := func() bool { return stuckAfter > 0 && m.since != nil && now.Sub(*m.since) > stuckAfter }
 	inState := func() string {

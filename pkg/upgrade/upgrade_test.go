@@ -76,7 +76,7 @@ func verdicts(r Rollout) map[string]Node {
 	return out
 }
 
-func TestJudge(t *testing.T) {
+func TestAssess(t *testing.T) {
 	ready := snapshot.PodHealth{Ready: true}
 	crashing := snapshot.PodHealth{Container: "nvidia-driver-ctr", State: "CrashLoopBackOff", Restarts: 11}
 	for _, tc := range []struct {
@@ -152,7 +152,7 @@ func TestJudge(t *testing.T) {
 			if tc.events != nil {
 				s.UpgradeEvents = tc.events
 			}
-			r := Judge(s, operand.Lab, now, time.Hour)
+			r := Assess(s, operand.Lab, now, time.Hour)
 			got, ok := verdicts(r)[tc.node]
 			if !ok || got.Verdict != tc.verdict || tc.cause == "" && got.Cause != "" || !strings.Contains(got.Cause, tc.cause) {
 				t.Fatalf("%s: %+v, want verdict %s, cause with %q", tc.node, got, tc.verdict, tc.cause)
@@ -167,18 +167,18 @@ func TestJudge(t *testing.T) {
 func TestNotInRollout(t *testing.T) {
 	s := fleet(policy(1, "25%"), node{name: "cpu", state: "-", noDriver: true}, node{name: "gpu", state: "-"})
 	s.Revisions = nil // the DaemonSet's template unknown: no claim on gpu either
-	if r := Judge(s, operand.Lab, now, time.Hour); len(r.Nodes) != 0 {
+	if r := Assess(s, operand.Lab, now, time.Hour); len(r.Nodes) != 0 {
 		t.Errorf("nodes %+v, want none", r.Nodes)
 	}
 }
 
 func TestSince(t *testing.T) {
-	r := Judge(fleet(policy(1, "25%"), node{name: "a", state: operand.UpgradeDrainRequired, age: time.Minute}), operand.Lab, now, 0)
+	r := Assess(fleet(policy(1, "25%"), node{name: "a", state: operand.UpgradeDrainRequired, age: time.Minute}), operand.Lab, now, 0)
 	if s := r.Nodes[0].Since; s == nil || !s.Equal(now.Add(-time.Minute)) {
 		t.Errorf("since %v, want %v", s, now.Add(-time.Minute))
 	}
 	// stuckAfter 0: never stuck.
-	r = Judge(fleet(policy(1, "25%"), node{name: "a", state: operand.UpgradeDrainRequired, age: 100 * time.Hour}), operand.Lab, now, 0)
+	r = Assess(fleet(policy(1, "25%"), node{name: "a", state: operand.UpgradeDrainRequired, age: 100 * time.Hour}), operand.Lab, now, 0)
 	if r.Nodes[0].Verdict != InProgress {
 		t.Errorf("verdict %s, want %s", r.Nodes[0].Verdict, InProgress)
 	}
@@ -191,7 +191,7 @@ func TestMaxUnavailablePercentRoundsUp(t *testing.T) {
 	for _, n := range []string{"a", "b", "c", "d", "e"} {
 		nodes = append(nodes, node{name: n, state: operand.UpgradeRequired})
 	}
-	r := Judge(fleet(policy(0, "25%"), nodes...), operand.Lab, now, time.Hour)
+	r := Assess(fleet(policy(0, "25%"), nodes...), operand.Lab, now, time.Hour)
 	if r.Budget.MaxUnavailable != 2 || r.Budget.Nodes != 5 || r.Budget.Available != 2 || strings.Join(r.Budget.Starting, ",") != "a,b" {
 		t.Fatalf("budget %+v, want 2 of 5 available, a and b starting", r.Budget)
 	}
@@ -204,7 +204,7 @@ func TestMaxUnavailablePercentRoundsUp(t *testing.T) {
 }
 
 func TestBudgetLists(t *testing.T) {
-	r := Judge(fleet(policy(2, "50%"),
+	r := Assess(fleet(policy(2, "50%"),
 		node{name: "a", state: operand.UpgradeCordonRequired},
 		node{name: "b", state: operand.UpgradeFailed},
 		node{name: "c", state: "-", cordonedBy: "kubectl-cordon"},
@@ -228,7 +228,7 @@ func TestPools(t *testing.T) {
 			}
 		}
 	}
-	r := Judge(s, operand.Lab, now, time.Hour)
+	r := Assess(s, operand.Lab, now, time.Hour)
 	v := verdicts(r)
 	if v["b"].Verdict != Waiting || v["c"].Verdict != InProgress || v["c"].Pool != "pool-2" {
 		t.Errorf("b %+v, c %+v: want b waiting on a, c in progress in pool-2", v["b"], v["c"])
@@ -247,7 +247,7 @@ func TestSlotsFollowNamesNotSnapshotOrder(t *testing.T) {
 		for _, name := range order {
 			nodes = append(nodes, node{name: name, state: operand.UpgradeRequired})
 		}
-		got := verdicts(Judge(fleet(policy(1, "1"), nodes...), operand.Lab, now, time.Hour))
+		got := verdicts(Assess(fleet(policy(1, "1"), nodes...), operand.Lab, now, time.Hour))
 		if got["gpu-1"].Verdict != InProgress || got["gpu-2"].Verdict != Waiting || got["gpu-10"].Verdict != Waiting {
 			t.Errorf("nodes listed %v: %+v, want gpu-1 in progress with the slot and the others waiting", order, got)
 		}

@@ -239,8 +239,8 @@ func TestHealthOnKWOK(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	got := health.Judge(s, roster, now, time.Hour)
-	later := health.Judge(s, roster, now.Add(2*time.Hour), time.Hour)
+	got := health.Assess(s, roster, now, time.Hour)
+	later := health.Assess(s, roster, now.Add(2*time.Hour), time.Hour)
 	// The stages hold their states: nothing (KWOK's own pod-ready-again, a
 	// stage applied again) moved a pod on meanwhile.
 	pods, err := env.Client.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{})
@@ -262,15 +262,15 @@ func TestHealthOnKWOK(t *testing.T) {
 			if sc.stuckNow != "" {
 				check(t, later[i], sc, sc.stuckNow)
 			}
-			// The live judge reads one node at a time: the same verdict.
+			// The live tracker reads one node at a time: the same verdict.
 			one := opts
 			one.Node = v.Node
 			single, err := read.Snapshot(ctx, clients.Kube, env.Namespace, one)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if alone := health.Judge(single, roster, now, time.Hour); !reflect.DeepEqual(alone, []health.Node{v}) {
-				t.Errorf("judged alone: %+v\nin the fleet: %+v", alone, v)
+			if alone := health.Assess(single, roster, now, time.Hour); !reflect.DeepEqual(alone, []health.Node{v}) {
+				t.Errorf("assessed alone: %+v\nin the fleet: %+v", alone, v)
 			}
 		})
 	}

@@ -323,7 +323,7 @@ func TestNarrowReadsJudgeAlike(t *testing.T) {
 	if !slices.ContainsFunc(want, func(a judge.NodeAudit) bool { return len(a.Stuck) > 0 }) {
 		t.Errorf("no stuck pause in %+v: the paused node's label change was not traced", want)
 	}
-	if got, want := judge.BuildMatrix(meta, operand.Lab), judge.BuildMatrix(whole, operand.Lab); !reflect.DeepEqual(got, want) {
+	if got, want := judge.NewIndex(meta).Matrix(operand.Lab), judge.NewIndex(whole).Matrix(operand.Lab); !reflect.DeepEqual(got, want) {
 		t.Errorf("matrix of the metadata read:\n got %+v\nwant %+v", got, want)
 	}
 	for i, n := range whole.Nodes {
