@@ -7,7 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuops/gpuops/pkg/access"
-	"github.com/gpuops/gpuops/pkg/labrun"
+	"github.com/gpuops/gpuops/pkg/lab"
 	"github.com/gpuops/gpuops/pkg/rehearsal"
 )
 
@@ -44,7 +44,7 @@ func (o *labOptions) Validate() error {
 }
 
 func (o *labOptions) Run(ctx context.Context) error {
-	lab, cl, err := o.prepare(ctx, func(ns string) []access.Need {
+	spec, cl, err := o.prepare(ctx, func(ns string) []access.Need {
 		if o.scenario != "" {
 			return slices.Concat(access.Provision(ns), access.Relabel(ns), rehearsal.Needs(ns))
 		}
@@ -53,12 +53,12 @@ func (o *labOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	matrix, err := labrun.Run(ctx, cl.Kube, lab, assets, o.workspace(), o.options())
+	matrix, err := lab.Run(ctx, cl.Kube, spec, assets, o.workspace(), o.options())
 	if err != nil {
 		return err
 	}
 	if _, err := o.out.Write(matrix); err != nil || o.scenario == "" {
 		return err
 	}
-	return rehearsal.Lab(ctx, cl.Kube, o.out, lab, o.timeout)
+	return rehearsal.Narrated(ctx, cl.Kube, o.out, spec, o.timeout)
 }

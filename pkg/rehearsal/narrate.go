@@ -57,9 +57,10 @@ func Known(scenario string) error {
 	return nil
 }
 
-// Lab rehearses on the lab spec's nodes, the last of the walk failing, and
-// narrates every step on w as gpuops judges the lab's namespace by default.
-func Lab(ctx context.Context, c kubernetes.Interface, w io.Writer, lab *labspec.Lab, timeout time.Duration) error {
+// Narrated rehearses on the lab spec's nodes, the last of the walk failing,
+// and narrates every step on w as gpuops judges the lab's namespace by
+// default: what lab --scenario driver-upgrade shows.
+func Narrated(ctx context.Context, c kubernetes.Interface, w io.Writer, lab *labspec.Lab, timeout time.Duration) error {
 	o := Options{Namespace: lab.Namespace, FailLast: true, Timeout: timeout,
 		Step: Narrate(w, c, pipeline.Options{Namespace: lab.Namespace, StuckAfter: pipeline.DefaultStuckAfter})}
 	for _, n := range lab.Nodes {

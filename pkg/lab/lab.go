@@ -1,8 +1,8 @@
-// Package labrun runs the whole lab of a lab spec, the steps 1 to 8 of docs/lab.md in order,
-// against a cluster, and leaves the workspace complete: k8s/, out/ and the
-// scripts. Provisioning is pkg/provision's, judging pkg/pipeline's, the files'
+// Package lab runs the whole lab of a lab spec (pkg/labspec), the steps 1
+// to 8 of docs/lab.md in order, against a cluster, and leaves the workspace
+// complete: k8s/, out/ and the scripts. Provisioning is pkg/provision's, judging pkg/pipeline's, the files'
 // format pkg/report's; this package only puts them in the lab's order.
-package labrun
+package lab
 
 import (
 	"context"
