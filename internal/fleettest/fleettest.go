@@ -18,7 +18,7 @@ import (
 )
 
 // GroupBy is the label the pools are told apart by.
-const GroupBy = "nvidia.com/gpu.product"
+const GroupBy = operand.GPUProductLabel
 
 // Pools are the label values, one node in len(Pools)+1 has none.
 var Pools = []string{"NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3", "NVIDIA-L40S", "Tesla-T4"}

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuops/gpuops/pkg/operand"
 )
 
 // The API objects of a fleet as big as real ones, for the benchmarks that
@@ -42,7 +44,7 @@ func DressNode(n *corev1.Node, i int) {
 	labels["feature.node.kubernetes.io/system-os_release.VERSION_ID"] = "22.04"
 	product := Pools[i%len(Pools)]
 	gfd := map[string]string{
-		"nvidia.com/gpu.product": product, "nvidia.com/gpu.count": "8", "nvidia.com/gpu.memory": "81559",
+		operand.GPUProductLabel: product, operand.GPUCountLabel: "8", "nvidia.com/gpu.memory": "81559",
 		"nvidia.com/gpu.family": "hopper", "nvidia.com/gpu.compute.major": "9", "nvidia.com/gpu.compute.minor": "0",
 		"nvidia.com/gpu.machine": "p5.48xlarge", "nvidia.com/gpu.replicas": "1", "nvidia.com/gpu.sharing-strategy": "none",
 		"nvidia.com/gpu.mode": "compute", "nvidia.com/gpu.clique": fmt.Sprintf("clique-%d.%d", i/64, i%4),

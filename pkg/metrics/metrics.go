@@ -204,7 +204,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 				gauge(upgradeSinceDesc, float64(u.Since.Unix()), v.Node)
 			}
 		}
-		if v.Audit.OK() && v.Order.OK() {
+		if v.OK() {
 			ok++
 			continue
 		}

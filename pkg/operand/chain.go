@@ -64,9 +64,10 @@ var Inits = []Init{
 	{Operand: "dra-validator", Container: "gpu-validation", WaitsOn: DRADriver},
 }
 
-// Labels of GPU feature discovery that the health judge compares with what
-// the device plugin advertises.
+// Labels of GPU feature discovery: the model the fleet view groups by, and
+// those the health judge compares with what the device plugin advertises.
 const (
+	GPUProductLabel  = "nvidia.com/gpu.product"  // the GPU model
 	GPUCountLabel    = "nvidia.com/gpu.count"    // physical GPUs found
 	MIGStrategyLabel = "nvidia.com/mig.strategy" // none, single or mixed
 )

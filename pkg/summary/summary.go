@@ -25,7 +25,7 @@ import (
 
 // DefaultGroupBy is the label GPU Feature Discovery sets to the GPU model:
 // on most fleets, one node pool per value.
-const DefaultGroupBy = "nvidia.com/gpu.product"
+const DefaultGroupBy = operand.GPUProductLabel
 
 // NoGroup is the group of nodes without the label (or with an empty value).
 const NoGroup = "(none)"

@@ -28,7 +28,7 @@ var (
 	rules   = operand.RulesFor(operand.Lab, operand.AllRules)
 )
 
-const product = "nvidia.com/gpu.product"
+const product = operand.GPUProductLabel
 
 // fleet is six nodes in three groups, one of each kind of state:
 //
