@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/oneline"
 
 	"github.com/spf13/pflag"
@@ -21,18 +22,6 @@ const (
 	exitError   = 2 // bad input, or the cluster could not be read or changed
 )
 
-// errFinding is returned by a judging command whose verdict is "not good";
-// its output already said why.
-var errFinding = errors.New("finding")
-
-// findingIf is a judge's exit: errFinding when it found something.
-func findingIf(found bool) error {
-	if found {
-		return errFinding
-	}
-	return nil
-}
-
 // run is the whole program: it parses args, runs one command and maps its
 // error to an exit code and a one-line message on stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -42,15 +31,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.Is(err, errFinding):
+	case errors.Is(err, cliopts.ErrFinding):
 		return exitFinding
 	}
-	fmt.Fprintf(stderr, "error: %s\n", oneLine(err))
+	fmt.Fprintf(stderr, "error: %s\n", oneline.Error(err))
 	return exitError
 }
 
 func newApp(name string, stdout, stderr io.Writer) *cli.App {
-	e := env{out: stdout, errOut: stderr, kube: kube.NewFlags()}
+	e := cliopts.Env{Out: stdout, ErrOut: stderr, Kube: kube.NewFlags()}
 	version := newVersion(e)
 	version.clientOnly = true // gpuops --version
 	var showVersion bool
@@ -69,7 +58,7 @@ func newApp(name string, stdout, stderr io.Writer) *cli.App {
 				return version.Run(c.Context)
 			}
 			if c.NArg() > 0 {
-				return usageError(fmt.Errorf("unknown command %q", c.Args().First()))
+				return cliopts.UsageError(fmt.Errorf("unknown command %q", c.Args().First()))
 			}
 			return cli.ShowAppHelp(c)
 		},
@@ -93,10 +82,10 @@ func newApp(name string, stdout, stderr io.Writer) *cli.App {
 			versionCommand(e),
 		},
 		// urfave prints usage errors itself; make them ours (one line, exit 2).
-		OnUsageError:   func(_ *cli.Context, err error, _ bool) error { return usageError(err) },
+		OnUsageError:   func(_ *cli.Context, err error, _ bool) error { return cliopts.UsageError(err) },
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
-	plugin.Adopt(app, connectionFlags(e.kube)) // connection flags on every command; the completion command
+	plugin.Adopt(app, connectionFlags(e.Kube)) // connection flags on every command; the completion command
 	return app
 }
 
@@ -109,8 +98,3 @@ func connectionFlags(f *kube.Flags) *pflag.FlagSet {
 		kube.DefaultNamespace + "; the kubeconfig context's namespace is not used)"
 	return fs
 }
-
-func usageError(err error) error { return fmt.Errorf("%w (see --help)", err) }
-
-// oneLine keeps an error to the single line a script can log.
-func oneLine(err error) string { return oneline.Error(err) }

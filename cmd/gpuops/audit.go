@@ -3,12 +3,13 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
-func auditCommand(e env) *cli.Command {
-	o := newJudge(e, judgeOutput(report.Wide, report.Name, report.JUnit, report.OpenReports), report.AuditView, (*outcome.Result).AuditFailed)
+func auditCommand(e cliopts.Env) *cli.Command {
+	o := newJudge(e, cliopts.JudgeOutput(report.Wide, report.Name, report.JUnit, report.OpenReports), report.AuditView, (*outcome.Result).AuditFailed)
 	return command(&cli.Command{
 		Name:  "audit",
 		Usage: "is every operand a node asks for (deploy label exactly \"true\") Running there?",
@@ -18,6 +19,6 @@ func auditCommand(e env) *cli.Command {
 			"off is never missing. \"<node> STUCK <operand>\" is a helper's pause older than --stuck-after.\n" +
 			"Exit 1 if anything is missing or stuck (UNEXPECTED pods and WARNINGs of --explain inform, they\n" +
 			"do not change the exit code).",
-		Flags: append([]cli.Flag{o.flag(), o.noHeadersFlag(), o.lab.judgeFlag(), o.selectorFlag(), o.explainFlag(), o.discoverFlag(), o.stuckAfterFlag()}, o.many.flags()...),
+		Flags: o.NodeFlags(&o.Output),
 	}, o)
 }

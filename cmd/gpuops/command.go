@@ -3,14 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"strings"
 
+	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/urfave/cli/v2"
-	"k8s.io/apimachinery/pkg/util/validation"
-
-	"github.com/gpuops/gpuops/pkg/access"
-	"github.com/gpuops/gpuops/pkg/kube"
 )
 
 // Every command is an Options struct in kubectl's shape: its flags are
@@ -31,13 +26,6 @@ type positional interface {
 	argsUsage() string
 }
 
-// env is what every command starts from: where it writes, and the
-// connection flags the app parses (before or after the command).
-type env struct {
-	out, errOut io.Writer
-	kube        *kube.Flags
-}
-
 // command makes cmd (its name, help and flags bound to o) run o.
 func command(cmd *cli.Command, o options) *cli.Command {
 	p, takesArgs := o.(positional)
@@ -46,7 +34,7 @@ func command(cmd *cli.Command, o options) *cli.Command {
 	}
 	cmd.Action = func(c *cli.Context) error {
 		if !takesArgs && c.NArg() > 0 {
-			return usageError(fmt.Errorf("unexpected arguments %q", c.Args().Slice()))
+			return cliopts.UsageError(fmt.Errorf("unexpected arguments %q", c.Args().Slice()))
 		}
 		if err := o.Complete(c); err != nil {
 			return err
@@ -57,25 +45,4 @@ func command(cmd *cli.Command, o options) *cli.Command {
 		return o.Run(c.Context)
 	}
 	return cmd
-}
-
-// connect builds API clients from the connection flags.
-func (e env) connect() (*kube.Clients, error) { return kube.Connect(e.kube) }
-
-// connectWith connects and makes sure the caller may do what the command needs.
-func (e env) connectWith(ctx context.Context, needs []access.Need) (*kube.Clients, error) {
-	cl, err := e.connect()
-	if err != nil {
-		return nil, err
-	}
-	return cl, access.Check(ctx, cl.Kube.AuthorizationV1(), needs)
-}
-
-// checkNodeName refuses a NODE argument that no node can be named, before
-// it reaches an API path.
-func checkNodeName(name string) error {
-	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return usageError(fmt.Errorf("invalid node name %q: %s", name, strings.Join(errs, "; ")))
-	}
-	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/urfave/cli/v2"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/kubectlcli"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/rehearsal"
@@ -32,7 +33,7 @@ func operandWords() []string {
 func flagValues(cmd *cli.Command, flag string) kubectlcli.Completer {
 	switch flag {
 	case "output":
-		return kubectlcli.Words(formatsOf(cmd)...)
+		return kubectlcli.Words(cliopts.FormatsOf(cmd)...)
 	case "lab":
 		return kubectlcli.Files("yaml", "yml")
 	case "workdir":

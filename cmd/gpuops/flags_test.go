@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +11,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	gpuops "github.com/gpuops/gpuops"
+	"github.com/gpuops/gpuops/internal/gpuopstest"
+	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/kubectlcli"
 	"github.com/gpuops/gpuops/pkg/report"
@@ -21,7 +23,7 @@ import (
 // gpu-operator, for the judges and the provisioning commands alike.
 func TestNamespacePrecedence(t *testing.T) {
 	spec := filepath.Join(t.TempDir(), "lab.yaml")
-	writeTestFile(t, spec, "namespace: from-spec\nnodes:\n- name: a\n")
+	gpuopstest.WriteFile(t, spec, "namespace: from-spec\nnodes:\n- name: a\n")
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -34,19 +36,19 @@ func TestNamespacePrecedence(t *testing.T) {
 		{[]string{"up", "--lab", spec}, "from-spec"},
 		{[]string{"up", "--lab", spec, "--namespace", "from-flag"}, "from-flag"},
 	} {
-		e := env{out: io.Discard, errOut: io.Discard, kube: kube.NewFlags()}
-		judge, up := newJudge(e, judgeOutput(), report.MatrixView, nil), &upOptions{newProvisioning(e)}
+		e := cliopts.Env{Out: io.Discard, ErrOut: io.Discard, Kube: kube.NewFlags()}
+		judge, up := newJudge(e, cliopts.JudgeOutput(), report.MatrixView, nil), &upOptions{newProvisioning(e)}
 		app := &cli.App{Name: "gpuops", Writer: io.Discard, ErrWriter: io.Discard, Commands: []*cli.Command{
-			{Name: "matrix", Flags: []cli.Flag{judge.lab.judgeFlag()}, Action: func(c *cli.Context) error { return judge.Complete(c) }},
-			{Name: "up", Flags: []cli.Flag{up.lab.specFlag()}, Action: func(c *cli.Context) error { return up.Complete(c) }},
+			{Name: "matrix", Flags: []cli.Flag{judge.Lab.JudgeFlag()}, Action: func(c *cli.Context) error { return judge.Complete(c) }},
+			{Name: "up", Flags: []cli.Flag{up.Lab.SpecFlag()}, Action: func(c *cli.Context) error { return up.Complete(c) }},
 		}}
-		plugin.Adopt(app, connectionFlags(e.kube))
+		plugin.Adopt(app, connectionFlags(e.Kube))
 		if err := app.Run(kubectlcli.Intersperse(app, append([]string{"gpuops"}, tc.args...))); err != nil {
 			t.Fatalf("%q: %v", tc.args, err)
 		}
-		got := judge.lab.namespace
+		got := judge.Lab.Namespace
 		if slices.Contains(tc.args, "up") {
-			lab, err := up.lab.spec()
+			lab, err := up.Lab.Spec(gpuops.DefaultLab)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,13 +57,6 @@ func TestNamespacePrecedence(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%q: namespace %q, want %q", tc.args, got, tc.want)
 		}
-	}
-}
-
-func writeTestFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -9,13 +9,14 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuops/gpuops/pkg/access"
+	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/guard"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/provision"
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
-func guardCommand(e env) *cli.Command {
+func guardCommand(e cliopts.Env) *cli.Command {
 	return &cli.Command{
 		Name:  "guard",
 		Usage: "an admission policy that refuses node label changes which break the operator's start-up order",
@@ -38,7 +39,7 @@ type guardInstallOptions struct {
 	objs      *guard.Objects
 }
 
-func guardInstallCommand(e env) *cli.Command {
+func guardInstallCommand(e cliopts.Env) *cli.Command {
 	o := &guardInstallOptions{provisioning: newProvisioning(e)}
 	return command(&cli.Command{
 		Name:  "install",
@@ -67,9 +68,9 @@ func (o *guardInstallOptions) Validate() error {
 	}
 	mode := guard.Mode(o.mode)
 	if !slices.Contains(guard.Modes, mode) {
-		return usageError(fmt.Errorf("unknown --mode %q (want deny or warn)", mode))
+		return cliopts.UsageError(fmt.Errorf("unknown --mode %q (want deny or warn)", mode))
 	}
-	exempt := guard.DefaultExempt(o.lab.namespace)
+	exempt := guard.DefaultExempt(o.Lab.Namespace)
 	if o.exemptSet {
 		exempt = slices.DeleteFunc(o.exempt.Value(), func(s string) bool { return s == "" })
 	}
@@ -79,7 +80,7 @@ func (o *guardInstallOptions) Validate() error {
 }
 
 func (o *guardInstallOptions) Run(ctx context.Context) error {
-	cl, err := o.connectWith(ctx, access.GuardInstall())
+	cl, err := o.ConnectWith(ctx, access.GuardInstall())
 	if err != nil {
 		return err
 	}
@@ -87,52 +88,52 @@ func (o *guardInstallOptions) Run(ctx context.Context) error {
 		if err := provision.DryRunGuard(ctx, cl.Kube, o.objs); err != nil {
 			return err
 		}
-		return report.GuardObjects(o.out, o.objs)
+		return report.GuardObjects(o.Out, o.objs)
 	}
 	e, err := provision.InstallGuard(ctx, cl.Kube, o.objs, o.options())
 	if err != nil {
 		return err
 	}
-	return report.GuardEnforcement(o.out, e)
+	return report.GuardEnforcement(o.Out, e)
 }
 
 type guardStatusOptions struct {
-	env
-	output
-	lab labOption
+	cliopts.Env
+	cliopts.Output
+	Lab cliopts.Lab
 }
 
-func guardStatusCommand(e env) *cli.Command {
-	o := &guardStatusOptions{env: e, output: plainOutput("the state")}
+func guardStatusCommand(e cliopts.Env) *cli.Command {
+	o := &guardStatusOptions{Env: e, Output: cliopts.PlainOutput("the state")}
 	return command(&cli.Command{
 		Name:  "status",
 		Usage: "is the guard installed, in which mode, and how many nodes break a rule now",
 		Description: "Reads the policy and its binding, and judges every node's deploy labels by the same\n" +
 			"rules. A node that breaks a rule now is let be by the guard, but any change that breaks\n" +
 			"one more rule there is refused. Exit 0 whatever it finds.",
-		Flags: []cli.Flag{o.flag()},
+		Flags: []cli.Flag{o.Flag()},
 	}, o)
 }
 
-func (o *guardStatusOptions) Complete(*cli.Context) error { return o.lab.complete(o.kube) }
+func (o *guardStatusOptions) Complete(*cli.Context) error { return o.Lab.Complete(o.Kube) }
 
-func (o *guardStatusOptions) Validate() error { return o.parse(o.out) }
+func (o *guardStatusOptions) Validate() error { return o.Parse(o.Out) }
 
 func (o *guardStatusOptions) Run(ctx context.Context) error {
-	cl, err := o.connectWith(ctx, access.GuardStatus())
+	cl, err := o.ConnectWith(ctx, access.GuardStatus())
 	if err != nil {
 		return err
 	}
-	st, err := provision.GuardStatus(ctx, cl.Kube, o.lab.namespace)
+	st, err := provision.GuardStatus(ctx, cl.Kube, o.Lab.Namespace)
 	if err != nil {
 		return err
 	}
-	return o.printer.Guard(o.out, st)
+	return o.Printer.Guard(o.Out, st)
 }
 
 type guardUninstallOptions struct{ provisioning }
 
-func guardUninstallCommand(e env) *cli.Command {
+func guardUninstallCommand(e cliopts.Env) *cli.Command {
 	o := &guardUninstallOptions{newProvisioning(e)}
 	return command(&cli.Command{
 		Name:        "uninstall",
@@ -143,7 +144,7 @@ func guardUninstallCommand(e env) *cli.Command {
 }
 
 func (o *guardUninstallOptions) Run(ctx context.Context) error {
-	cl, err := o.connectWith(ctx, access.GuardUninstall())
+	cl, err := o.ConnectWith(ctx, access.GuardUninstall())
 	if err != nil {
 		return err
 	}
@@ -151,5 +152,5 @@ func (o *guardUninstallOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return report.GuardUninstalled(o.out, installed)
+	return report.GuardUninstalled(o.Out, installed)
 }

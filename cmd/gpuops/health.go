@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
@@ -13,8 +14,8 @@ type healthOptions struct {
 	nodes []string
 }
 
-func healthCommand(e env) *cli.Command {
-	o := &healthOptions{judgeOptions: newJudge(e, judgeOutput(report.JUnit, report.OpenReports), report.HealthView, (*outcome.Result).Unusable)}
+func healthCommand(e cliopts.Env) *cli.Command {
+	o := &healthOptions{judgeOptions: newJudge(e, cliopts.JudgeOutput(report.JUnit, report.OpenReports), report.HealthView, (*outcome.Result).Unusable)}
 	return command(&cli.Command{
 		Name:  "health",
 		Usage: "can each GPU node run GPU work? the root cause along the operator's start-up chain, and what it blocks",
@@ -29,7 +30,7 @@ func healthCommand(e env) *cli.Command {
 			"capacity or GFD's count). A link the host provides or the ClusterPolicy switches off is healthy.\n" +
 			"--explain adds the evidence: container, reason, restarts, for how long. NODE... judges those\n" +
 			"nodes only (one that does not exist is an error, exit 2). Exit 1 if any GPU node is unusable.",
-		Flags: append([]cli.Flag{o.flag(), o.noHeadersFlag(), o.lab.judgeFlag(), o.selectorFlag(), o.explainFlag(), o.discoverFlag(), o.stuckAfterFlag()}, o.many.flags()...),
+		Flags: o.NodeFlags(&o.Output),
 	}, o)
 }
 
@@ -46,7 +47,7 @@ func (o *healthOptions) Validate() error {
 		return err
 	}
 	for _, n := range o.nodes {
-		if err := checkNodeName(n); err != nil {
+		if err := cliopts.CheckNodeName(n); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuops/gpuops/pkg/access"
+	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/lab"
 	"github.com/gpuops/gpuops/pkg/rehearsal"
 )
@@ -16,7 +17,7 @@ type labOptions struct {
 	scenario string
 }
 
-func labCommand(e env) *cli.Command {
+func labCommand(e cliopts.Env) *cli.Command {
 	o := &labOptions{provisioning: newProvisioning(e)}
 	return command(&cli.Command{
 		Name:  "lab",
@@ -28,7 +29,7 @@ func labCommand(e env) *cli.Command {
 			"After `gpuops reset`, running it again writes the same out/ byte for byte.\n\n" +
 			"--scenario driver-upgrade then replays a driver upgrade on the lab's driver nodes, as the GPU Operator\n" +
 			"walks it, the last node failing and recovered, and cleans up; each step shows gpuops upgrades and health.",
-		Flags: []cli.Flag{o.lab.specFlag(), o.workdirFlag(), o.timeoutFlag(), o.forceFlag(forceUsage),
+		Flags: []cli.Flag{o.Lab.SpecFlag(), o.workdirFlag(), o.timeoutFlag(), o.forceFlag(forceUsage),
 			&cli.StringFlag{Name: "scenario", Destination: &o.scenario, Usage: "after the lab, rehearse `NAME` (driver-upgrade; default: none, the plain lab)"}},
 	}, o)
 }
@@ -38,7 +39,7 @@ func (o *labOptions) Validate() error {
 		return err
 	}
 	if err := rehearsal.Known(o.scenario); err != nil {
-		return usageError(err)
+		return cliopts.UsageError(err)
 	}
 	return nil
 }
@@ -57,8 +58,8 @@ func (o *labOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := o.out.Write(matrix); err != nil || o.scenario == "" {
+	if _, err := o.Out.Write(matrix); err != nil || o.scenario == "" {
 		return err
 	}
-	return rehearsal.Narrated(ctx, cl.Kube, o.out, spec, o.timeout)
+	return rehearsal.Narrated(ctx, cl.Kube, o.Out, spec, o.timeout)
 }

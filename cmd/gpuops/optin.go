@@ -3,10 +3,11 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/plan"
 )
 
-func optInCommand(e env) *cli.Command {
+func optInCommand(e cliopts.Env) *cli.Command {
 	o := newRelabel(e, true)
 	return command(&cli.Command{
 		Name:  "optin",

@@ -9,12 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpuops/gpuops/pkg/access"
+	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/plan"
 	"github.com/gpuops/gpuops/pkg/provision"
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
-func optOutCommand(e env) *cli.Command {
+func optOutCommand(e cliopts.Env) *cli.Command {
 	o := newRelabel(e, false)
 	return command(&cli.Command{
 		Name:  "optout",
@@ -37,26 +38,26 @@ func optOutCommand(e env) *cli.Command {
 // relabelOptions are optout's (on=false) and optin's (on=true).
 type relabelOptions struct {
 	provisioning
-	output
+	cliopts.Output
 	on   bool
 	r    provision.Relabel
 	args []string
 }
 
-func newRelabel(e env, on bool) *relabelOptions {
-	return &relabelOptions{provisioning: newProvisioning(e), output: plainOutput("--dry-run's plan"), on: on}
+func newRelabel(e cliopts.Env, on bool) *relabelOptions {
+	return &relabelOptions{provisioning: newProvisioning(e), Output: cliopts.PlainOutput("--dry-run's plan"), on: on}
 }
 
 func (o *relabelOptions) argsUsage() string { return "NODE OPERAND | -l SELECTOR OPERAND" }
 
 func (o *relabelOptions) flags() []cli.Flag {
 	return []cli.Flag{
-		o.lab.specFlag(), o.timeoutFlag(),
+		o.Lab.SpecFlag(), o.timeoutFlag(),
 		o.forceFlag("take over labels that another field manager owns, and carry out a change that breaks the start-up order (with a warning)"),
 		&cli.StringFlag{Name: "selector", Aliases: []string{"l"}, Destination: &o.r.Selector, Usage: "change every node this label selector picks (kubectl -l), all or nothing, instead of NODE"},
 		&cli.IntFlag{Name: "max-unavailable", Destination: &o.r.MaxUnavailable, Usage: "with -l: take this many nodes at a time through every step (0: all at once)"},
 		&cli.BoolFlag{Name: "dry-run", Destination: &o.r.DryRun, Usage: "print the plan and send the labels with server-side dry run; change nothing"},
-		o.flag(),
+		o.Flag(),
 	}
 }
 
@@ -82,28 +83,28 @@ func (o *relabelOptions) Validate() error {
 	}
 	switch n := len(o.args); {
 	case o.r.Selector != "" && n != 1:
-		return usageError(fmt.Errorf("want -l SELECTOR OPERAND, got %d arguments", n))
+		return cliopts.UsageError(fmt.Errorf("want -l SELECTOR OPERAND, got %d arguments", n))
 	case o.r.Selector == "" && n != 2:
-		return usageError(fmt.Errorf("want NODE OPERAND, got %d arguments", n))
+		return cliopts.UsageError(fmt.Errorf("want NODE OPERAND, got %d arguments", n))
 	case o.r.MaxUnavailable < 0:
-		return usageError(fmt.Errorf("--max-unavailable must not be negative"))
+		return cliopts.UsageError(fmt.Errorf("--max-unavailable must not be negative"))
 	}
 	o.r.Operand = o.args[len(o.args)-1]
 	if o.r.Selector != "" {
 		if _, err := labels.Parse(o.r.Selector); err != nil {
-			return usageError(fmt.Errorf("--selector: %w", err))
+			return cliopts.UsageError(fmt.Errorf("--selector: %w", err))
 		}
 	} else {
 		o.r.Nodes = []string{o.args[0]}
-		if err := checkNodeName(o.r.Nodes[0]); err != nil {
+		if err := cliopts.CheckNodeName(o.r.Nodes[0]); err != nil {
 			return err
 		}
 	}
-	if err := o.parse(o.out); err != nil {
+	if err := o.Parse(o.Out); err != nil {
 		return err
 	}
-	if o.format() != report.Text && !o.r.DryRun {
-		return usageError(fmt.Errorf("--output %s prints the plan of a --dry-run", o.format()))
+	if o.Format() != report.Text && !o.r.DryRun {
+		return cliopts.UsageError(fmt.Errorf("--output %s prints the plan of a --dry-run", o.Format()))
 	}
 	return nil
 }
@@ -122,10 +123,10 @@ func (o *relabelOptions) Run(ctx context.Context) error {
 		res, err = provision.OptOut(ctx, cl.Kube, lab.Namespace, o.workspace(), o.r, opts)
 	}
 	if o.r.DryRun && res != nil && err != nil { // refused: the plan says what was sent
-		return cmp.Or(o.printer.Plan(o.out, res.Plan), err)
+		return cmp.Or(o.Printer.Plan(o.Out, res.Plan), err)
 	}
 	if err != nil {
 		return err
 	}
-	return o.printer.Relabelled(o.out, res.Plan, res.Changes, o.r.DryRun)
+	return o.Printer.Relabelled(o.Out, res.Plan, res.Changes, o.r.DryRun)
 }

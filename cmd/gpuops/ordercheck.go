@@ -5,6 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
@@ -15,8 +16,8 @@ type orderCheckOptions struct {
 	args []string
 }
 
-func orderCheckCommand(e env) *cli.Command {
-	o := &orderCheckOptions{judgeOptions: newJudge(e, judgeOutput(report.Wide, report.Name, report.JUnit, report.OpenReports), report.OrderView, (*outcome.Result).OrderFailed)}
+func orderCheckCommand(e cliopts.Env) *cli.Command {
+	o := &orderCheckOptions{judgeOptions: newJudge(e, cliopts.JudgeOutput(report.Wide, report.Name, report.JUnit, report.OpenReports), report.OrderView, (*outcome.Result).OrderFailed)}
 	return command(&cli.Command{
 		Name:  "order-check",
 		Usage: "is the device plugin running on NODE without the container toolkit?",
@@ -26,7 +27,7 @@ func orderCheckCommand(e env) *cli.Command {
 			"broken rule of the start-up order is a finding; the first is printed. -o junit has one test case\n" +
 			"per rule judged, failed when broken. It reads NODE's labels and the pods bound to it, not the\n" +
 			"fleet: as quick on 5,000 nodes as on 3.",
-		Flags: append([]cli.Flag{o.flag(), o.noHeadersFlag(), o.lab.judgeFlag(), o.allRulesFlag(), o.discoverFlag()}, o.many.flags()...),
+		Flags: append([]cli.Flag{o.Flag(), o.NoHeadersFlag(), o.Lab.JudgeFlag(), o.AllRulesFlag(), o.DiscoverFlag()}, o.Many.Flags()...),
 	}, o)
 }
 
@@ -39,9 +40,9 @@ func (o *orderCheckOptions) Complete(c *cli.Context) error {
 
 func (o *orderCheckOptions) Validate() error {
 	if len(o.args) != 1 {
-		return usageError(fmt.Errorf("want exactly one NODE, got %d arguments", len(o.args)))
+		return cliopts.UsageError(fmt.Errorf("want exactly one NODE, got %d arguments", len(o.args)))
 	}
-	if err := checkNodeName(o.args[0]); err != nil {
+	if err := cliopts.CheckNodeName(o.args[0]); err != nil {
 		return err
 	}
 	o.also = func(p *pipeline.Options) { p.Node = o.args[0] }

@@ -9,18 +9,19 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/workspace"
 )
 
 type reportOptions struct {
-	judging
+	cliopts.Judging
 	file string
 }
 
-func reportCommand(e env) *cli.Command {
-	o := &reportOptions{judging: judging{env: e}}
+func reportCommand(e cliopts.Env) *cli.Command {
+	o := &reportOptions{Judging: cliopts.Judging{Env: e}}
 	return command(&cli.Command{
 		Name:  "report",
 		Usage: "write the fleet as one self-contained HTML page: summary by pool, findings with reasons, node × operand grid",
@@ -32,36 +33,36 @@ func reportCommand(e env) *cli.Command {
 			"as gpuops summary (the file is written either way).",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "html", Destination: &o.file, Usage: "write the HTML page to `FILE` (replaced atomically; - for stdout)"},
-		}, o.fleetFlags()...),
+		}, o.FleetFlags()...),
 	}, o)
 }
 
 func (o *reportOptions) Validate() error {
 	if o.file == "" {
-		return usageError(errors.New("--html FILE is required"))
+		return cliopts.UsageError(errors.New("--html FILE is required"))
 	}
-	if err := o.validate(nil); err != nil {
+	if err := o.Judging.Validate(nil); err != nil {
 		return err
 	}
-	fleetOptions(&o.opts)
+	cliopts.FleetOptions(&o.Opts)
 	return nil
 }
 
 // Run writes the page of the cluster, or of each cluster grouped by
 // cluster, then by pool.
 func (o *reportOptions) Run(ctx context.Context) error {
-	r, cs, err := o.judge(ctx)
+	r, cs, err := o.Judge(ctx)
 	if err != nil {
 		return err
 	}
 	var page bytes.Buffer
 	var holds string
 	if cs != nil {
-		holds, err = report.ClustersHTML(&page, cs, report.Source{Namespace: o.opts.Namespace, Selector: o.opts.NodeSelector})
+		holds, err = report.ClustersHTML(&page, cs, report.Source{Namespace: o.Opts.Namespace, Selector: o.Opts.NodeSelector})
 	} else {
 		src := report.Source{Namespace: r.Namespace, Selector: r.Selector, Taken: r.Taken}
-		src.Context, src.Server = o.kube.Target()
-		report.Printer{}.Notes(o.errOut, r)
+		src.Context, src.Server = o.Kube.Target()
+		report.Printer{}.Notes(o.ErrOut, r)
 		holds = fmt.Sprintf("%d nodes, %d findings", len(r.Fleet.Nodes), r.Fleet.Findings())
 		err = report.HTML(&page, *r.Fleet, src)
 	}
@@ -71,18 +72,18 @@ func (o *reportOptions) Run(ctx context.Context) error {
 	if err := o.write(page.Bytes(), holds); err != nil {
 		return err
 	}
-	return exitOf(r, cs, (*outcome.Result).FleetFailed)
+	return cliopts.ExitOf(r, cs, (*outcome.Result).FleetFailed)
 }
 
 // write writes the page to the file (- for stdout), saying what it holds.
 func (o *reportOptions) write(page []byte, holds string) error {
 	if o.file == "-" {
-		_, err := o.out.Write(page)
+		_, err := o.Out.Write(page)
 		return err
 	}
 	if err := workspace.New(filepath.Dir(o.file)).WriteFile(filepath.Base(o.file), page, 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.out, "wrote %s: %s\n", o.file, holds)
+	fmt.Fprintf(o.Out, "wrote %s: %s\n", o.file, holds)
 	return nil
 }

@@ -6,12 +6,13 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuops/gpuops/pkg/access"
+	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/provision"
 )
 
 type resetOptions struct{ provisioning }
 
-func resetCommand(e env) *cli.Command {
+func resetCommand(e cliopts.Env) *cli.Command {
 	o := &resetOptions{newProvisioning(e)}
 	return command(&cli.Command{
 		Name:  "reset",
@@ -20,7 +21,7 @@ func resetCommand(e env) *cli.Command {
 			"manager also holds stays), the operand DaemonSets only gpuops shaped, and the namespace\n" +
 			"if gpuops created it and nothing else lives there; waits until they are gone. k8s/ and\n" +
 			"out/ stay: they record what was done.",
-		Flags: []cli.Flag{o.lab.specFlag(), o.timeoutFlag()},
+		Flags: []cli.Flag{o.Lab.SpecFlag(), o.timeoutFlag()},
 	}, o)
 }
 

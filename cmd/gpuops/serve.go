@@ -8,21 +8,23 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/live"
 	"github.com/gpuops/gpuops/pkg/metrics"
 	"github.com/gpuops/gpuops/pkg/nodeevents"
+	"github.com/gpuops/gpuops/pkg/oneline"
 	"github.com/gpuops/gpuops/pkg/reportsync"
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
 type serveOptions struct {
-	judging
+	cliopts.Judging
 	listen          string
 	events, reports bool
 }
 
-func serveCommand(e env) *cli.Command {
-	o := &serveOptions{judging: judging{env: e}}
+func serveCommand(e cliopts.Env) *cli.Command {
+	o := &serveOptions{Judging: cliopts.Judging{Env: e}}
 	return command(&cli.Command{
 		Name:  "serve",
 		Usage: "keep the verdict live and export it: Prometheus /metrics, /healthz, /readyz",
@@ -36,7 +38,7 @@ func serveCommand(e env) *cli.Command {
 			"It runs until SIGTERM or Ctrl-C (exit 0); a failed watch is retried and logged on stderr.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: metrics.DefaultAddress, Destination: &o.listen, Usage: "address to serve HTTP on, host:port"},
-			o.selectorFlag(), o.discoverFlag(), o.allRulesFlag(), o.stuckAfterFlag(),
+			o.SelectorFlag(), o.DiscoverFlag(), o.AllRulesFlag(), o.StuckAfterFlag(),
 			&cli.BoolFlag{Name: "events", Destination: &o.events, Usage: "record a Kubernetes Event on the node when a finding starts and when it ends\n" +
 				"(needs create and patch on events in the default namespace)"},
 			&cli.BoolFlag{Name: "reports", Destination: &o.reports, Usage: "keep the findings in the cluster as OpenReports ClusterReports, for Policy Reporter\n" +
@@ -46,16 +48,16 @@ func serveCommand(e env) *cli.Command {
 }
 
 func (o *serveOptions) Validate() error {
-	if err := o.validate(nil); err != nil {
+	if err := o.Judging.Validate(nil); err != nil {
 		return err
 	}
-	o.opts.Explain, o.opts.Health, o.opts.Upgrades = true, true, true // reasons, health and the rollout are metrics too
+	o.Opts.Explain, o.Opts.Health, o.Opts.Upgrades = true, true, true // reasons, health and the rollout are metrics too
 	return nil
 }
 
 func (o *serveOptions) Run(ctx context.Context) error {
 	defaultGC()
-	j, cl, err := o.newTracker(live.Options{Options: o.opts}, false)
+	j, cl, err := newTracker(&o.Judging, live.Options{Options: o.Opts}, false)
 	if err != nil {
 		return err
 	}
@@ -63,8 +65,8 @@ func (o *serveOptions) Run(ctx context.Context) error {
 		nodeevents.Record(ctx, j, cl.Kube)
 	}
 	if o.reports {
-		failed := func(err error) { fmt.Fprintf(o.errOut, "%s; retrying\n", oneLine(err)) }
-		if _, err := reportsync.Start(ctx, j, cl.Config, reportsync.Options{Namespace: o.opts.Namespace, Failed: failed}); err != nil {
+		failed := func(err error) { fmt.Fprintf(o.ErrOut, "%s; retrying\n", oneline.Error(err)) }
+		if _, err := reportsync.Start(ctx, j, cl.Config, reportsync.Options{Namespace: o.Opts.Namespace, Failed: failed}); err != nil {
 			return err
 		}
 	}
@@ -72,11 +74,11 @@ func (o *serveOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.errOut, "serving http://%s/metrics\n", ln.Addr())
+	fmt.Fprintf(o.ErrOut, "serving http://%s/metrics\n", ln.Addr())
 	j.Observe(live.Hooks{
 		Judged: func(b verdict.Batch) {
 			if b.Initial {
-				fmt.Fprintf(o.errOut, "ready: %d nodes judged in %s\n", b.Judged, b.Took)
+				fmt.Fprintf(o.ErrOut, "ready: %d nodes judged in %s\n", b.Judged, b.Took)
 				// The first lists' garbage (every object whole, before
 				// the trim) is hundreds of MB at 5,000 nodes, and with
 				// nothing left to allocate no GC would ever collect it:
@@ -85,10 +87,10 @@ func (o *serveOptions) Run(ctx context.Context) error {
 			}
 		},
 		WatchFailed: func(resource string, err error) {
-			fmt.Fprintf(o.errOut, "%s: %s; retrying\n", resource, oneLine(err))
+			fmt.Fprintf(o.ErrOut, "%s: %s; retrying\n", resource, oneline.Error(err))
 		},
 		Skipped: func(resource string, err error) {
-			fmt.Fprintf(o.errOut, "%s: not watched, the driver upgrade verdict goes without them: %s\n", resource, oneLine(err))
+			fmt.Fprintf(o.ErrOut, "%s: not watched, the driver upgrade verdict goes without them: %s\n", resource, oneline.Error(err))
 		},
 	})
 	return metrics.Serve(ctx, ln, j)

@@ -3,14 +3,15 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
-func summaryCommand(e env) *cli.Command {
-	o := newJudge(e, judgeOutput(report.Name), report.SummaryView, (*outcome.Result).FleetFailed)
-	o.also = fleetOptions
+func summaryCommand(e cliopts.Env) *cli.Command {
+	o := newJudge(e, cliopts.JudgeOutput(report.Name), report.SummaryView, (*outcome.Result).FleetFailed)
+	o.also = cliopts.FleetOptions
 	return command(&cli.Command{
 		Name:  "summary",
 		Usage: "the fleet by node pool: per group and operand, how many nodes ask for it, run, miss, pause or disable it; then the nodes with findings",
@@ -25,18 +26,6 @@ func summaryCommand(e env) *cli.Command {
 			"and while a driver upgrade is under way or in trouble its nodes by verdict, then the fleet's\n" +
 			"rollout counts and budget (as gpuops upgrades).\n" +
 			"Exit 1 if any node has a finding.",
-		Flags: append([]cli.Flag{o.flag()}, o.fleetFlags()...),
+		Flags: append([]cli.Flag{o.Flag()}, o.FleetFlags()...),
 	}, o)
-}
-
-// The fleet views (summary, report) share their flags and what they judge.
-
-func (j *judging) fleetFlags() []cli.Flag {
-	return append([]cli.Flag{j.groupByFlag(pipeline.DefaultGroupBy), j.lab.judgeFlag(), j.selectorFlag(), j.discoverFlag(), j.stuckAfterFlag()}, j.many.flags()...)
-}
-
-// fleetOptions are a fleet view's: every start-up rule the roster allows,
-// each finding with its reason, each node's health, the driver rollout.
-func fleetOptions(p *pipeline.Options) {
-	p.AllRules, p.Explain, p.Health, p.Upgrades = true, true, true, true
 }

@@ -6,12 +6,13 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuops/gpuops/pkg/access"
+	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/provision"
 )
 
 type upOptions struct{ provisioning }
 
-func upCommand(e env) *cli.Command {
+func upCommand(e cliopts.Env) *cli.Command {
 	o := &upOptions{newProvisioning(e)}
 	return command(&cli.Command{
 		Name:  "up",
@@ -22,7 +23,7 @@ func upCommand(e env) *cli.Command {
 			"out/roster.txt and out/driver.txt from the live API. Checks everything before changing\n" +
 			"anything; refuses labels and DaemonSets another manager owns unless --force. Running it\n" +
 			"again with nothing changed changes nothing.",
-		Flags: []cli.Flag{o.lab.specFlag(), o.workdirFlag(), o.timeoutFlag(), o.forceFlag(forceUsage)},
+		Flags: []cli.Flag{o.Lab.SpecFlag(), o.workdirFlag(), o.timeoutFlag(), o.forceFlag(forceUsage)},
 	}, o)
 }
 

@@ -3,13 +3,14 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
-func upgradesCommand(e env) *cli.Command {
-	o := newJudge(e, judgeOutput(report.OpenReports), report.UpgradesView, (*outcome.Result).UpgradeFailed)
+func upgradesCommand(e cliopts.Env) *cli.Command {
+	o := newJudge(e, cliopts.JudgeOutput(report.OpenReports), report.UpgradesView, (*outcome.Result).UpgradeFailed)
 	o.also = func(p *pipeline.Options) { p.Upgrades = true }
 	return command(&cli.Command{
 		Name:  "upgrades",
@@ -24,6 +25,6 @@ func upgradesCommand(e env) *cli.Command {
 			"cause the controller would have), skipped, left-cordoned (done, cordoned by the controller),\n" +
 			"outdated (the driver pod runs an older template and no upgrade is under way). Exit 1 if a node\n" +
 			"is failed, stuck or left cordoned. --group-by counts the verdicts per value of a node label too.",
-		Flags: append([]cli.Flag{o.flag(), o.noHeadersFlag(), o.groupByFlag(""), o.lab.judgeFlag(), o.selectorFlag(), o.discoverFlag(), o.stuckAfterFlag()}, o.many.flags()...),
+		Flags: append([]cli.Flag{o.Flag(), o.NoHeadersFlag(), o.GroupByFlag(""), o.Lab.JudgeFlag(), o.SelectorFlag(), o.DiscoverFlag(), o.StuckAfterFlag()}, o.Many.Flags()...),
 	}, o)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
@@ -15,17 +16,17 @@ import (
 var gpuopsVersion string
 
 type versionOptions struct {
-	env
-	output
+	cliopts.Env
+	cliopts.Output
 	clientOnly bool
 }
 
 // newVersion is version's Options; without -o it prints text lines.
-func newVersion(e env) *versionOptions {
-	return &versionOptions{env: e, output: output{formats: []report.Format{report.JSON, report.YAML}, usage: "output format: json or yaml (default: text lines)"}}
+func newVersion(e cliopts.Env) *versionOptions {
+	return &versionOptions{Env: e, Output: cliopts.Output{Formats: []report.Format{report.JSON, report.YAML}, Usage: "output format: json or yaml (default: text lines)"}}
 }
 
-func versionCommand(e env) *cli.Command {
+func versionCommand(e cliopts.Env) *cli.Command {
 	o := newVersion(e)
 	return command(&cli.Command{
 		Name:  "version",
@@ -35,26 +36,26 @@ func versionCommand(e env) *cli.Command {
 			"`gpuops --version` is `gpuops version --client`.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "client", Destination: &o.clientOnly, Usage: "only the client's part; contact no server"},
-			o.flag(),
+			o.Flag(),
 		},
 	}, o)
 }
 
 func (o *versionOptions) Complete(*cli.Context) error { return nil }
 
-func (o *versionOptions) Validate() error { return o.parse(o.out) }
+func (o *versionOptions) Validate() error { return o.Parse(o.Out) }
 
 func (o *versionOptions) Run(context.Context) error {
 	v := report.ClientVersionInfo(gpuopsVersion)
 	var serverErr error
 	if !o.clientOnly {
-		if cl, err := o.connect(); err != nil {
+		if cl, err := o.Connect(); err != nil {
 			serverErr = err
 		} else {
 			v.ServerVersion, serverErr = cl.Kube.Discovery().ServerVersion()
 		}
 	}
-	if err := o.printer.Version(o.out, v); err != nil {
+	if err := o.Printer.Version(o.Out, v); err != nil {
 		return err
 	}
 	if serverErr != nil {

@@ -7,21 +7,23 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/live"
+	"github.com/gpuops/gpuops/pkg/oneline"
 	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
 type watchOptions struct {
-	judging
-	output
+	cliopts.Judging
+	cliopts.Output
 }
 
-func watchCommand(e env) *cli.Command {
-	o := &watchOptions{judging: judging{env: e}, output: output{
-		formats: slices.Concat(report.Formats, []report.Format{report.Wide}), value: string(report.Text),
-		usage: "output format: text (audit and order-check lines), wide (text with a timestamp), json (one object a line)\n" +
+func watchCommand(e cliopts.Env) *cli.Command {
+	o := &watchOptions{Judging: cliopts.Judging{Env: e}, Output: cliopts.Output{
+		Formats: slices.Concat(report.Formats, []report.Format{report.Wide}), Value: string(report.Text),
+		Usage: "output format: text (audit and order-check lines), wide (text with a timestamp), json (one object a line)\n" +
 			"or yaml (one document each), or table (redrawn in place on a terminal)",
 	}}
 	return command(&cli.Command{
@@ -34,21 +36,21 @@ func watchCommand(e env) *cli.Command {
 			"-o wide puts the time in front of each line, -o json prints one JSON object per change (-o yaml\n" +
 			"one YAML document), -o table a node × operand table (redrawn in place on a terminal). Ctrl-C\n" +
 			"ends it with exit 0.",
-		Flags: []cli.Flag{o.flag(), o.selectorFlag(), o.explainFlag(), o.discoverFlag(), o.allRulesFlag(), o.stuckAfterFlag()},
+		Flags: []cli.Flag{o.Flag(), o.SelectorFlag(), o.ExplainFlag(), o.DiscoverFlag(), o.AllRulesFlag(), o.StuckAfterFlag()},
 	}, o)
 }
 
 func (o *watchOptions) Validate() error {
-	if err := o.validate(&o.output); err != nil {
+	if err := o.Judging.Validate(&o.Output); err != nil {
 		return err
 	}
-	o.opts.Explain = o.explain || o.format().Data()
+	o.Opts.Explain = o.Explain || o.Format().Data()
 	return nil
 }
 
 func (o *watchOptions) Run(ctx context.Context) error {
 	defaultGC()
-	j, cl, err := o.newTracker(live.Options{Options: o.opts}, true)
+	j, cl, err := newTracker(&o.Judging, live.Options{Options: o.Opts}, true)
 	if err != nil {
 		return err
 	}
@@ -57,9 +59,9 @@ func (o *watchOptions) Run(ctx context.Context) error {
 	if _, err := cl.Kube.Discovery().ServerVersion(); err != nil {
 		return err
 	}
-	f := o.format()
-	redraw := f == report.Table && report.ColorFor(o.out)
-	out := report.Printer{Format: f, Color: redraw}.Watch(o.out, o.explain, redraw)
+	f := o.Format()
+	redraw := f == report.Table && report.ColorFor(o.Out)
+	out := report.Printer{Format: f, Color: redraw}.Watch(o.Out, o.Explain, redraw)
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var printErr error // set in Run's own goroutine
@@ -72,7 +74,7 @@ func (o *watchOptions) Run(ctx context.Context) error {
 		},
 		WatchFailed: func(resource string, err error) {
 			if j.Ready() {
-				fmt.Fprintf(o.errOut, "%s: %s; retrying\n", resource, oneLine(err))
+				fmt.Fprintf(o.ErrOut, "%s: %s; retrying\n", resource, oneline.Error(err))
 			}
 		},
 	})
@@ -83,8 +85,8 @@ func (o *watchOptions) Run(ctx context.Context) error {
 }
 
 // newTracker connects and sets up the live tracker of the namespace.
-func (j *judging) newTracker(opts live.Options, personWaits bool) (*live.Tracker, *kube.Clients, error) {
-	cl, err := j.connect()
+func newTracker(j *cliopts.Judging, opts live.Options, personWaits bool) (*live.Tracker, *kube.Clients, error) {
+	cl, err := j.Connect()
 	if err != nil {
 		return nil, nil, err
 	}
