@@ -234,7 +234,7 @@ func TestNarrowReadsJudgeAlike(t *testing.T) {
 		}
 	}
 	labels := func(set ...string) map[string]string {
-		l := map[string]string{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"} // GFD's, not a deploy label
+		l := map[string]string{operand.GPUProductLabel: "NVIDIA-H100-80GB-HBM3"} // GFD's, not a deploy label
 		for _, o := range operand.Lab {
 			l[o.LabelKey()] = "true"
 		}
