@@ -42,8 +42,9 @@ const (
 	// The operand runs without one it needs, which the node does not ask
 	// for (the order check's rule, operand.AllRules).
 	Order = "order"
-	// The device plugin is ready, yet the node has no allocatable
-	// nvidia.com/gpu nor MIG device: typically NVML fails on the host.
+	// The device plugin is ready, yet the node has no allocatable GPU
+	// device (nvidia.com/gpu, a shared or MIG device): typically NVML
+	// fails on the host.
 	GPUsNotAdvertised = "gpus-not-advertised"
 	// Fewer devices are allocatable than the node has (the device plugin
 	// reports unhealthy ones), or than GFD counts.
@@ -327,31 +328,39 @@ func (c chain) devices(links []link, n snapshot.Node) {
 	}
 	l := &links[i]
 	gpu := n.Devices[snapshot.GPUResource]
-	var allocatable int64
-	var mig []string
+	// whole counts the devices that are each a GPU or a share of one: all
+	// but MIG devices (nvidia.com/gpu, or nvidia.com/gpu.shared when the
+	// device plugin's sharing config renames them).
+	var allocatable, whole int64
+	var names []string
+	mig := false
 	for name, d := range n.Devices {
 		allocatable += d.Allocatable
-		if name != snapshot.GPUResource {
-			mig = append(mig, name)
+		names = append(names, name)
+		if strings.HasPrefix(name, snapshot.MIGResourcePrefix) {
+			mig = true
+		} else {
+			whole += d.Capacity
 		}
 	}
-	slices.Sort(mig)
+	slices.Sort(names)
 	if allocatable == 0 {
 		l.fail(GPUsNotAdvertised, fmt.Sprintf("the device plugin is ready, yet the node has no allocatable %s (capacity %d) nor MIG device",
 			snapshot.GPUResource, gpu.Capacity), devicesText(n.Devices))
 		return
 	}
 	var short []string
-	for _, name := range append([]string{snapshot.GPUResource}, mig...) {
+	for _, name := range names {
 		if d := n.Devices[name]; d.Allocatable < d.Capacity {
 			short = append(short, fmt.Sprintf("%d of %d %s allocatable: %d unhealthy", d.Allocatable, d.Capacity, name, d.Capacity-d.Allocatable))
 		}
 	}
-	// GFD counts the physical GPUs; compare when each is one device (no MIG).
+	// GFD counts the physical GPUs; compare when each is one device or
+	// shared (no MIG): sharing only multiplies them.
 	strategy := n.Labels[operand.MIGStrategyLabel]
-	if count, err := strconv.ParseInt(n.Labels[operand.GPUCountLabel], 10, 64); err == nil && len(mig) == 0 &&
-		(strategy == "" || strategy == "none") && count > gpu.Capacity {
-		short = append(short, fmt.Sprintf("GFD counts %d GPUs, the device plugin advertises %d", count, gpu.Capacity))
+	if count, err := strconv.ParseInt(n.Labels[operand.GPUCountLabel], 10, 64); err == nil && !mig &&
+		(strategy == "" || strategy == "none") && count > whole {
+		short = append(short, fmt.Sprintf("GFD counts %d GPUs, the device plugin advertises %d", count, whole))
 	}
 	if len(short) > 0 {
 		l.fail(GPUsUnhealthy, strings.Join(short, "; "), devicesText(n.Devices))

@@ -41,6 +41,12 @@ func gpuNode(name string, set map[string]string) snapshot.Node {
 		Devices: map[string]snapshot.DeviceCount{snapshot.GPUResource: {Capacity: 8, Allocatable: 8}}}
 }
 
+// devices gives the node these device counts in place of its 8 GPUs.
+func devices(n snapshot.Node, d map[string]snapshot.DeviceCount) snapshot.Node {
+	n.Devices = d
+	return n
+}
+
 func deploy(o string) string { return operand.LabelPrefix + o }
 
 func pod(o, node string, p snapshot.PodHealth, phase corev1.PodPhase) snapshot.Pod {
@@ -130,6 +136,16 @@ func TestAssess(t *testing.T) {
 			n.Devices = map[string]snapshot.DeviceCount{snapshot.GPUResource: {}, "nvidia.com/mig-1g.10gb": {Capacity: 7, Allocatable: 7}}
 			return n
 		}(), readyAll("n"), nil},
+		{"time-slicing, renamed: 8 GPUs shared 4 ways as nvidia.com/gpu.shared, no nvidia.com/gpu",
+			devices(gpuNode("n", nil), map[string]snapshot.DeviceCount{"nvidia.com/gpu.shared": {Capacity: 32, Allocatable: 32}}), readyAll("n"), nil},
+		{"time-slicing, not renamed: 8 GPUs shared 4 ways as nvidia.com/gpu",
+			devices(gpuNode("n", nil), map[string]snapshot.DeviceCount{snapshot.GPUResource: {Capacity: 32, Allocatable: 32}}), readyAll("n"), nil},
+		{"renamed shared GPUs, one GPU's 4 replicas unhealthy",
+			devices(gpuNode("n", nil), map[string]snapshot.DeviceCount{"nvidia.com/gpu.shared": {Capacity: 32, Allocatable: 28}}), readyAll("n"),
+			&want{code: health.GPUsUnhealthy, operand: operand.DevicePlugin, blocked: []string{}, message: "28 of 32 nvidia.com/gpu.shared allocatable: 4 unhealthy"}},
+		{"renamed shared GPUs, none allocatable",
+			devices(gpuNode("n", nil), map[string]snapshot.DeviceCount{"nvidia.com/gpu.shared": {Capacity: 32}}), readyAll("n"),
+			&want{code: health.GPUsNotAdvertised, operand: operand.DevicePlugin, blocked: []string{}}},
 		{"driver crash-looping: the whole stack waits", gpuNode("n", nil), append([]snapshot.Pod{
 			crashLoop(operand.Driver, "n", "nvidia-driver-ctr"),
 			inInit(operand.ContainerToolkit, "n", "driver-validation", 0, 1),

@@ -84,10 +84,13 @@ func TestPodFromHealth(t *testing.T) {
 func TestNodeFromDevices(t *testing.T) {
 	q := func(n int64) resource.Quantity { return *resource.NewQuantity(n, resource.DecimalSI) }
 	n := &corev1.Node{Status: corev1.NodeStatus{
-		Capacity:    corev1.ResourceList{"nvidia.com/gpu": q(8), "nvidia.com/mig-1g.10gb": q(7), corev1.ResourceCPU: q(32), "nvidia.com/gpu.shared": q(4)},
+		// Counted as the operator's validator counts them: shared GPUs
+		// renamed too; the sandbox device plugin's passthrough GPUs not.
+		Capacity: corev1.ResourceList{"nvidia.com/gpu": q(8), "nvidia.com/mig-1g.10gb": q(7), corev1.ResourceCPU: q(32),
+			"nvidia.com/gpu.shared": q(4), "nvidia.com/GA100_A100_PCIE_40GB": q(2)},
 		Allocatable: corev1.ResourceList{"nvidia.com/gpu": q(7), "nvidia.com/mig-1g.10gb": q(7), corev1.ResourceCPU: q(30)},
 	}}
-	want := map[string]snapshot.DeviceCount{"nvidia.com/gpu": {8, 7}, "nvidia.com/mig-1g.10gb": {7, 7}}
+	want := map[string]snapshot.DeviceCount{"nvidia.com/gpu": {8, 7}, "nvidia.com/mig-1g.10gb": {7, 7}, "nvidia.com/gpu.shared": {4, 0}}
 	if got := snapshot.NodeFrom(n).Devices; !reflect.DeepEqual(got, want) {
 		t.Errorf("devices %v, want %v", got, want)
 	}

@@ -61,7 +61,8 @@ type Node struct {
 	// cordoned node an upgrades read traced, nil otherwise.
 	Cordon *LabelChange
 	// Devices are the NVIDIA device counts of status.capacity and
-	// .allocatable, by resource name: nvidia.com/gpu and the MIG resources
+	// .allocatable, by resource name (IsDeviceResource): nvidia.com/gpu,
+	// shared GPUs renamed (nvidia.com/gpu.shared) and the MIG resources
 	// nvidia.com/mig-<profile> of the mixed strategy. Nil when the node
 	// advertises none (or its status was not read).
 	Devices map[string]DeviceCount
@@ -76,9 +77,14 @@ const GPUResource = "nvidia.com/gpu"
 const MIGResourcePrefix = "nvidia.com/mig-"
 
 // IsDeviceResource reports whether a node resource is one of the GPU
-// devices NodeFrom counts: whole GPUs or MIG devices.
+// devices NodeFrom counts (and the reader keeps, read/trim.go): any name
+// the operator's validator counts, those prefixed nvidia.com/gpu or
+// nvidia.com/mig- (NVIDIA/gpu-operator v26.7.0,
+// cmd/nvidia-validator/main.go, countGPUResources). So whole GPUs, MIG
+// devices, and GPUs the device plugin shares under another name
+// (nvidia.com/gpu.shared when its config renames them) alike.
 func IsDeviceResource(name string) bool {
-	return name == GPUResource || strings.HasPrefix(name, MIGResourcePrefix)
+	return strings.HasPrefix(name, GPUResource) || strings.HasPrefix(name, MIGResourcePrefix)
 }
 
 // DeviceCount is how many devices of one resource a node has and how many of

@@ -5,6 +5,7 @@
 package health_test
 
 import (
+	"cmp"
 	"context"
 	"reflect"
 	"slices"
@@ -97,6 +98,7 @@ type scenario struct {
 	labels   map[string]string // "" removes a stack label
 	pods     map[string]string // operand → state
 	gpus     *[2]int64         // capacity, allocatable of nvidia.com/gpu; nil: none
+	resource string            // the resource gpus counts instead (the device plugin's rename)
 	cpu      bool              // no GPU and no deploy label at all
 	code     string            // "": usable
 	operand  string
@@ -150,6 +152,9 @@ var scenarios = []scenario{
 		code: health.Paused, operand: operand.DevicePlugin, blocked: []string{operand.GPUFeatureDiscovery, operand.DCGMExporter},
 		stuckNow: health.Stuck},
 	{name: "healthy", gpus: &[2]int64{8, 8}, pods: allReady(nil)},
+	// Time-slicing with renameByDefault: 8 GPUs, 4 replicas each, advertised
+	// as nvidia.com/gpu.shared alone.
+	{name: "shared-renamed", gpus: &[2]int64{32, 32}, resource: "nvidia.com/gpu.shared", pods: allReady(nil)},
 	{name: "host-driver", gpus: &[2]int64{8, 8}, labels: map[string]string{operand.LabelPrefix + operand.Driver: "pre-installed"},
 		pods: allReady(map[string]string{operand.Driver: ""})},
 	{name: "cpu", cpu: true},
@@ -208,7 +213,7 @@ func TestHealthOnKWOK(t *testing.T) {
 		}
 		var opts []testcluster.NodeOption
 		if sc.gpus != nil {
-			opts = append(opts, withGPUs(sc.gpus[0], sc.gpus[1]))
+			opts = append(opts, withGPUs(cmp.Or(sc.resource, snapshot.GPUResource), sc.gpus[0], sc.gpus[1]))
 		}
 		env.AddNode(t, env.NodeName(sc.name), labels, opts...)
 	}
@@ -313,12 +318,12 @@ func inState(p snapshot.Pod, state string) bool {
 	return state == ready && p.Present() && h.Ready
 }
 
-// withGPUs gives a node capacity and allocatable of nvidia.com/gpu, as a
+// withGPUs gives a node capacity and allocatable of a device resource, as a
 // device plugin reports them (unhealthy devices are not allocatable). KWOK
 // keeps a node's capacity and allocatable as created.
-func withGPUs(capacity, allocatable int64) testcluster.NodeOption {
+func withGPUs(name string, capacity, allocatable int64) testcluster.NodeOption {
 	return func(n *corev1.Node) {
-		n.Status.Capacity[snapshot.GPUResource] = *resource.NewQuantity(capacity, resource.DecimalSI)
-		n.Status.Allocatable[snapshot.GPUResource] = *resource.NewQuantity(allocatable, resource.DecimalSI)
+		n.Status.Capacity[corev1.ResourceName(name)] = *resource.NewQuantity(capacity, resource.DecimalSI)
+		n.Status.Allocatable[corev1.ResourceName(name)] = *resource.NewQuantity(allocatable, resource.DecimalSI)
 	}
 }
