@@ -1,11 +1,14 @@
 package testcluster
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -37,4 +40,24 @@ func TokenKubeconfig(t testing.TB, server, token string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// Token is a short-lived token (TokenRequest, one hour) of a service
+// account, to run a command with its rights and no more.
+func (e *Env) Token(t testing.TB, namespace, serviceAccount string) string {
+	t.Helper()
+	expiry := int64(3600)
+	tok, err := e.Client.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), serviceAccount,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for %s/%s: %v", namespace, serviceAccount, err)
+	}
+	return tok.Status.Token
+}
+
+// AccountKubeconfig is a kubeconfig (TokenKubeconfig) that authenticates
+// to the cluster as the service account.
+func (e *Env) AccountKubeconfig(t testing.TB, namespace, serviceAccount string) string {
+	t.Helper()
+	return TokenKubeconfig(t, e.RESTConfig.Host, e.Token(t, namespace, serviceAccount))
 }

@@ -42,7 +42,7 @@ func TestImpersonation(t *testing.T) {
 func TestServerAndToken(t *testing.T) {
 	t.Parallel()
 	j := newJudged(t)
-	server, tok, ca := j.env.RESTConfig.Host, token(t, j.env, j.serviceAccount), caFile(t, j.env)
+	server, tok, ca := j.env.RESTConfig.Host, j.env.Token(t, j.env.Namespace, j.serviceAccount), caFile(t, j.env)
 	env := noKubeconfig(t)
 
 	wantOK(t, "--server --token", run(t, env, append([]string{"--server", server, "--token", tok, "--certificate-authority", ca}, j.audit()...)...), j.auditOK())
@@ -72,7 +72,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
 	kc := kubeconfigWith(t, j.env, &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
 		APIVersion:      "client.authentication.k8s.io/v1",
 		Command:         plugin,
-		Env:             []clientcmdapi.ExecEnvVar{{Name: "TOKEN", Value: token(t, j.env, j.serviceAccount)}},
+		Env:             []clientcmdapi.ExecEnvVar{{Name: "TOKEN", Value: j.env.Token(t, j.env.Namespace, j.serviceAccount)}},
 		InteractiveMode: clientcmdapi.NeverExecInteractiveMode,
 	}})
 
@@ -95,7 +95,7 @@ func TestInClusterConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	sa := t.TempDir()
-	gpuopstest.WriteFile(t, filepath.Join(sa, "token"), token(t, j.env, j.serviceAccount))
+	gpuopstest.WriteFile(t, filepath.Join(sa, "token"), j.env.Token(t, j.env.Namespace, j.serviceAccount))
 	ca, err := os.ReadFile(caFile(t, j.env))
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@
 package kubectl_test
 
 import (
-	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -17,8 +16,6 @@ import (
 	"strings"
 	"testing"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -80,18 +77,6 @@ func applyJudgeRBAC(t *testing.T, env *testcluster.Env, suffix string) {
 			t.Errorf("kubectl delete: %v\n%s", err, out)
 		}
 	})
-}
-
-// token is a short-lived token of a service account of env's namespace.
-func token(t *testing.T, env *testcluster.Env, serviceAccount string) string {
-	t.Helper()
-	expiry := int64(3600)
-	tok, err := env.Client.CoreV1().ServiceAccounts(env.Namespace).CreateToken(context.Background(), serviceAccount,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("token for %s: %v", serviceAccount, err)
-	}
-	return tok.Status.Token
 }
 
 // caFile writes the cluster's CA certificate to a file.

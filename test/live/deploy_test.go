@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -129,11 +128,7 @@ func serveAs(t *testing.T, env *testcluster.Env, rbac, account string) *server {
 	t.Helper()
 	env.Kubectl(t, "apply", "--server-side", "-k", rbac)
 	t.Cleanup(func() { env.Kubectl(t, "delete", "-k", rbac, "--ignore-not-found") })
-	token, err := env.Client.CoreV1().ServiceAccounts(kube.DefaultNamespace).CreateToken(context.Background(), account, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return serve(t, "--kubeconfig", testcluster.TokenKubeconfig(t, env.RESTConfig.Host, token.Status.Token), "-n", kube.DefaultNamespace,
+	return serve(t, "--kubeconfig", env.AccountKubeconfig(t, kube.DefaultNamespace, account), "-n", kube.DefaultNamespace,
 		"-l", testcluster.LabelTestID+"="+env.ID, "--discover", "--all-rules")
 }
 

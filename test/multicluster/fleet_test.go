@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -100,13 +99,7 @@ func mergedKubeconfig(t *testing.T, a, b *testcluster.Env) string {
 	if _, err := a.Client.CoreV1().ServiceAccounts(a.Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	expiry := int64(3600)
-	tok, err := a.Client.CoreV1().ServiceAccounts(a.Namespace).CreateToken(ctx, sa.Name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out.AuthInfos[forbidden] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	out.AuthInfos[forbidden] = &clientcmdapi.AuthInfo{Token: a.Token(t, a.Namespace, sa.Name)}
 	out.Contexts[forbidden] = &clientcmdapi.Context{Cluster: healthy, AuthInfo: forbidden}
 	out.CurrentContext = healthy
 	path := filepath.Join(t.TempDir(), "kubeconfig")

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -83,11 +82,7 @@ func TestServeKeepsTheReports(t *testing.T) {
 		}
 	}
 
-	token, err := env.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "gpuops-judge-serve", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := testcluster.TokenKubeconfig(t, env.RESTConfig.Host, token.Status.Token)
+	cfg := env.AccountKubeconfig(t, ns, "gpuops-judge-serve")
 	cmd := gpuopstest.Cluster{Kubeconfig: cfg, Namespace: ns}.Command(t, append(args, "-l", testcluster.LabelTestID+"="+env.ID, "--listen", "127.0.0.1:0")...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -24,7 +23,7 @@ func TestLeastPrivilege(t *testing.T) {
 	env := testcluster.New(t)
 	suffix := "-" + env.ID // ClusterRole and ClusterRoleBinding are cluster-wide
 	create(t, env, kustomize(t, "kustomize/rbac/judge", "namespace: "+env.Namespace+"\nnameSuffix: "+suffix))
-	asJudge := gpuopstest.Cluster{Kubeconfig: tokenKubeconfig(t, env, "gpuops-judge"+suffix), Namespace: env.Namespace}
+	asJudge := gpuopstest.Cluster{Kubeconfig: env.AccountKubeconfig(t, env.Namespace, "gpuops-judge"+suffix), Namespace: env.Namespace}
 
 	toolkit, plugin := operand.Lab.ContainerToolkit(), operand.Lab.DevicePlugin()
 	full := env.NodeName("full")
@@ -85,19 +84,6 @@ func TestLeastPrivilege(t *testing.T) {
 	if entries, _ := os.ReadDir(work); len(entries) != 0 {
 		t.Errorf("up as the judge wrote into the workspace: %v", entries)
 	}
-}
-
-// tokenKubeconfig writes a kubeconfig that authenticates as the service
-// account with a short-lived token (TokenRequest).
-func tokenKubeconfig(t *testing.T, env *testcluster.Env, serviceAccount string) string {
-	t.Helper()
-	expiry := int64(3600)
-	tok, err := env.Client.CoreV1().ServiceAccounts(env.Namespace).CreateToken(context.Background(), serviceAccount,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("token for %s: %v", serviceAccount, err)
-	}
-	return testcluster.TokenKubeconfig(t, env.RESTConfig.Host, tok.Status.Token)
 }
 
 // clusterState is what up would change: the nodes' labels, the namespace's
