@@ -12,8 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
-
-	"github.com/gpuops/gpuops/pkg/operand"
 )
 
 // The walk again, with nodes a, b and c all schedulable, under a
@@ -24,62 +22,11 @@ import (
 // upgrade-required and not done (a failed one keeps its slot); the moment
 // one is done, the next upgrade-required node has the slot. The walk goes
 // one node at a time in the same order, so it never contradicts the budget.
-var policyTable = []row{
-	{"", "", [3]string{O, O, O}, [3]string{ok, ok, ok}},
-	{"a", operand.UpgradeRequired, [3]string{P, O, O}, [3]string{ok, ok, ok}},
-	{"b", operand.UpgradeRequired, [3]string{P, W, O}, [3]string{ok, ok, ok}},
-	{"c", operand.UpgradeRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
-
-	{"a", operand.UpgradeCordonRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
-	{"a", operand.UpgradeCordonRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
-	{"a", operand.UpgradeWaitForJobsRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
-	{"a", operand.UpgradePodDeletionRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
-	{"a", operand.UpgradeDrainRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
-	{"a", operand.UpgradePodRestartRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
-	{"a", operand.UpgradePodRestartRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
-	{"a", operand.UpgradePodRestartRequired, [3]string{P, W, W}, [3]string{pa, ok, ok}},
-	{"a", operand.UpgradePodRestartRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
-	{"a", operand.UpgradeValidationRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
-	{"a", operand.UpgradeUncordonRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
-	{"a", operand.UpgradeUncordonRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
-	{"a", operand.UpgradeDone, [3]string{D, P, W}, [3]string{ok, ok, ok}}, // b has the slot now
-
-	{"b", operand.UpgradeCordonRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
-	{"b", operand.UpgradeCordonRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
-	{"b", operand.UpgradeWaitForJobsRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
-	{"b", operand.UpgradePodDeletionRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
-	{"b", operand.UpgradeDrainRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
-	{"b", operand.UpgradePodRestartRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
-	{"b", operand.UpgradePodRestartRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
-	{"b", operand.UpgradePodRestartRequired, [3]string{D, P, W}, [3]string{ok, pa, ok}},
-	{"b", operand.UpgradePodRestartRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
-	{"b", operand.UpgradeValidationRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
-	{"b", operand.UpgradeUncordonRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
-	{"b", operand.UpgradeUncordonRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
-	{"b", operand.UpgradeDone, [3]string{D, D, P}, [3]string{ok, ok, ok}}, // c has the slot now
-
-	{"c", operand.UpgradeCordonRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
-	{"c", operand.UpgradeCordonRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
-	{"c", operand.UpgradeWaitForJobsRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
-	{"c", operand.UpgradePodDeletionRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
-	{"c", operand.UpgradeDrainRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
-	{"c", operand.UpgradePodRestartRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
-	{"c", operand.UpgradePodRestartRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
-	{"c", operand.UpgradePodRestartRequired, [3]string{D, D, P}, [3]string{ok, ok, pa}},
-	{"c", operand.UpgradePodRestartRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
-	{"c", operand.UpgradePodRestartRequired, [3]string{D, D, P}, [3]string{ok, ok, cl}},
-	{"c", operand.UpgradeFailed, [3]string{D, D, F}, [3]string{ok, ok, uf}},
-	{"c", operand.UpgradeFailed, [3]string{D, D, F}, [3]string{ok, ok, uf}},
-	{"c", operand.UpgradeFailed, [3]string{D, D, F}, [3]string{ok, ok, uf + "+" + pa}},
-	{"c", operand.UpgradeFailed, [3]string{D, D, F}, [3]string{ok, ok, uf}},
-	{"c", operand.UpgradeUncordonRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
-	{"c", operand.UpgradeUncordonRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
-	{"c", operand.UpgradeDone, [3]string{D, D, D}, [3]string{ok, ok, ok}},
-
-	{"", "", [3]string{D, D, D}, [3]string{ok, ok, ok}},
-	{"", "", [3]string{D, D, D}, [3]string{ok, ok, ok}},
-	{"", "", [3]string{D, D, D}, [3]string{ok, ok, ok}},
-}
+var policyTable = walk("", `OOO POO PWO PWW
+	PWW PWW PWW PWW PWW PWW PWW PWW PWW PWW PWW PWW DPW
+	DPW DPW DPW DPW DPW DPW DPW DPW DPW DPW DPW DPW DDP
+	DDP DDP DDP DDP DDP DDP DDP DDP DDP DDP DDF DDF DDF DDF DDP DDP DDD
+	DDD DDD DDD`)
 
 var (
 	crdGVR           = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}

@@ -63,62 +63,72 @@ type row struct {
 	health      [3]string
 }
 
-// The walk of a (schedulable), b (cordoned by someone before the upgrade:
-// it is not cordoned again, skips uncordon-required and stays cordoned) and
-// c (the last, made to fail, then recovered), one node at a time.
-var table = []row{
-	{"", "", [3]string{O, O, O}, [3]string{ok, ok, ok}}, // the new driver template
-	{"a", operand.UpgradeRequired, [3]string{W, O, O}, [3]string{ok, ok, ok}},
-	{"b", operand.UpgradeRequired, [3]string{W, W, O}, [3]string{ok, ok, ok}},
-	{"c", operand.UpgradeRequired, [3]string{W, W, W}, [3]string{ok, ok, ok}},
-
-	{"a", operand.UpgradeCordonRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
-	{"a", operand.UpgradeCordonRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}}, // cordoned
-	{"a", operand.UpgradeWaitForJobsRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
-	{"a", operand.UpgradePodDeletionRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
-	{"a", operand.UpgradeDrainRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
-	{"a", operand.UpgradePodRestartRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
-	{"a", operand.UpgradePodRestartRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}}, // new driver pod
-	{"a", operand.UpgradePodRestartRequired, [3]string{P, W, W}, [3]string{pa, ok, ok}}, // paused
-	{"a", operand.UpgradePodRestartRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}}, // resumed
-	{"a", operand.UpgradeValidationRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
-	{"a", operand.UpgradeUncordonRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}},
-	{"a", operand.UpgradeUncordonRequired, [3]string{P, W, W}, [3]string{ok, ok, ok}}, // uncordoned
-	{"a", operand.UpgradeDone, [3]string{D, W, W}, [3]string{ok, ok, ok}},
-
-	{"b", operand.UpgradeCordonRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
-	{"b", operand.UpgradeWaitForJobsRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
-	{"b", operand.UpgradePodDeletionRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
-	{"b", operand.UpgradeDrainRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
-	{"b", operand.UpgradePodRestartRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
-	{"b", operand.UpgradePodRestartRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
-	{"b", operand.UpgradePodRestartRequired, [3]string{D, P, W}, [3]string{ok, pa, ok}},
-	{"b", operand.UpgradePodRestartRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
-	{"b", operand.UpgradeValidationRequired, [3]string{D, P, W}, [3]string{ok, ok, ok}},
-	{"b", operand.UpgradeDone, [3]string{D, D, W}, [3]string{ok, ok, ok}},
-
-	{"c", operand.UpgradeCordonRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
-	{"c", operand.UpgradeCordonRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
-	{"c", operand.UpgradeWaitForJobsRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
-	{"c", operand.UpgradePodDeletionRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
-	{"c", operand.UpgradeDrainRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
-	{"c", operand.UpgradePodRestartRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
-	{"c", operand.UpgradePodRestartRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
-	{"c", operand.UpgradePodRestartRequired, [3]string{D, D, P}, [3]string{ok, ok, pa}},
-	{"c", operand.UpgradePodRestartRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
-	{"c", operand.UpgradePodRestartRequired, [3]string{D, D, P}, [3]string{ok, ok, cl}}, // crash-loops
-	{"c", operand.UpgradeFailed, [3]string{D, D, F}, [3]string{ok, ok, uf}},
-	{"c", operand.UpgradeFailed, [3]string{D, D, F}, [3]string{ok, ok, uf}},            // fixed: a new driver pod
-	{"c", operand.UpgradeFailed, [3]string{D, D, F}, [3]string{ok, ok, uf + "+" + pa}}, // its driver manager pauses
-	{"c", operand.UpgradeFailed, [3]string{D, D, F}, [3]string{ok, ok, uf}},
-	{"c", operand.UpgradeUncordonRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
-	{"c", operand.UpgradeUncordonRequired, [3]string{D, D, P}, [3]string{ok, ok, ok}},
-	{"c", operand.UpgradeDone, [3]string{D, D, D}, [3]string{ok, ok, ok}},
-
-	{"", "", [3]string{D, D, D}, [3]string{ok, ok, ok}}, // the template rolled back
-	{"", "", [3]string{D, D, D}, [3]string{ok, ok, ok}}, // the controller's labels off
-	{"", "", [3]string{D, D, D}, [3]string{ok, ok, ok}}, // the deploy labels back under gpuops
+// walk is the rehearsal's steps, one node at a time, with gpuops's health
+// of a, b and c after each and the upgrade verdicts of one table (three
+// letters a step, as the short names above, e.g. "PWW"). A node cordoned
+// before the upgrade (cordoned) is not cordoned again and skips
+// uncordon-required; the last node, c, crash-loops and fails, then
+// recovers.
+func walk(cordoned string, verdicts string) []row {
+	var rows []row
+	v := strings.Fields(verdicts)
+	add := func(node, state, h string) {
+		r := row{node: node, state: state, health: [3]string{ok, ok, ok}}
+		for i, c := range v[len(rows)] {
+			r.verdicts[i] = map[rune]string{'O': O, 'W': W, 'P': P, 'F': F, 'D': D}[c]
+		}
+		if node != "" {
+			r.health[node[0]-'a'] = h
+		}
+		rows = append(rows, r)
+	}
+	add("", "", ok) // the new driver template
+	for _, n := range []string{"a", "b", "c"} {
+		add(n, operand.UpgradeRequired, ok)
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		add(n, operand.UpgradeCordonRequired, ok)
+		if n != cordoned {
+			add(n, operand.UpgradeCordonRequired, ok) // cordoned
+		}
+		for _, s := range []string{operand.UpgradeWaitForJobsRequired, operand.UpgradePodDeletionRequired, operand.UpgradeDrainRequired, operand.UpgradePodRestartRequired} {
+			add(n, s, ok)
+		}
+		add(n, operand.UpgradePodRestartRequired, ok) // new driver pod
+		add(n, operand.UpgradePodRestartRequired, pa) // paused
+		add(n, operand.UpgradePodRestartRequired, ok) // resumed
+		if n == "c" {
+			add(n, operand.UpgradePodRestartRequired, cl) // crash-loops
+			add(n, operand.UpgradeFailed, uf)
+			add(n, operand.UpgradeFailed, uf)        // fixed: a new driver pod
+			add(n, operand.UpgradeFailed, uf+"+"+pa) // its driver manager pauses
+			add(n, operand.UpgradeFailed, uf)
+		} else {
+			add(n, operand.UpgradeValidationRequired, ok)
+		}
+		if n != cordoned {
+			add(n, operand.UpgradeUncordonRequired, ok)
+			add(n, operand.UpgradeUncordonRequired, ok) // uncordoned
+		}
+		add(n, operand.UpgradeDone, ok)
+	}
+	add("", "", ok) // the template rolled back
+	add("", "", ok) // the controller's labels off
+	add("", "", ok) // the deploy labels back under gpuops
+	if len(rows) != len(v) {
+		panic(fmt.Sprintf("the walk has %d steps, the verdicts %d", len(rows), len(v)))
+	}
+	return rows
 }
+
+// The walk with b cordoned by someone before the upgrade, without a
+// ClusterPolicy: upgrade-required waits, as no policy turns autoUpgrade
+// on, and only the node the walk is on is in progress.
+var table = walk("b", `OOO WOO WWO WWW
+	PWW PWW PWW PWW PWW PWW PWW PWW PWW PWW PWW PWW DWW
+	DPW DPW DPW DPW DPW DPW DPW DPW DPW DDW
+	DDP DDP DDP DDP DDP DDP DDP DDP DDP DDP DDF DDF DDF DDF DDP DDP DDD
+	DDD DDD DDD`)
 
 // TestDriverUpgradeRehearsal walks three driver nodes beside one whose host
 // has the driver (never part of the rollout, always ready) and one without
