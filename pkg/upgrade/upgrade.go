@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/gpuops/gpuops/pkg/judge"
@@ -425,7 +426,10 @@ func unavailableWhy(s *snapshot.Snapshot, name string) string {
 // failure is the cause the controller failed the node for: a driver pod
 // restarting while not Ready (common_manager.go isDriverPodFailing),
 // validation not done in time (validation_manager.go), else what its
-// latest Event says (a failed drain or pod deletion).
+// latest warning says (a failed drain or pod deletion). A Normal Event is
+// the controller's routine word on a state change ("Successfully updated
+// node state label to upgrade-failed"), no cause: once the driver recovers
+// it would read as one.
 func failure(s *snapshot.Snapshot, m *member, now time.Time) string {
 	if p := m.driver; p != nil && !p.Health.Ready && p.Health.Restarts > operand.UpgradeMaxRestarts {
 		return fmt.Sprintf("driver pod %s: container %s restarted %d times and is not Ready (the controller fails a node past %d)",
@@ -440,7 +444,7 @@ func failure(s *snapshot.Snapshot, m *member, now time.Time) string {
 	if p := m.validator; p != nil && !p.Health.Ready {
 		return fmt.Sprintf("validator pod %s not Ready: validation gives up after %s", p.Name, limit)
 	}
-	if e, ok := s.UpgradeEvents[m.node.Name]; ok {
+	if e, ok := s.UpgradeEvents[m.node.Name]; ok && e.Type == corev1.EventTypeWarning {
 		return e.Message + " (" + e.Time.Format(time.RFC3339) + ")"
 	}
 	return "no cause left to read: the driver and validator pods are fine and no GPUDriverUpgrade Event says why (a drain or pod deletion that failed leaves only the Event)"
