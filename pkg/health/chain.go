@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
 // chain is a roster's operands in start-up order, with what each needs: the
@@ -15,6 +16,8 @@ type chain struct {
 	rank  map[string]int
 	rules map[string][]operand.Rule // by dependent operand
 	inits map[string][]operand.Init // by operand, in pod order
+	// offered are the sharing and MIG configs (sharing.go); nil unread.
+	offered *snapshot.Offers
 }
 
 func newChain(roster []operand.Operand) chain {

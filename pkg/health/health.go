@@ -88,6 +88,7 @@ type Node struct {
 // Assess assesses every node of the snapshot, in natural name order.
 func Assess(s *snapshot.Snapshot, roster []operand.Operand, now time.Time, stuckAfter time.Duration) []Node {
 	c := newChain(roster)
+	c.offered = s.Offers
 	pods := podsByNode(s.Pods)
 	nodes := judge.SortedNodes(s)
 	out := make([]Node, len(nodes))
@@ -158,6 +159,7 @@ func (c chain) assess(n snapshot.Node, pods []*snapshot.Pod, now time.Time, stuc
 	c.upgrade(links, n, now, stuckAfter)
 	c.order(links, n.Labels)
 	c.devices(links, n)
+	c.offers(links, n, pods, now, stuckAfter)
 	c.blockers(links)
 	return verdict(out, links)
 }

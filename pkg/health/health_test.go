@@ -247,36 +247,42 @@ func TestAssess(t *testing.T) {
 			if len(got) != 1 {
 				t.Fatalf("%d verdicts, want 1", len(got))
 			}
-			v := got[0]
-			if tc.want == nil {
-				if !v.Usable || v.Cause != nil || len(v.Blocked) != 0 || len(v.Also) != 0 || len(v.Evidence) != 0 {
-					t.Fatalf("want usable, got %+v (cause %+v)", v, v.Cause)
-				}
-				if judged := tc.node.Labels[operand.GPUPresent] == "true"; v.Judged != judged {
-					t.Errorf("judged %v, want %v", v.Judged, judged)
-				}
-				return
-			}
-			if v.Usable || !v.Judged || v.Cause == nil {
-				t.Fatalf("want unusable, got %+v", v)
-			}
-			if v.Cause.Code != tc.want.code || v.Cause.Operand != tc.want.operand || !strings.Contains(v.Cause.Message, tc.want.message) {
-				t.Errorf("cause %+v, want %s/%s with %q", *v.Cause, tc.want.code, tc.want.operand, tc.want.message)
-			}
-			if !reflect.DeepEqual(v.Blocked, tc.want.blocked) {
-				t.Errorf("blocked %q, want %q", v.Blocked, tc.want.blocked)
-			}
-			var also []string
-			for _, c := range v.Also {
-				also = append(also, c.Code+"/"+c.Operand)
-			}
-			if !reflect.DeepEqual(also, tc.want.also) {
-				t.Errorf("also %q, want %q", also, tc.want.also)
-			}
-			if tc.want.code != health.NodeNotReady && len(v.Evidence) != 1+len(v.Blocked)+len(v.Also) {
-				t.Errorf("evidence %q: want a line for the cause and each blocked and other cause", v.Evidence)
-			}
+			checkVerdict(t, got[0], tc.node, tc.want)
 		})
+	}
+}
+
+// checkVerdict: v is usable (want nil), or unusable for want's cause, with
+// what it blocks, its other causes and an evidence line for each.
+func checkVerdict(t *testing.T, v health.Node, node snapshot.Node, want *want) {
+	t.Helper()
+	if want == nil {
+		if !v.Usable || v.Cause != nil || len(v.Blocked) != 0 || len(v.Also) != 0 || len(v.Evidence) != 0 {
+			t.Fatalf("want usable, got %+v (cause %+v)", v, v.Cause)
+		}
+		if judged := node.Labels[operand.GPUPresent] == "true"; v.Judged != judged {
+			t.Errorf("judged %v, want %v", v.Judged, judged)
+		}
+		return
+	}
+	if v.Usable || !v.Judged || v.Cause == nil {
+		t.Fatalf("want unusable, got %+v", v)
+	}
+	if v.Cause.Code != want.code || v.Cause.Operand != want.operand || !strings.Contains(v.Cause.Message, want.message) {
+		t.Errorf("cause %+v, want %s/%s with %q", *v.Cause, want.code, want.operand, want.message)
+	}
+	if !reflect.DeepEqual(v.Blocked, want.blocked) {
+		t.Errorf("blocked %q, want %q", v.Blocked, want.blocked)
+	}
+	var also []string
+	for _, c := range v.Also {
+		also = append(also, c.Code+"/"+c.Operand)
+	}
+	if !reflect.DeepEqual(also, want.also) {
+		t.Errorf("also %q, want %q", also, want.also)
+	}
+	if want.code != health.NodeNotReady && len(v.Evidence) != 1+len(v.Blocked)+len(v.Also) {
+		t.Errorf("evidence %q: want a line for the cause and each blocked and other cause", v.Evidence)
 	}
 }
 

@@ -17,13 +17,20 @@ import (
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
-// readOperator reads the ClusterPolicy and NVIDIADrivers again; on a
-// failure the hooks hear it and the last ones read stay.
+// readOperator reads the ClusterPolicy and NVIDIADrivers again, and for
+// health the sharing and MIG configs it names; on a failure the hooks hear
+// it and the last ones read stay.
 func (t *Tracker) readOperator(ctx context.Context) error {
 	s := snapshot.Snapshot{Namespace: t.opts.Namespace}
 	if err := read.Operator(ctx, t.client, &s); err != nil {
 		t.watchFailed("clusterpolicies", err)
 		return err
+	}
+	if t.opts.ReadOptions().Offers {
+		if err := read.Offers(ctx, t.client, t.opts.Namespace, &s); err != nil {
+			t.watchFailed("configmaps", err)
+			return err
+		}
 	}
 	t.operator = s
 	return nil
@@ -157,7 +164,8 @@ func (t *Tracker) rollout(judged []string, after map[string]*verdict.Verdict, no
 
 // base is a snapshot of what every verdict reads besides nodes and pods.
 func (t *Tracker) base() *snapshot.Snapshot {
-	s := &snapshot.Snapshot{Namespace: t.opts.Namespace, DaemonSets: t.operator.DaemonSets, Policy: t.operator.Policy, NVIDIADrivers: t.operator.NVIDIADrivers}
+	s := &snapshot.Snapshot{Namespace: t.opts.Namespace, DaemonSets: t.operator.DaemonSets, Policy: t.operator.Policy, NVIDIADrivers: t.operator.NVIDIADrivers,
+		Offers: t.operator.Offers}
 	if t.opts.Upgrades {
 		s.Revisions, s.UpgradeEvents = t.revisions(), map[string]snapshot.Event{}
 	}

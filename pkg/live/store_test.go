@@ -25,7 +25,7 @@ func TestTrimNodeKeepsWhatTheJudgesRead(t *testing.T) {
 	deploy := map[string]string{operand.Lab.Driver().LabelKey(): "true", operand.OperandsLabel: "true"}
 	read := map[string]string{operand.GPUPresent: "true", "feature.node.kubernetes.io/pci-10de.present": "true"}
 	maps.Copy(read, deploy)
-	all := map[string]string{operand.GPUProductLabel: "NVIDIA-H100-80GB-HBM3", "feature.node.kubernetes.io/kernel-version.full": "6.8.0-40-generic"}
+	all := map[string]string{"nvidia.com/cuda.driver.major": "580", "feature.node.kubernetes.io/kernel-version.full": "6.8.0-40-generic"}
 	maps.Copy(all, read)
 	dss := []snapshot.DaemonSet{{Name: "nvidia-driver-daemonset", NodeSelector: map[string]string{"feature.node.kubernetes.io/pci-10de.present": "true"}}}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1", ResourceVersion: "7", Labels: all}}

@@ -181,7 +181,7 @@ var DeviceRule = Rule{Operand: DevicePlugin, Needs: ContainerToolkit, Finding: "
 // whatever the DaemonSets select on: the deploy labels and the operator's own
 // labels the catalog names (a GPU's presence and count, the MIG strategy, the
 // workload config, the driver upgrade's state, skip and pool, the helpers'
-// progress). A store may keep only these and the DaemonSets' selector keys
+// progress, the sharing and MIG configs' labels: OfferLabel). A store may keep only these and the DaemonSets' selector keys
 // (pkg/pipeline Labels): a real node's other hundred labels (NFD's, most of
 // GFD's, the cloud's) are most of its size and never judged.
 func JudgedLabel(key string) bool {
@@ -195,7 +195,7 @@ func JudgedLabel(key string) bool {
 			return true
 		}
 	}
-	return IsDeployLabel(key)
+	return IsDeployLabel(key) || OfferLabel(key)
 }
 
 // OperatorAccounts are the GPU Operator's service accounts that may write

@@ -65,7 +65,7 @@ const (
 // daemon (state-mps-control-daemon) runs beside the device plugin
 // (deploy.device-plugin=true and nvidia.com/mps.capable=true) and must not
 // make the device plugin look present.
-var Helpers = []string{"nvidia-device-plugin-mps-control-daemon"}
+var Helpers = []string{MPSDaemonSet}
 
 // AllRules is the start-up order the operator really has on a node, from the
 // init containers of its DaemonSets:

@@ -33,6 +33,7 @@ func (o Options) ReadOptions() read.Options {
 		DeployLabelsOnly: !o.Explain && o.GroupBy == "" && !o.Health,
 		DaemonSets:       !o.LabelsOnly && (o.Explain || o.Roster != LabRoster),
 		Operator:         !o.LabelsOnly,
+		Offers:           o.Health && !o.LabelsOnly,
 		NoPods:           o.LabelsOnly,
 		Upgrades:         o.Upgrades,
 	}
@@ -48,7 +49,8 @@ func (o Options) ReadOptions() read.Options {
 }
 
 // pausedOrUpgrading picks the labels whose age health reads: a helper's
-// pause, and the driver upgrade's state (stuck when held too long).
+// pause, the driver upgrade's state and the MIG manager's while it applies
+// a layout (stuck when held too long).
 func pausedOrUpgrading(key, value string) bool {
-	return operand.Paused(key, value) || operand.UpgradeTraced(key, value)
+	return operand.Paused(key, value) || operand.UpgradeTraced(key, value) || operand.MIGChanging(key, value)
 }

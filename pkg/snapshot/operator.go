@@ -31,6 +31,8 @@ type ClusterPolicy struct {
 	// UpgradePolicy is spec.driver.upgradePolicy, nil when the policy sets
 	// none (the upgrade controller then does nothing).
 	UpgradePolicy *UpgradePolicy
+	// Offer names the device plugin's and the MIG manager's configs.
+	Offer OfferPolicy
 }
 
 // UpgradePolicy is how the driver upgrade controller may upgrade the nodes

@@ -38,6 +38,9 @@ type Snapshot struct {
 	// Event on it (operand.UpgradeEventReason): its latest warning, when it
 	// gave one, else its latest word. Nil unless the read was for upgrades.
 	UpgradeEvents map[string]Event
+	// Offers are the sharing and MIG configs the ClusterPolicy names
+	// (sharing.go); nil unless the read was for health.
+	Offers *Offers
 	// Notes say what the reader skipped and why (a CRD that is not served,
 	// a list the user may not make), for --explain.
 	Notes []string

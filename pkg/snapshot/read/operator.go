@@ -168,7 +168,7 @@ func pick(items []clusterPolicy) *snapshot.ClusterPolicy {
 		return nil
 	}
 	p := items[i]
-	out := &snapshot.ClusterPolicy{Name: p.Metadata.Name, Namespace: p.Status.Namespace, Enabled: map[string]bool{}}
+	out := &snapshot.ClusterPolicy{Name: p.Metadata.Name, Namespace: p.Status.Namespace, Enabled: map[string]bool{}, Offer: offerPolicy(p.Spec)}
 	for field, raw := range p.Spec {
 		var f struct {
 			Enabled            *bool

@@ -60,6 +60,9 @@ type Options struct {
 	// Operator also reads the GPU Operator's ClusterPolicy and NVIDIADriver
 	// objects (see operator.go).
 	Operator bool
+	// Offers also reads, with Operator, the sharing and MIG configs the
+	// policy names (sharing.go): health judges what the nodes offer by them.
+	Offers bool
 	// Trace, when set, picks node labels whose last writer and time the
 	// snapshot keeps (Node.LabelChanges), read from managedFields: only the
 	// nodes with such a label pay for decoding them. It sees the labels the
@@ -179,10 +182,13 @@ func daemonSetsAndOperator(ctx context.Context, c kubernetes.Interface, namespac
 			s.DaemonSets = append(s.DaemonSets, snapshot.DaemonSetFrom(&dss.Items[i]))
 		}
 	}
-	if opts.Operator {
-		return Operator(ctx, c, s)
+	if !opts.Operator {
+		return nil
 	}
-	return nil
+	if err := Operator(ctx, c, s); err != nil || !opts.Offers {
+		return err
+	}
+	return Offers(ctx, c, namespace, s)
 }
 
 // nodeLabels is the label filter of the nodes' read: the deploy labels
