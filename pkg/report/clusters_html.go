@@ -64,7 +64,7 @@ func ClustersHTML(w io.Writer, cs []outcome.Cluster, src Source) (string, error)
 	src.Context, src.Server = strings.Join(contexts, ", "), "one per context (Clusters, below)"
 	page := newPage(byCluster(cs, summary.Total(fleets).Operands), src)
 	page.Clusters, page.Total = rows, total
-	holds := fmt.Sprintf("%d contexts, %d nodes, %d findings", len(cs), total.Nodes, total.Findings)
+	holds := fmt.Sprintf("%d contexts, %s, %d findings", len(cs), nodeCount(total.Nodes), total.Findings)
 	return holds, fleetPage().Execute(w, page)
 }
 

@@ -14,10 +14,11 @@ const (
 	Unusable = "UNUSABLE"
 )
 
-// healthView is whether each GPU node can run GPU work: in text a line per
-// GPU node, "<node> READY" or "<node> UNUSABLE <code> <operand>" for each
+// healthView is whether each GPU node can run GPU work: in text one line
+// per GPU node, "<node> READY" or "<node> UNUSABLE <code> <operand>" for its
 // root cause, then "blocks a,b" for the operands waiting behind it;
-// explained, its message and the pods' evidence, indented. Nodes without a
+// explained, its message, the other root causes ("also") and the pods'
+// evidence, indented. A second cause is never a second verdict line. Nodes without a
 // GPU are not GPU nodes: only the data formats list them ("judged": false).
 // JUnit has a case per GPU node, a failure per unusable one.
 type healthView struct{ r *outcome.Result }
@@ -51,9 +52,7 @@ func (h healthView) blocks(bool) []block {
 		case n.Usable:
 			t.rows = append(t.rows, []cell{{text: n.Node}, {Ready, green}, {}, {}, {}})
 		default:
-			for _, c := range causes(n) {
-				t.rows = append(t.rows, []cell{{text: n.Node}, {Unusable, red}, {text: c.Code}, {text: c.Operand}, {text: strings.Join(n.Blocked, ",")}})
-			}
+			t.rows = append(t.rows, []cell{{text: n.Node}, {Unusable, red}, {text: n.Cause.Code}, {text: n.Cause.Operand}, {text: strings.Join(n.Blocked, ",")}})
 		}
 	}
 	return []block{{table: &t}}
@@ -98,21 +97,20 @@ func healthLines(h health.Node, why bool) []string {
 	if h.Usable {
 		return []string{h.Node + " " + Ready}
 	}
-	var out []string
-	for i, c := range causes(h) {
-		l := strings.TrimSpace(fmt.Sprintf("%s %s %s %s", h.Node, Unusable, c.Code, c.Operand))
-		if i == 0 && len(h.Blocked) > 0 {
-			l += " blocks " + strings.Join(h.Blocked, ",")
-		}
-		out = append(out, l)
-		if why {
-			out = append(out, "  "+c.Message)
-		}
+	l := strings.TrimSpace(fmt.Sprintf("%s %s %s %s", h.Node, Unusable, h.Cause.Code, h.Cause.Operand))
+	if len(h.Blocked) > 0 {
+		l += " blocks " + strings.Join(h.Blocked, ",")
 	}
-	if why {
-		for _, e := range h.Evidence {
-			out = append(out, "  "+e)
-		}
+	out := []string{l}
+	if !why {
+		return out
+	}
+	out = append(out, "  "+h.Cause.Message)
+	for _, c := range h.Also {
+		out = append(out, "  also "+strings.TrimSpace(c.Code+" "+c.Operand)+": "+c.Message)
+	}
+	for _, e := range h.Evidence {
+		out = append(out, "  "+e)
 	}
 	return out
 }

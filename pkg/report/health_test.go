@@ -25,8 +25,9 @@ func healthVerdicts() []verdict.Verdict {
 	}
 }
 
-// Text: a line per GPU node and root cause, what the first blocks on its
-// line; --explain adds the messages and evidence; a CPU node is no GPU node.
+// Text: one line per GPU node, its root cause and what it blocks; a second
+// root cause is no second verdict line: --explain adds the messages, the
+// other causes ("also") and the evidence; a CPU node is no GPU node.
 func TestHealthText(t *testing.T) {
 	for _, tc := range []struct {
 		why  bool
@@ -34,11 +35,10 @@ func TestHealthText(t *testing.T) {
 	}{
 		{false, "gpu-1 READY\n" +
 			"gpu-2 UNUSABLE crash-loop driver blocks container-toolkit,device-plugin\n" +
-			"gpu-2 UNUSABLE missing dcgm-exporter\n" +
 			"gpu-3 UNUSABLE node-not-ready\n"},
 		{true, "gpu-1 READY\n" +
 			"gpu-2 UNUSABLE crash-loop driver blocks container-toolkit,device-plugin\n  driver crash-loops\n" +
-			"gpu-2 UNUSABLE missing dcgm-exporter\n  no pod\n  driver: pod d-1 Running, 5 restarts\n" +
+			"  also missing dcgm-exporter: no pod\n  driver: pod d-1 Running, 5 restarts\n" +
 			"gpu-3 UNUSABLE node-not-ready\n  node is NotReady\n"},
 	} {
 		var b bytes.Buffer

@@ -139,8 +139,8 @@ func TestHTMLRollout(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		`<section id="upgrade">`, `<p class="mono">rollout: 1 nodes failed=1</p>`, `<p class="mono">by pool</p>`,
-		`<p class="mono">budget (ClusterPolicy): maxParallelUpgrades 1, maxUnavailable 1 of 1 nodes, 0 free</p>`,
+		`<section id="upgrade">`, `<p class="mono">rollout: 1 node failed=1</p>`, `<p class="mono">by pool</p>`,
+		`<p class="mono">budget (ClusterPolicy): maxParallelUpgrades 1, maxUnavailable 1 of 1 node, 0 free</p>`,
 		`<a href="#n-gpu-1">gpu-1</a></th><td><span class="m">✗ failed</span></td><td><code>upgrade-failed</code></td><td></td><td>driver pod restarted 11 times</td>`,
 	} {
 		if !strings.Contains(b.String(), want) {

@@ -70,7 +70,7 @@ func verdictCell(v string) cell {
 // grouped, then each policy's budget: for each NVIDIADriver pool its own
 // counts and budget.
 func rolloutLines(r *upgrade.Rollout, groups *grouped) []string {
-	out := []string{fmt.Sprintf("rollout: %d nodes %s", len(r.Nodes), verdictCounts(r.Counts))}
+	out := []string{fmt.Sprintf("rollout: %s %s", nodeCount(len(r.Nodes)), verdictCounts(r.Counts))}
 	if groups != nil {
 		out = append(out, "by "+groups.By)
 		for _, g := range groups.Groups {
@@ -128,7 +128,7 @@ func budgetLine(of string, bu upgrade.Budget) string {
 	if bu.MaxParallel == 0 {
 		parallel = "unlimited"
 	}
-	l := fmt.Sprintf("budget (%s): maxParallelUpgrades %s, maxUnavailable %d of %d nodes, %d free", of, parallel, bu.MaxUnavailable, bu.Nodes, bu.Available)
+	l := fmt.Sprintf("budget (%s): maxParallelUpgrades %s, maxUnavailable %d of %s, %d free", of, parallel, bu.MaxUnavailable, nodeCount(bu.Nodes), bu.Available)
 	if len(bu.InProgress) > 0 {
 		l += "; upgrading: " + strings.Join(bu.InProgress, ",")
 	}
@@ -136,4 +136,12 @@ func budgetLine(of string, bu upgrade.Budget) string {
 		l += "; unavailable: " + strings.Join(bu.Unavailable, ",")
 	}
 	return l
+}
+
+// nodeCount is "1 node" or "<n> nodes".
+func nodeCount(n int) string {
+	if n == 1 {
+		return "1 node"
+	}
+	return fmt.Sprintf("%d nodes", n)
 }

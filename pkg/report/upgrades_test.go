@@ -71,7 +71,7 @@ func TestUpgradesGroupedAndPools(t *testing.T) {
 		"rollout (NVIDIADriver a100): done=2\n" +
 		"budget (NVIDIADriver a100): maxParallelUpgrades 1, maxUnavailable 1 of 2 nodes, 1 free\n" +
 		"rollout (NVIDIADriver h100): failed=1\n" +
-		"budget (NVIDIADriver h100): maxParallelUpgrades 1, maxUnavailable 1 of 1 nodes, 0 free; upgrading: h-1\n" +
+		"budget (NVIDIADriver h100): maxParallelUpgrades 1, maxUnavailable 1 of 1 node, 0 free; upgrading: h-1\n" +
 		"h-1 failed upgrade-failed: driver pod restarted 11 times\n"
 	if b.String() != want {
 		t.Errorf("upgrades:\n%s\nwant:\n%s", b.String(), want)

@@ -162,7 +162,7 @@ func (x *Watch) table(b *strings.Builder, batch verdict.Batch) {
 		}
 		b.WriteString("\x1b[H\x1b[2J") // cursor home, clear screen
 		t.writeAligned(b, x.p.Color, t.widths(nil), true)
-		fmt.Fprintf(b, "\n%d nodes, %d with findings; updated %s\n", len(names), findings, batch.Time.Format(time.TimeOnly))
+		fmt.Fprintf(b, "\n%s, %d with findings; updated %s\n", nodeCount(len(names)), findings, batch.Time.Format(time.TimeOnly))
 		return
 	}
 	for _, c := range batch.Changes {

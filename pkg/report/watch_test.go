@@ -149,7 +149,7 @@ func TestWatchTableRedraws(t *testing.T) {
 		t.Fatalf("want two frames, got %q", b.String())
 	}
 	want := "NODE   STATUS   DRIVER   TOOLKIT   DEVICE-PLUGIN   ORDER\n" +
-		"n-10   OK       yes      yes       yes             ok\n\n1 nodes, 0 with findings; updated 22:51:08\n"
+		"n-10   OK       yes      yes       yes             ok\n\n1 node, 0 with findings; updated 22:51:08\n"
 	if frames[2] != want {
 		t.Errorf("last frame\n%s\nwant\n%s", frames[2], want)
 	}
