@@ -305,6 +305,11 @@ var upstreamPaths = map[string]bool{
 	"pkg/mig/reconfigure/reconfigure.go": true, // mig-parted
 	"pkg/upgrade/consts.go":              true, // k8s-operator-libs
 	"pkg/controller/daemon":              true, // Kubernetes
+	"cmd/nvidia-validator/main.go":       true, // gpu-operator
+	"cmd/config-manager/main.go":         true, // k8s-device-plugin
+	"internal/lm/mig-strategy.go":        true, // k8s-device-plugin
+	"internal/rm/rm.go":                  true, // k8s-device-plugin
+	"cmd/nvidia-mig-manager/main.go":     true, // mig-parted
 }
 
 // Packages are renamed and files move: every path of the repository the
