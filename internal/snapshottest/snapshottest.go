@@ -78,5 +78,15 @@ func (b *Builder) DaemonSets(ops ...operand.Operand) *Builder {
 	return b
 }
 
+// DevicePools gives the node the pools of DRA devices (none: the read
+// listed the ResourceSlices and found none for it).
+func (b *Builder) DevicePools(node string, pools ...snapshot.DevicePool) *Builder {
+	if b.s.DevicePools == nil {
+		b.s.DevicePools = map[string][]snapshot.DevicePool{}
+	}
+	b.s.DevicePools[node] = append(b.s.DevicePools[node], pools...)
+	return b
+}
+
 // Snapshot is the snapshot built.
 func (b *Builder) Snapshot() *snapshot.Snapshot { return &b.s }

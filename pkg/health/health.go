@@ -54,6 +54,15 @@ const (
 	// driver is the link that is down, whatever its pod shows.
 	UpgradeFailed = "upgrade-failed"
 	UpgradeStuck  = "upgrade-stuck"
+	// The DRA stack (dra.go): the kubelet plugin is ready, yet the node
+	// publishes no device of driver gpu.nvidia.com (no ResourceSlice, or
+	// slices listing none); a pool of its devices has fewer ResourceSlices
+	// than its resourceSliceCount in its newest generation (its devices are
+	// not all known: never read as none); devices carry a taint that keeps
+	// them from new claims (NoSchedule, NoExecute).
+	DevicesNotPublished = "devices-not-published"
+	PoolIncomplete      = "pool-incomplete"
+	DevicesTainted      = "devices-tainted"
 )
 
 // Cause is why a node cannot run GPU work.
@@ -93,7 +102,7 @@ func Assess(s *snapshot.Snapshot, roster []operand.Operand, now time.Time, stuck
 	nodes := judge.SortedNodes(s)
 	out := make([]Node, len(nodes))
 	for i, n := range nodes {
-		out[i] = c.assess(n, pods[n.Name], now, stuckAfter)
+		out[i] = c.assess(n, pods[n.Name], s.DevicePools, now, stuckAfter)
 	}
 	return out
 }
@@ -126,7 +135,7 @@ func (l *link) fail(code, message, evidence string) {
 	l.code, l.message, l.evidence = code, message, evidence
 }
 
-func (c chain) assess(n snapshot.Node, pods []*snapshot.Pod, now time.Time, stuckAfter time.Duration) Node {
+func (c chain) assess(n snapshot.Node, pods []*snapshot.Pod, pools map[string][]snapshot.DevicePool, now time.Time, stuckAfter time.Duration) Node {
 	out := Node{Node: n.Name, Usable: true, Blocked: []string{}}
 	if !gpuNode(n.Labels) {
 		return out
@@ -160,6 +169,7 @@ func (c chain) assess(n snapshot.Node, pods []*snapshot.Pod, now time.Time, stuc
 	c.order(links, n.Labels)
 	c.devices(links, n)
 	c.offers(links, n, pods, now, stuckAfter)
+	c.dra(links, n.Name, pools)
 	c.blockers(links)
 	return verdict(out, links)
 }

@@ -61,7 +61,7 @@ var Inits = []Init{
 	{Operand: "sandbox-device-plugin", Container: "vgpu-devices-validation", WaitsOn: "sandbox-validator", Past: "vgpu-devices-validation"},
 	{Operand: "kata-sandbox-device-plugin", Container: "vfio-pci-validation", WaitsOn: "sandbox-validator", Past: "vfio-pci-validation"},
 	{Operand: DRADriver, Container: "driver-validation", WaitsOn: Driver},
-	{Operand: "dra-validator", Container: "gpu-validation", WaitsOn: DRADriver},
+	{Operand: DRAValidator, Container: "gpu-validation", WaitsOn: DRADriver},
 }
 
 // Labels of GPU feature discovery: the model the fleet view groups by, and

@@ -65,7 +65,7 @@ var (
 		Manager: "driver-manager", StateLabel: "nvidia.com/gpu-driver-upgrade-state", Suffixed: true,
 		Operands: []string{OperatorValidator, ContainerToolkit, DevicePlugin, GPUFeatureDiscovery, DCGMExporter, DCGM,
 			MIGManager, "sandbox-validator", "sandbox-device-plugin", VGPUDeviceManager,
-			DRADriver, "dra-validator", "dcgm-dra", "dcgm-exporter-dra"},
+			DRADriver, DRAValidator, "dcgm-dra", "dcgm-exporter-dra"},
 	}
 	// mig-parted pkg/mig/reconfigure: every value but "false" becomes the
 	// value (an absent label too); mig.config.state goes pending, then

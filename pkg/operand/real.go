@@ -43,7 +43,7 @@ var Real = append(Lab[:len(Lab):len(Lab)],
 	// app=nvidia-operator-validator, the label the upgrade controller waits on;
 	// gpuops goes by the controlling DaemonSet, so they count as dra-validator.
 	Operand{Name: DRADriver, DaemonSet: "nvidia-dra-driver-kubelet-plugin", Column: "dra-driver"},
-	Operand{Name: "dra-validator", DaemonSet: "nvidia-dra-validator", Column: "dra-validator"},
+	Operand{Name: DRAValidator, DaemonSet: "nvidia-dra-validator", Column: "dra-validator"},
 	Operand{Name: "dcgm-dra", DaemonSet: "nvidia-dcgm-dra", Column: "dcgm-dra"},
 	Operand{Name: "dcgm-exporter-dra", DaemonSet: "nvidia-dcgm-exporter-dra", Column: "dcgm-exporter-dra"},
 )
@@ -58,6 +58,7 @@ const (
 	VGPUManager         = "vgpu-manager"
 	VGPUDeviceManager   = "vgpu-device-manager"
 	DRADriver           = "dra-driver"
+	DRAValidator        = "dra-validator"
 )
 
 // Helpers are DaemonSets that select nodes by an operand's deploy label but
@@ -97,7 +98,7 @@ var AllRules = []Rule{
 	{Operand: OperatorValidator, Needs: ContainerToolkit, Finding: "operator-validator-without-toolkit"},
 	{Operand: VGPUDeviceManager, Needs: VGPUManager, Finding: "vgpu-device-manager-without-vgpu-manager"},
 	{Operand: DRADriver, Needs: Driver, Finding: "dra-driver-without-driver", HostValues: HostDriverValues},
-	{Operand: "dra-validator", Needs: DRADriver, Finding: "dra-validator-without-dra-driver"},
+	{Operand: DRAValidator, Needs: DRADriver, Finding: "dra-validator-without-dra-driver"},
 	{Operand: "dcgm-dra", Needs: DRADriver, Finding: "dcgm-dra-without-dra-driver"},
 	{Operand: "dcgm-exporter-dra", Needs: DRADriver, Finding: "dcgm-exporter-dra-without-dra-driver"},
 }

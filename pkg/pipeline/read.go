@@ -25,7 +25,7 @@ func Run(ctx context.Context, c kubernetes.Interface, o Options) (*outcome.Resul
 // ReadOptions say what the judges of these options read, and no more: a
 // node's deploy labels unless the reasons, health (readiness, devices, GFD's
 // count) or the grouping label need the rest, the DaemonSets when the roster or the reasons need them, who wrote
-// a helper's pause when pauses can be stuck.
+// a helper's pause when pauses can be stuck, the DRA driver's devices for health.
 func (o Options) ReadOptions() read.Options {
 	ro := read.Options{
 		NodeSelector:     o.NodeSelector,
@@ -36,6 +36,7 @@ func (o Options) ReadOptions() read.Options {
 		Offers:           o.Health && !o.LabelsOnly,
 		NoPods:           o.LabelsOnly,
 		Upgrades:         o.Upgrades,
+		DRA:              o.Health,
 	}
 	// Of whole nodes, only the labels the verdicts read are decoded.
 	ro.NodeLabels = func(dss []snapshot.DaemonSet) func(string) bool { return o.LabelsRead(dss).Keep }

@@ -41,6 +41,9 @@ type Snapshot struct {
 	// Offers are the sharing and MIG configs the ClusterPolicy names
 	// (sharing.go); nil unless the read was for health.
 	Offers *Offers
+	// DevicePools are, by node, the pools of devices the DRA kubelet plugin
+	// publishes there (dra.go). Nil unless the read listed ResourceSlices.
+	DevicePools map[string][]DevicePool
 	// Notes say what the reader skipped and why (a CRD that is not served,
 	// a list the user may not make), for --explain.
 	Notes []string

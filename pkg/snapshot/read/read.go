@@ -76,6 +76,11 @@ type Options struct {
 	// (Snapshot.Revisions) and the controller's Events on nodes
 	// (Snapshot.UpgradeEvents), one LIST each.
 	Upgrades bool
+	// DRA also lists the DRA driver's ResourceSlices (dra.go,
+	// Snapshot.DevicePools), one LIST, when a DaemonSet read runs the DRA
+	// kubelet plugin (snapshot.RunsDRA): a cluster without the DRA stack
+	// pays nothing for it.
+	DRA bool
 }
 
 // Traced picks the node labels a read traces: Trace's and, for upgrades,
@@ -111,15 +116,22 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 	// is said as the node list met it, whichever list failed first. Failing
 	// is the rare path; waiting there for the slowest list costs little.
 	var g errgroup.Group
-	var errs [4]error
+	var errs [5]error
 	run := func(slot int, f func() error) { g.Go(func() error { errs[slot] = f(); return errs[slot] }) }
 	// The DaemonSets, the operator's objects and then the nodes are read one
 	// after the other, on one connection: a fresh process shakes hands once
 	// less (pkg/kube, handshake.go), and the pods take longer than the three
 	// of them together. The DaemonSets come first: the filter of the nodes'
 	// labels is made of them.
+	var notes, draNotes []string // apart: Operator writes s.Notes meanwhile
 	g.Go(func() error {
 		errs[2] = daemonSetsAndOperator(ctx, c, namespace, opts, s)
+		if opts.DRA && snapshot.RunsDRA(s.DaemonSets) {
+			run(4, func() (err error) {
+				s.DevicePools, draNotes, err = readDevicePools(ctx, c.ResourceV1().RESTClient(), opts)
+				return err
+			})
+		}
 		labels := nodeLabels(opts, s.DaemonSets)
 		errs[0] = readNodes(ctx, core, opts, labels, func(n *corev1.Node, whole []byte) error {
 			if whole == nil && labels != nil { // decoded whole (JSON): not filtered yet
@@ -152,7 +164,6 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 		s.Pods = pods
 		return nil
 	})
-	var notes []string // apart: Operator writes s.Notes meanwhile
 	if opts.Upgrades {
 		run(3, func() (err error) {
 			s.Revisions, s.UpgradeEvents, notes, err = readUpgrades(ctx, c, namespace, opts.PageSize)
@@ -166,7 +177,7 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 			}
 		}
 	}
-	s.Notes = append(s.Notes, notes...)
+	s.Notes = append(append(s.Notes, notes...), draNotes...)
 	return s, nil
 }
 

@@ -1,0 +1,109 @@
+package snapshot
+
+import (
+	"slices"
+
+	resourcev1 "k8s.io/api/resource/v1"
+
+	"github.com/gpuops/gpuops/pkg/operand"
+)
+
+// The DRA stack of a GPUCluster offers a node's GPUs as devices in
+// resource.k8s.io/v1 ResourceSlices, not in the node's allocatable: its
+// kubelet plugin publishes one pool per node, named after the node, under
+// driver gpu.nvidia.com (kubernetes-sigs/dra-driver-nvidia-gpu at 95932046,
+// cmd/gpu-kubelet-plugin/driver.go publishResources and
+// GenerateDriverResources). Each device says what it is in its attribute
+// "type": gpu, mig, or vfio for a GPU bound to vfio-pci
+// (cmd/gpu-kubelet-plugin/types.go, deviceinfo.go).
+const (
+	DRADriverName  = "gpu.nvidia.com"
+	DeviceTypeAttr = "type"
+	VFIODeviceType = "vfio"
+)
+
+// DevicePool is what a judge needs of one pool of the DRA driver's devices
+// on a node: of the pool's newest generation (consumers go by the highest
+// generation alone, resource.k8s.io/v1 ResourcePool), how many slices make
+// it and how many of them are published, the devices they list and those
+// tainted.
+type DevicePool struct {
+	Name       string
+	Generation int64
+	SliceCount int64 // spec.pool.resourceSliceCount: the slices the pool is made of
+	Slices     int64 // the slices of that generation published
+	Devices    int   // devices listed in them
+	VFIO       int   // of which type vfio
+	// Tainted are the devices' taints that keep them from new claims
+	// (withholds), one entry per device and taint.
+	Tainted []TaintedDevice
+}
+
+// Complete reports whether every slice of the pool's generation is
+// published: until then its devices are not all known (not "no devices").
+func (p DevicePool) Complete() bool { return p.Slices >= p.SliceCount }
+
+// TaintedDevice is a device and one taint on it. The kubelet plugin's health
+// monitor taints gpu.nvidia.com/xid (value the XID; NoSchedule when fatal,
+// None otherwise), gpu.nvidia.com/gpu-lost (NoSchedule) and
+// gpu.nvidia.com/unmonitored (None) (cmd/gpu-kubelet-plugin/device_health.go).
+type TaintedDevice struct {
+	Device string `json:"device"`
+	Key    string `json:"key"`
+	Value  string `json:"value,omitempty"`
+	Effect string `json:"effect"`
+}
+
+// withholds reports whether a taint keeps its device from new claims:
+// NoSchedule or NoExecute. None is informational, and an unknown effect is
+// to be read as None (k8s.io/api v0.37 resource/v1 DeviceTaint.Effect).
+func withholds(e resourcev1.DeviceTaintEffect) bool {
+	return e == resourcev1.DeviceTaintEffectNoSchedule || e == resourcev1.DeviceTaintEffectNoExecute
+}
+
+// RunsDRA reports whether one of the DaemonSets runs the DRA kubelet plugin
+// (selects its deploy label): only then are the ResourceSlices worth a read.
+func RunsDRA(daemonSets []DaemonSet) bool {
+	return slices.ContainsFunc(daemonSets, func(d DaemonSet) bool {
+		return slices.Contains(d.SelectorLabels(), operand.LabelPrefix+operand.DRADriver)
+	})
+}
+
+// AddSlice folds one ResourceSlice of the DRA driver into pools, by node: a
+// slice of a newer generation than the pool's replaces what was counted, an
+// older one is left out. Slices not bound to one node (a selector, all
+// nodes) are not the kubelet plugin's and are left out too.
+func AddSlice(pools map[string][]DevicePool, s *resourcev1.ResourceSlice) {
+	if s.Spec.Driver != DRADriverName || s.Spec.NodeName == nil {
+		return
+	}
+	node, p := *s.Spec.NodeName, s.Spec.Pool
+	list := pools[node]
+	i := slices.IndexFunc(list, func(d DevicePool) bool { return d.Name == p.Name })
+	if i < 0 {
+		list = append(list, DevicePool{Name: p.Name, Generation: p.Generation})
+		i = len(list) - 1
+	}
+	d := &list[i]
+	switch {
+	case p.Generation < d.Generation:
+		return
+	case p.Generation > d.Generation:
+		*d = DevicePool{Name: p.Name, Generation: p.Generation}
+	}
+	d.SliceCount = p.ResourceSliceCount
+	d.Slices++
+	for _, dev := range s.Spec.Devices {
+		d.Devices++
+		if t := dev.Attributes[DeviceTypeAttr].StringValue; t != nil && *t == VFIODeviceType {
+			d.VFIO++
+		}
+		for _, t := range dev.Taints {
+			if !withholds(t.Effect) {
+				continue
+			}
+			d.Tainted = append(d.Tainted, TaintedDevice{Device: dev.Name, Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
+		}
+	}
+	pools[node] = list
+}
