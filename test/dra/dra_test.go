@@ -1,0 +1,289 @@
+// Package dra_test judges the DRA stack of a GPUCluster on a real control
+// plane: KWOK nodes labelled as the operator's labeller labels them there
+// (driver, dra-driver, dra-validator, dcgm-dra, dcgm-exporter-dra), the
+// stack's DaemonSets, and the ResourceSlices the DRA kubelet plugin would
+// publish (resource.k8s.io/v1, driver gpu.nvidia.com, one pool per node).
+// The DRA validator's pods claim a GPU through the device class gpu.nvidia.com
+// as upstream's do, so the scheduler itself leaves them Pending where no
+// GPU can be allocated. gpuops health is run as a user runs it.
+package dra_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuops/gpuops/internal/gpuopstest"
+	"github.com/gpuops/gpuops/internal/testcluster"
+	"github.com/gpuops/gpuops/pkg/health"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/snapshot"
+)
+
+func TestMain(m *testing.M) { testcluster.Main(m) }
+
+// draStack is what the operator's labeller asks for on a GPU node of a
+// GPUCluster (NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go
+// gpuClusterStateLabels).
+var draStack = []string{operand.Driver, operand.DRADriver, operand.DRAValidator, "dcgm-dra", "dcgm-exporter-dra"}
+
+// fleetKey sorts the test's nodes into the healthy fleet and the broken.
+const fleetKey = "dra.gpuops.test/fleet"
+
+// slice is one ResourceSlice the kubelet plugin would publish for a node.
+type slice struct {
+	generation, count int64
+	devices           []resourcev1.Device
+}
+
+// node is one case: its deploy labels, the slices published for it and
+// what gpuops says of it.
+type node struct {
+	name   string
+	labels map[string]string // nil: the DRA stack's
+	slices []slice
+	code   string // "": READY
+	// message is a part of the cause's message, evidence of its evidence
+	message, evidence string
+	blocked           []string
+	// unbound: no GPU can be allocated there, so the scheduler leaves the
+	// DRA validator's pod Pending
+	unbound bool
+}
+
+func devices(prefix, typ string, n int, taints ...resourcev1.DeviceTaint) []resourcev1.Device {
+	out := make([]resourcev1.Device, n)
+	for i := range out {
+		out[i] = resourcev1.Device{Name: fmt.Sprintf("%s-%d", prefix, i),
+			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{snapshot.DeviceTypeAttr: {StringValue: &typ}}}
+		if i < len(taints) {
+			out[i].Taints = []resourcev1.DeviceTaint{taints[i]}
+		}
+	}
+	return out
+}
+
+// The kubelet plugin's health monitor's taints
+// (kubernetes-sigs/dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin/device_health.go).
+var (
+	fatalXID    = resourcev1.DeviceTaint{Key: "gpu.nvidia.com/xid", Value: "79", Effect: resourcev1.DeviceTaintEffectNoSchedule}
+	nonFatalXID = resourcev1.DeviceTaint{Key: "gpu.nvidia.com/xid", Value: "13", Effect: resourcev1.DeviceTaintEffectNone}
+	unmonitored = resourcev1.DeviceTaint{Key: "gpu.nvidia.com/unmonitored", Effect: resourcev1.DeviceTaintEffectNone}
+)
+
+var nodes = []node{
+	{name: "gpus", slices: []slice{{1, 1, devices("gpu", "gpu", 8)}}},
+	{name: "two-slices", slices: []slice{{1, 2, devices("gpu", "gpu", 4)}, {1, 2, devices("gpu-b", "gpu", 4)}}},
+	{name: "vfio-only", unbound: true, slices: []slice{{1, 1, devices("vfio", "vfio", 4)}}},
+	{name: "informational-taints", slices: []slice{{1, 1, devices("gpu", "gpu", 8, nonFatalXID, unmonitored)}}},
+	{name: "sandbox", labels: map[string]string{operand.WorkloadConfigLabel: operand.VMPassthrough, operand.LabelPrefix + "vfio-manager": "true"}},
+	{name: "no-slice", unbound: true, code: health.DevicesNotPublished, blocked: []string{operand.DRAValidator},
+		message: "publishes no ResourceSlice of driver gpu.nvidia.com", evidence: "no ResourceSlice of driver gpu.nvidia.com with spec.nodeName"},
+	{name: "empty-slice", unbound: true, slices: []slice{{1, 1, nil}}, code: health.DevicesNotPublished, blocked: []string{operand.DRAValidator},
+		message: "list no device", evidence: "1 of 1 ResourceSlices, 0 devices"},
+	{name: "incomplete", unbound: true, slices: []slice{{1, 1, devices("gpu", "gpu", 8)}, {2, 2, devices("gpu", "gpu", 4)}},
+		code: health.PoolIncomplete, blocked: []string{operand.DRAValidator},
+		message: "(generation 2) has 1 of its 2 ResourceSlices", evidence: "generation 2: 1 of 2 ResourceSlices, 4 devices"},
+	{name: "tainted", slices: []slice{{1, 1, devices("gpu", "gpu", 8, fatalXID, fatalXID)}}, code: health.DevicesTainted, blocked: []string{},
+		message: "2 of 8 devices tainted against new claims: gpu-0 gpu.nvidia.com/xid=79:NoSchedule, gpu-1 gpu.nvidia.com/xid=79:NoSchedule"},
+}
+
+// TestDRAHealth builds the fleet and judges it: exit 0 on the healthy nodes
+// of every kind, 1 with each broken one, named with its cause in every
+// output. Not parallel: the nodes carry the operator's deploy labels.
+func TestDRAHealth(t *testing.T) {
+	env := testcluster.New(t)
+	ctx := context.Background()
+	class := deviceClass(t, env)
+	stack := append(slices.Clone(draStack), "vfio-manager")
+	for _, name := range stack {
+		o, err := operand.Lookup(operand.Real, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds := testcluster.DaemonSet(env.Namespace, o.DaemonSet, map[string]string{o.LabelKey(): "true", testcluster.LabelTestID: env.ID}, "16Mi")
+		if name == operand.DRAValidator {
+			claimGPU(t, env, &ds.Spec.Template.Spec, class)
+		}
+		if _, err := env.Client.AppsV1().DaemonSets(env.Namespace).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.AddNode(t, env.NodeName("cpu"), nil)
+	for _, n := range nodes {
+		labels := map[string]string{operand.GPUPresent: "true", fleetKey: "healthy"}
+		if n.code != "" {
+			labels[fleetKey] = "broken"
+		}
+		if n.labels == nil {
+			for _, o := range draStack {
+				labels[operand.LabelPrefix+o] = "true"
+			}
+		}
+		for k, v := range n.labels {
+			labels[k] = v
+		}
+		env.AddNode(t, env.NodeName(n.name), labels)
+		publish(t, env, env.NodeName(n.name), n.slices)
+	}
+	settle(t, env)
+
+	c := gpuopstest.On(env)
+	args := func(sel string, more ...string) []string {
+		return append([]string{"health", "--discover", "-l", testcluster.LabelTestID + "=" + env.ID + sel}, more...)
+	}
+	t.Run("healthy fleet", func(t *testing.T) {
+		r := c.Want(t, 0, args(","+fleetKey+"=healthy")...)
+		for _, n := range nodes {
+			if line := env.NodeName(n.name) + " READY\n"; n.code == "" && !strings.Contains(r.Stdout, line) {
+				t.Errorf("no line %q in\n%s", line, r.Stdout)
+			}
+		}
+		for _, v := range healthJSON(t, c, 0, args(","+fleetKey+"=healthy", "-o", "json")...) {
+			if !v.Judged || !v.Usable || v.Cause != nil {
+				t.Errorf("%s: %+v cause %+v, want usable", v.Node, v, v.Cause)
+			}
+		}
+	})
+	t.Run("whole fleet", func(t *testing.T) {
+		r := c.Want(t, 1, args("")...)
+		if strings.Contains(r.Stdout, env.NodeName("cpu")) {
+			t.Errorf("the node without a GPU is listed:\n%s", r.Stdout)
+		}
+		// A GPUCluster install asks for no device plugin, toolkit or validator.
+		for _, o := range []string{operand.DevicePlugin, operand.ContainerToolkit, operand.OperatorValidator} {
+			if strings.Contains(r.Stdout, health.Missing+" "+o) {
+				t.Errorf("%s reported missing:\n%s", o, r.Stdout)
+			}
+		}
+	})
+	for _, n := range nodes {
+		if n.code == "" {
+			continue
+		}
+		t.Run(n.name, func(t *testing.T) {
+			name := env.NodeName(n.name)
+			line := name + " UNUSABLE " + n.code + " " + operand.DRADriver
+			if len(n.blocked) > 0 {
+				line += " blocks " + strings.Join(n.blocked, ",")
+			}
+			if r := c.Want(t, 1, args("", name)...); r.Stdout != line+"\n" {
+				t.Errorf("text %q, want the one line %q", r.Stdout, line)
+			}
+			r := c.Want(t, 1, args("", name, "--explain")...)
+			if !strings.Contains(r.Stdout, line+"\n  ") || !strings.Contains(r.Stdout, n.message) || !strings.Contains(r.Stdout, n.evidence) {
+				t.Errorf("--explain: want %q, %q and %q in\n%s", line, n.message, n.evidence, r.Stdout)
+			}
+			got := healthJSON(t, c, 1, args("", name, "-o", "json")...)
+			if len(got) != 1 || got[0].Cause == nil || got[0].Cause.Code != n.code || got[0].Cause.Operand != operand.DRADriver ||
+				!strings.Contains(got[0].Cause.Message, n.message) || strings.Join(got[0].Blocked, ",") != strings.Join(n.blocked, ",") || len(got[0].Also) != 0 {
+				t.Errorf("-o json: %+v, want %s/%s with %q blocking %q", got, n.code, operand.DRADriver, n.message, n.blocked)
+			}
+			for _, format := range []string{"yaml", "table", "junit"} {
+				if r := c.Want(t, 1, args("", name, "-o", format)...); !strings.Contains(r.Stdout, name) || !strings.Contains(r.Stdout, n.code) {
+					t.Errorf("-o %s names not %s and %s:\n%s", format, name, n.code, r.Stdout)
+				}
+			}
+		})
+	}
+}
+
+func healthJSON(t *testing.T, c gpuopstest.Cluster, code int, args ...string) []health.Node {
+	t.Helper()
+	r := c.Want(t, code, args...)
+	var got struct{ Nodes []health.Node }
+	if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil {
+		t.Fatalf("%v: %v\n%s", args, err, r.Stdout)
+	}
+	return got.Nodes
+}
+
+// deviceClass creates the test's device class of whole GPUs, as the
+// operator's gpu.nvidia.com (manifests/state-dra-driver/0400_deviceclass-gpu.yaml),
+// under a name of the test's own: device classes are cluster-scoped.
+func deviceClass(t *testing.T, env *testcluster.Env) string {
+	name := "t-" + env.ID + "." + snapshot.DRADriverName
+	dc := &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: resourcev1.DeviceClassSpec{
+		Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+			Expression: "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"}}}}}
+	if _, err := env.Client.ResourceV1().DeviceClasses().Create(context.Background(), dc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Client.ResourceV1().DeviceClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	return name
+}
+
+// claimGPU makes the pods claim one GPU of the class, as the DRA validator's
+// do (manifests/state-dra-validation/0400_resourceclaimtemplate.yaml,
+// 0500_daemonset.yaml: claim validation-gpu, init container gpu-validation).
+func claimGPU(t *testing.T, env *testcluster.Env, spec *corev1.PodSpec, class string) {
+	tmpl := &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: "nvidia-dra-validator-gpu", Namespace: env.Namespace},
+		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+			Requests: []resourcev1.DeviceRequest{{Name: "validation-gpu", Exactly: &resourcev1.ExactDeviceRequest{
+				DeviceClassName: class, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1}}}}}}}
+	if _, err := env.Client.ResourceV1().ResourceClaimTemplates(env.Namespace).Create(context.Background(), tmpl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "validation-gpu", ResourceClaimTemplateName: &tmpl.Name}}
+	claims := []corev1.ResourceClaim{{Name: "validation-gpu"}}
+	spec.InitContainers = []corev1.Container{{Name: "gpu-validation", Image: "registry.example/fake:1", Resources: corev1.ResourceRequirements{Claims: claims}}}
+	spec.Containers[0].Resources.Claims = claims
+}
+
+// publish creates the node's slices as the kubelet plugin's ResourceSlice
+// controller does: spec.nodeName, one pool named after the node.
+func publish(t *testing.T, env *testcluster.Env, node string, slices []slice) {
+	for i, s := range slices {
+		rs := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-gpu.nvidia.com-%d", node, i)},
+			Spec: resourcev1.ResourceSliceSpec{Driver: snapshot.DRADriverName, NodeName: &node, Devices: s.devices,
+				Pool: resourcev1.ResourcePool{Name: node, Generation: s.generation, ResourceSliceCount: s.count}}}
+		if _, err := env.Client.ResourceV1().ResourceSlices().Create(context.Background(), rs, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = env.Client.ResourceV1().ResourceSlices().Delete(context.Background(), rs.Name, metav1.DeleteOptions{})
+		})
+	}
+}
+
+// settle waits until every pod is where the scheduler leaves it: each
+// DaemonSet's pod on each node that asks for it, Running, but the DRA
+// validator's on the nodes where no GPU can be allocated, Pending there.
+func settle(t *testing.T, env *testcluster.Env) {
+	want := 0
+	for _, n := range nodes {
+		if n.labels == nil {
+			want += len(draStack)
+		} else {
+			want++ // the sandbox node's vfio-manager
+		}
+	}
+	env.WaitForPods(t, env.Namespace, func(pods []corev1.Pod) bool {
+		if len(pods) != want {
+			return false
+		}
+		for i := range pods {
+			p := snapshot.PodFrom(&pods[i])
+			unbound := p.DaemonSet == "nvidia-dra-validator" && slices.ContainsFunc(nodes, func(n node) bool {
+				return n.unbound && env.NodeName(n.name) == p.Target
+			})
+			if unbound {
+				if p.Node != "" || p.Reason == "" {
+					return false
+				}
+			} else if !p.Present() || !p.Health.Ready {
+				return false
+			}
+		}
+		return true
+	})
+}
