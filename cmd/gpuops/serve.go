@@ -15,6 +15,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/oneline"
 	"github.com/gpuops/gpuops/pkg/reportsync"
 	"github.com/gpuops/gpuops/pkg/verdict"
+	"github.com/gpuops/gpuops/pkg/words"
 )
 
 type serveOptions struct {
@@ -78,7 +79,7 @@ func (o *serveOptions) Run(ctx context.Context) error {
 	j.Observe(live.Hooks{
 		Judged: func(b verdict.Batch) {
 			if b.Initial {
-				fmt.Fprintf(o.ErrOut, "ready: %d nodes judged in %s\n", b.Judged, b.Took)
+				fmt.Fprintf(o.ErrOut, "ready: %s judged in %s\n", words.Count(b.Judged, "node"), b.Took)
 				// The first lists' garbage (every object whole, before
 				// the trim) is hundreds of MB at 5,000 nodes, and with
 				// nothing left to allocate no GC would ever collect it:
@@ -89,8 +90,8 @@ func (o *serveOptions) Run(ctx context.Context) error {
 		WatchFailed: func(resource string, err error) {
 			fmt.Fprintf(o.ErrOut, "%s: %s; retrying\n", resource, oneline.Error(err))
 		},
-		Skipped: func(resource string, err error) {
-			fmt.Fprintf(o.ErrOut, "%s: not watched, the driver upgrade verdict goes without them: %s\n", resource, oneline.Error(err))
+		Skipped: func(resource, without string, err error) {
+			fmt.Fprintf(o.ErrOut, "%s: not watched, %s: %s\n", resource, without, oneline.Error(err))
 		},
 	})
 	return metrics.Serve(ctx, ln, j)

@@ -18,14 +18,20 @@ type resource struct {
 	informer cache.SharedIndexInformer
 	synced   cache.DoneChecker
 	stop     context.CancelFunc // set once it runs
-	// probe, for a resource the tracker can go without, lists one object:
-	// if the user may not, the resource is not watched (an informer would
-	// retry for ever and never sync).
-	probe func(context.Context) error
+	*optional
 }
 
-func (t *Tracker) add(name string, inf cache.SharedIndexInformer, trim cache.TransformFunc, h cache.ResourceEventHandler, probe func(context.Context) error) error {
-	r, err := t.watched(name, inf, trim, h, probe)
+// optional is a resource the tracker can go without. Its probe lists one
+// object: if the user may not, or the server does not serve the resource,
+// it is not watched (an informer would retry for ever and never sync), and
+// the hooks are told what goes without it.
+type optional struct {
+	probe   func(context.Context) error
+	without string // what goes without it, in words
+}
+
+func (t *Tracker) add(name string, inf cache.SharedIndexInformer, trim cache.TransformFunc, h cache.ResourceEventHandler, opt *optional) error {
+	r, err := t.watched(name, inf, trim, h, opt)
 	if err == nil {
 		t.resources = append(t.resources, r)
 	}
@@ -34,7 +40,7 @@ func (t *Tracker) add(name string, inf cache.SharedIndexInformer, trim cache.Tra
 
 // watched readies an informer: trimmed, its errors told, its events marking
 // nodes.
-func (t *Tracker) watched(name string, inf cache.SharedIndexInformer, trim cache.TransformFunc, h cache.ResourceEventHandler, probe func(context.Context) error) (resource, error) {
+func (t *Tracker) watched(name string, inf cache.SharedIndexInformer, trim cache.TransformFunc, h cache.ResourceEventHandler, opt *optional) (resource, error) {
 	if err := inf.SetTransform(trim); err != nil {
 		return resource{}, err
 	}
@@ -48,7 +54,7 @@ func (t *Tracker) watched(name string, inf cache.SharedIndexInformer, trim cache
 	if err != nil {
 		return resource{}, err
 	}
-	return resource{name: name, informer: inf, synced: reg.HasSyncedChecker(), probe: probe}, nil
+	return resource{name: name, informer: inf, synced: reg.HasSyncedChecker(), optional: opt}, nil
 }
 
 // start runs the informer until ctx ends or it is stopped.
@@ -92,26 +98,27 @@ func (t *Tracker) watchNodes(ctx context.Context, deadline time.Time) error {
 	return nil
 }
 
-// leaveForbidden stops watching the resources the tracker can go without
-// that the user may not list, and tells the hooks.
-func (t *Tracker) leaveForbidden(ctx context.Context) {
-	forbidden := map[string]bool{}
+// leaveUnavailable stops watching the resources the tracker can go without
+// that the user may not list or the server does not serve, and tells the
+// hooks.
+func (t *Tracker) leaveUnavailable(ctx context.Context) {
+	left := map[string]bool{}
 	for _, r := range t.resources {
-		if r.probe == nil {
+		if r.optional == nil {
 			continue
 		}
-		if err := r.probe(ctx); apierrors.IsForbidden(err) {
-			forbidden[r.name] = true
+		if err := r.probe(ctx); apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+			left[r.name] = true
 			for _, h := range t.hooks {
 				if h.Skipped != nil {
-					h.Skipped(r.name, err)
+					h.Skipped(r.name, r.without, err)
 				}
 			}
 		}
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.resources = slices.DeleteFunc(t.resources, func(r resource) bool { return forbidden[r.name] })
+	t.resources = slices.DeleteFunc(t.resources, func(r resource) bool { return left[r.name] })
 }
 
 // store is the store of the named resource; nil when it is not watched.

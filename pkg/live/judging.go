@@ -177,6 +177,7 @@ func (t *Tracker) base() *snapshot.Snapshot {
 // that is not stuck yet is queued again for when it will be.
 func (t *Tracker) verdictsOf(names []string, now time.Time) map[string]*verdict.Verdict {
 	s := t.base()
+	s.DevicePools = t.devicePools(names)
 	for _, name := range names {
 		obj, found, _ := t.nodeStore().GetByKey(name)
 		if !found {

@@ -3,15 +3,17 @@
 // deploy labels' broken rules, health and the driver upgrade), for the
 // commands that watch (watch, serve) and the exporters they feed
 // (pkg/metrics, pkg/reportsync, pkg/nodeevents). A Tracker runs informers on
-// the nodes, the namespace's pods and DaemonSets and, for upgrades, its
-// ControllerRevisions and the upgrade controller's node Events, each object
-// trimmed to the judges' fields as it arrives (informers.go, store.go). After
+// the nodes, the namespace's pods and DaemonSets, for upgrades its
+// ControllerRevisions and the upgrade controller's node Events, and for
+// health the DRA driver's ResourceSlices and the namespace's ConfigMaps
+// (offers.go), each object trimmed to the judges' fields as it arrives
+// (informers.go, store.go). After
 // the first full sync, every event queues the nodes it touches (handlers.go,
 // loop.go), and only those are judged again, by the one pipeline the
 // one-shot commands use (pkg/pipeline), on a snapshot of those nodes
 // (judging.go). The roster and rules are the pipeline's too, decided from the
-// DaemonSets and the ClusterPolicy, and decided again when a DaemonSet
-// changes.
+// DaemonSets and the ClusterPolicy, and decided again when a DaemonSet or a
+// config the policy names changes.
 package live
 
 import (
@@ -50,8 +52,9 @@ type Hooks struct {
 	Judged      func(verdict.Batch)
 	WatchFailed func(resource string, err error) // the informer retries on its own
 	// Skipped: a resource the tracker can go without is not watched, since
-	// the user may not list it (err says so).
-	Skipped func(resource string, err error)
+	// the user may not list it or the server does not serve it (err says
+	// which); without says, in words, what goes without it.
+	Skipped func(resource, without string, err error)
 }
 
 // Tracker keeps the verdicts of one cluster's nodes current.
@@ -95,27 +98,32 @@ func New(client kubernetes.Interface, opts Options) (*Tracker, error) {
 	}
 	if opts.Upgrades { // what the one-shot read's Upgrades lists, watched
 		revs := appsinformers.NewFilteredControllerRevisionInformer(client, opts.Namespace, 0, cache.Indexers{}, nil)
-		err := t.add("controllerrevisions", revs, trimRevision, revisionEvents(t.mark), func(ctx context.Context) error {
+		err := t.add("controllerrevisions", revs, trimRevision, revisionEvents(t.mark), &optional{func(ctx context.Context) error {
 			_, err := client.AppsV1().ControllerRevisions(opts.Namespace).List(ctx, metav1.ListOptions{Limit: 1})
 			return err
-		})
+		}, withoutUpgrades})
 		if err != nil {
 			return nil, err
 		}
 		selectEvents := func(o *metav1.ListOptions) { o.FieldSelector = read.UpgradeEvents }
 		events := coreinformers.NewFilteredEventInformer(client, metav1.NamespaceDefault, 0, cache.Indexers{nodeIndex: eventNode}, selectEvents)
-		err = t.add("events", events, trimEvent, upgradeEvents(t.mark), func(ctx context.Context) error {
+		err = t.add("events", events, trimEvent, upgradeEvents(t.mark), &optional{func(ctx context.Context) error {
 			o := metav1.ListOptions{Limit: 1}
 			selectEvents(&o)
 			_, err := client.CoreV1().Events(metav1.NamespaceDefault).List(ctx, o)
 			return err
-		})
+		}, withoutUpgrades})
 		if err != nil {
 			return nil, err
 		}
 	}
+	if err := t.watchOffers(); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
+
+const withoutUpgrades = "the driver upgrade verdict goes without them"
 
 // NewFor sets up the tracker on the clients of a connection. When a
 // person waits (watch), a cluster that does not answer within the

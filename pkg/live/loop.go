@@ -26,7 +26,7 @@ func (t *Tracker) Run(ctx context.Context) error {
 	defer t.wg.Wait()
 	defer stop()
 	defer t.queue.ShutDown()
-	t.leaveForbidden(ctx)
+	t.leaveUnavailable(ctx)
 	for i := range t.resources {
 		t.start(ctx, &t.resources[i])
 	}
@@ -61,8 +61,8 @@ func (t *Tracker) Run(ctx context.Context) error {
 		if got == nil {
 			return nil
 		}
-		names := slices.Clone(got)
-		if slices.Contains(names, daemonSetsChanged) {
+		names, configs := t.configsChanged(slices.Clone(got))
+		if configs || slices.Contains(names, daemonSetsChanged) {
 			// The operator renders its DaemonSets from the ClusterPolicy: a
 			// change of one is when the policy may have changed too.
 			_ = t.readOperator(ctx)

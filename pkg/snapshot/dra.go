@@ -69,6 +69,22 @@ func RunsDRA(daemonSets []DaemonSet) bool {
 	})
 }
 
+// TrimSlice is what AddSlice reads of a ResourceSlice, and nothing else:
+// its driver, node and pool, and of each device its name, type and
+// taints, not its capacities, counters and other attributes (most of a
+// slice). A watch keeps slices trimmed so.
+func TrimSlice(s *resourcev1.ResourceSlice) resourcev1.ResourceSliceSpec {
+	out := resourcev1.ResourceSliceSpec{Driver: s.Spec.Driver, NodeName: s.Spec.NodeName, Pool: s.Spec.Pool}
+	for _, d := range s.Spec.Devices {
+		dev := resourcev1.Device{Name: d.Name, Taints: d.Taints}
+		if t, ok := d.Attributes[DeviceTypeAttr]; ok {
+			dev.Attributes = map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{DeviceTypeAttr: t}
+		}
+		out.Devices = append(out.Devices, dev)
+	}
+	return out
+}
+
 // AddSlice folds one ResourceSlice of the DRA driver into pools, by node: a
 // slice of a newer generation than the pool's replaces what was counted, an
 // older one is left out. Slices not bound to one node (a selector, all

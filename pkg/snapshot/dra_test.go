@@ -56,12 +56,28 @@ func TestAddSlice(t *testing.T) {
 		}, map[string][]snapshot.DevicePool{"a": {{Name: "a", Generation: 1, SliceCount: 2, Slices: 2, Devices: 1}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := map[string][]snapshot.DevicePool{}
+			got, trimmed := map[string][]snapshot.DevicePool{}, map[string][]snapshot.DevicePool{}
 			for _, s := range tc.slices {
 				snapshot.AddSlice(got, s)
+				// What a watch keeps of a slice folds the same (device
+				// attributes besides the type left out).
+				whole := s.DeepCopy()
+				for i := range whole.Spec.Devices {
+					whole.Spec.Devices[i].Attributes["productName"] = resourcev1.DeviceAttribute{StringValue: &s.Spec.Driver}
+				}
+				spec := snapshot.TrimSlice(whole)
+				for _, d := range spec.Devices {
+					if _, ok := d.Attributes["productName"]; ok {
+						t.Errorf("TrimSlice kept attribute productName of %s", d.Name)
+					}
+				}
+				snapshot.AddSlice(trimmed, &resourcev1.ResourceSlice{Spec: spec})
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %+v\nwant %+v", got, tc.want)
+			}
+			if !reflect.DeepEqual(trimmed, tc.want) {
+				t.Errorf("trimmed: got %+v\nwant %+v", trimmed, tc.want)
 			}
 		})
 	}

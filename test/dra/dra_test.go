@@ -23,7 +23,9 @@ import (
 	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/health"
+	"github.com/gpuops/gpuops/pkg/live"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
@@ -100,22 +102,7 @@ var nodes = []node{
 // output. Not parallel: the nodes carry the operator's deploy labels.
 func TestDRAHealth(t *testing.T) {
 	env := testcluster.New(t)
-	ctx := context.Background()
-	class := deviceClass(t, env)
-	stack := append(slices.Clone(draStack), "vfio-manager")
-	for _, name := range stack {
-		o, err := operand.Lookup(operand.Real, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ds := testcluster.DaemonSet(env.Namespace, o.DaemonSet, map[string]string{o.LabelKey(): "true", testcluster.LabelTestID: env.ID}, "16Mi")
-		if name == operand.DRAValidator {
-			claimGPU(t, env, &ds.Spec.Template.Spec, class)
-		}
-		if _, err := env.Client.AppsV1().DaemonSets(env.Namespace).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	stack(t, env)
 	env.AddNode(t, env.NodeName("cpu"), nil)
 	for _, n := range nodes {
 		labels := map[string]string{operand.GPUPresent: "true", fleetKey: "healthy"}
@@ -192,6 +179,90 @@ func TestDRAHealth(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDRAServe follows the devices as serve does, in process: its first
+// verdict of every node is the one-shot one, and a slice taken away, put
+// back with a fatal XID on a device, and healed, each reach the node's
+// verdict through the watch.
+func TestDRAServe(t *testing.T) {
+	env := testcluster.New(t)
+	ctx := context.Background()
+	stack(t, env)
+	gpus, bare := env.NodeName("gpus"), env.NodeName("bare")
+	for _, n := range []string{gpus, bare} {
+		labels := map[string]string{operand.GPUPresent: "true"}
+		for _, o := range draStack {
+			labels[operand.LabelPrefix+o] = "true"
+		}
+		env.AddNode(t, n, labels)
+	}
+	healthy := []slice{{1, 1, devices("gpu", "gpu", 8)}}
+	publish(t, env, gpus, healthy)
+	env.WaitForPods(t, env.Namespace, func(pods []corev1.Pod) bool {
+		running := 0
+		for i := range pods {
+			if p := snapshot.PodFrom(&pods[i]); p.Present() && p.Health.Ready {
+				running++
+			}
+		}
+		// bare's DRA validator stays Pending: it publishes no GPU.
+		return len(pods) == 2*len(draStack) && running == 2*len(draStack)-1
+	})
+
+	opts := pipeline.Options{Namespace: env.Namespace, NodeSelector: testcluster.LabelTestID + "=" + env.ID, Health: true, Roster: pipeline.DiscoverRoster}
+	f := gpuopstest.Follow(t, env.Client, live.Options{Options: opts})
+	r, err := pipeline.Run(ctx, env.Client, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range r.Nodes {
+		want := ""
+		if v.Health.Cause != nil {
+			want = v.Health.Cause.Code
+		}
+		if f.Causes[v.Node] != want {
+			t.Errorf("first live verdict of %s: %q, one-shot %q", v.Node, f.Causes[v.Node], want)
+		}
+	}
+	if f.Causes[gpus] != "" || f.Causes[bare] != health.DevicesNotPublished {
+		t.Fatalf("first verdicts %v, want %s usable and %s %s", f.Causes, gpus, bare, health.DevicesNotPublished)
+	}
+	published := gpus + "-gpu.nvidia.com-0" // publish's name of the first slice
+	if err := env.Client.ResourceV1().ResourceSlices().Delete(ctx, published, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.WaitFor(t, gpus, health.DevicesNotPublished)
+	publish(t, env, gpus, []slice{{2, 1, devices("gpu", "gpu", 8, fatalXID)}})
+	f.WaitFor(t, gpus, health.DevicesTainted)
+	got, err := env.Client.ResourceV1().ResourceSlices().Get(ctx, published, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Spec.Devices[0].Taints = nil
+	if _, err := env.Client.ResourceV1().ResourceSlices().Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.WaitFor(t, gpus, "")
+}
+
+// stack creates the DRA stack's DaemonSets (and the sandbox's vfio
+// manager), the validator's pods claiming a GPU of the test's class.
+func stack(t *testing.T, env *testcluster.Env) {
+	class := deviceClass(t, env)
+	for _, name := range append(slices.Clone(draStack), "vfio-manager") {
+		o, err := operand.Lookup(operand.Real, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds := testcluster.DaemonSet(env.Namespace, o.DaemonSet, map[string]string{o.LabelKey(): "true", testcluster.LabelTestID: env.ID}, "16Mi")
+		if name == operand.DRAValidator {
+			claimGPU(t, env, &ds.Spec.Template.Spec, class)
+		}
+		if _, err := env.Client.AppsV1().DaemonSets(env.Namespace).Create(context.Background(), ds, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

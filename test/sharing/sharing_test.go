@@ -29,7 +29,9 @@ import (
 	"github.com/gpuops/gpuops/internal/snapshottest"
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/health"
+	"github.com/gpuops/gpuops/pkg/live"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
@@ -225,6 +227,30 @@ func TestSharingAndMIG(t *testing.T) {
 		})
 	}
 	t.Run("the fleet: exit 1", func(t *testing.T) { c.Want(t, 1, args("-l", sel)...) })
+
+	// serve follows an edit of the config: the node asked for replicas it
+	// does not advertise is usable once its config asks for none, and
+	// unusable again when the edit is undone.
+	t.Run("serve: a config edit", func(t *testing.T) {
+		node := env.NodeName("ts-not-applied")
+		opts := pipeline.Options{Namespace: env.Namespace, NodeSelector: caseLabel + "=ts-not-applied", Health: true, Roster: pipeline.DiscoverRoster}
+		f := gpuopstest.Follow(t, env.Client, live.Options{Options: opts})
+		f.WaitFor(t, node, health.SharingNotApplied)
+		edit := func(config string) {
+			cm, err := env.Client.CoreV1().ConfigMaps(env.Namespace).Get(ctx, pluginConfigs, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cm.Data["ts"] = config
+			if _, err := env.Client.CoreV1().ConfigMaps(env.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		edit("version: v1\n")
+		f.WaitFor(t, node, "")
+		edit(snapshottest.SharingConfigs["ts"])
+		f.WaitFor(t, node, health.SharingNotApplied)
+	})
 }
 
 // elapsed matches a duration in parentheses, as "(8s)" or "(1m5s)".
