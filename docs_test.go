@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/gpuops/gpuops/internal/gpuopstest"
+	"github.com/gpuops/gpuops/pkg/health"
 )
 
 // The README is the front door: what gpuops is, the two commands, a short
@@ -219,6 +220,24 @@ func recorded(results, f string) bool {
 
 // Every command, and every subcommand, has its section in docs/commands.md
 // and its name in the README: a new command comes with its tour.
+// Every cause code health gives is explained in `gpuops health --help`
+// and in docs/commands.md: scripts match on them.
+func TestEveryHealthCodeDocumented(t *testing.T) {
+	help := gpuopstest.Run(t, nil, gpuopstest.Binary(t), "health", "--help").Stdout
+	raw, err := os.ReadFile("docs/commands.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, code := range health.Codes {
+		if !regexp.MustCompile(`\b` + code + `\b`).MatchString(help) {
+			t.Errorf("gpuops health --help does not name %s", code)
+		}
+		if !strings.Contains(string(raw), "`"+code+"`") {
+			t.Errorf("docs/commands.md does not name `%s`", code)
+		}
+	}
+}
+
 func TestEveryCommandDocumented(t *testing.T) {
 	bin := gpuopstest.Binary(t)
 	raw, err := os.ReadFile("docs/commands.md")
@@ -310,6 +329,8 @@ var upstreamPaths = map[string]bool{
 	"internal/lm/mig-strategy.go":        true, // k8s-device-plugin
 	"internal/rm/rm.go":                  true, // k8s-device-plugin
 	"cmd/nvidia-mig-manager/main.go":     true, // mig-parted
+	"cmd/gpu-kubelet-plugin/driver.go":   true, // dra-driver-nvidia-gpu
+	"pkg/apis/resource/v1/conversion.go": true, // Kubernetes
 }
 
 // Packages are renamed and files move: every path of the repository the

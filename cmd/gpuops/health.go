@@ -27,7 +27,11 @@ func healthCommand(e cliopts.Env) *cli.Command {
 			"init-waiting, not-ready, paused, stuck (a pause older than --stuck-after), upgrade-failed and\n" +
 			"upgrade-stuck (the driver's upgrade, see gpuops upgrades), order, node-not-ready,\n" +
 			"gpus-not-advertised (device plugin ready, nothing allocatable), gpus-unhealthy (allocatable below\n" +
-			"capacity or GFD's count). A link the host provides or the ClusterPolicy switches off is healthy.\n" +
+			"capacity or GFD's count); what a node was asked to offer against what it offers: sharing-config-unknown,\n" +
+			"sharing-not-applied and mps-daemon-not-ready (the device plugin's time-slicing or MPS config),\n" +
+			"mig-config-unknown, mig-failed, mig-stuck and mig-layout-mismatch (the MIG manager's layout), and on\n" +
+			"the DRA stack devices-not-published, pool-incomplete and devices-tainted (the kubelet plugin's\n" +
+			"ResourceSlices). A link the host provides or the ClusterPolicy switches off is healthy.\n" +
 			"--explain adds the evidence: container, reason, restarts, for how long. NODE... judges those\n" +
 			"nodes only (one that does not exist is an error, exit 2). Exit 1 if any GPU node is unusable.",
 		Flags: o.NodeFlags(&o.Output),

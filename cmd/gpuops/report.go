@@ -12,6 +12,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/report"
+	"github.com/gpuops/gpuops/pkg/words"
 	"github.com/gpuops/gpuops/pkg/workspace"
 )
 
@@ -63,7 +64,7 @@ func (o *reportOptions) Run(ctx context.Context) error {
 		src := report.Source{Namespace: r.Namespace, Selector: r.Selector, Taken: r.Taken}
 		src.Context, src.Server = o.Kube.Target()
 		report.Printer{}.Notes(o.ErrOut, r)
-		holds = fmt.Sprintf("%d nodes, %d findings", len(r.Fleet.Nodes), r.Fleet.Findings())
+		holds = fmt.Sprintf("%s, %s", words.Count(len(r.Fleet.Nodes), "node"), words.Count(r.Fleet.Findings(), "finding"))
 		err = report.HTML(&page, *r.Fleet, src)
 	}
 	if err != nil {

@@ -65,6 +65,13 @@ const (
 	DevicesTainted      = "devices-tainted"
 )
 
+// Codes are every cause code, the chain's first, then how the node offers
+// its GPUs (sharing.go, dra.go): what the help and the docs list.
+var Codes = []string{NodeNotReady, Missing, NotRunning, ContainerWaiting, CrashLoop, InitWaiting, NotReady, Paused, Stuck,
+	Order, GPUsNotAdvertised, GPUsUnhealthy, UpgradeFailed, UpgradeStuck,
+	SharingConfigUnknown, SharingNotApplied, MPSDaemonNotReady, MIGConfigUnknown, MIGFailed, MIGStuck, MIGLayoutMismatch,
+	DevicesNotPublished, PoolIncomplete, DevicesTainted}
+
 // Cause is why a node cannot run GPU work.
 type Cause struct {
 	Code    string `json:"code"`

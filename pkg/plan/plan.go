@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/daemonset"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/words"
 )
 
 // Mode says which other operands a change brings along.
@@ -276,7 +277,7 @@ func (e *RefusedError) Error() string {
 			node, e.Operand, strings.Join(left, ", "), pronoun(left))
 	}
 	if others := e.nodes() - 1; others > 0 {
-		msg += fmt.Sprintf(" (and %d more node%s)", others, plural(others))
+		msg += fmt.Sprintf(" (and %d more %s)", others, words.Noun(others, "node"))
 	}
 	return msg
 }
@@ -296,11 +297,4 @@ func pronoun(names []string) string {
 		return "it"
 	}
 	return "them"
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }

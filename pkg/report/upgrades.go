@@ -9,6 +9,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/summary"
 	"github.com/gpuops/gpuops/pkg/upgrade"
+	"github.com/gpuops/gpuops/pkg/words"
 )
 
 // upgradesView is the driver rollout: in text its counts by verdict (and
@@ -138,10 +139,4 @@ func budgetLine(of string, bu upgrade.Budget) string {
 	return l
 }
 
-// nodeCount is "1 node" or "<n> nodes".
-func nodeCount(n int) string {
-	if n == 1 {
-		return "1 node"
-	}
-	return fmt.Sprintf("%d nodes", n)
-}
+func nodeCount(n int) string { return words.Count(n, "node") }

@@ -19,6 +19,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/words"
 )
 
 // The verdicts.
@@ -404,7 +405,7 @@ func spent(s *snapshot.Snapshot, b Budget) string {
 		parts = append(parts, fmt.Sprintf("maxUnavailable %d used by %s", b.MaxUnavailable, strings.Join(why, ", ")))
 	}
 	if len(parts) == 0 {
-		parts = append(parts, fmt.Sprintf("maxUnavailable %d of %d nodes", b.MaxUnavailable, b.Nodes))
+		parts = append(parts, fmt.Sprintf("maxUnavailable %d of %s", b.MaxUnavailable, words.Count(b.Nodes, "node")))
 	}
 	return "no upgrade slot: " + strings.Join(parts, "; ")
 }
