@@ -23,6 +23,10 @@ const (
 	MIGConfigLabel          = "nvidia.com/mig.config"
 	MIGCountSuffix          = ".count"
 	MPSDaemonSet            = "nvidia-device-plugin-mps-control-daemon"
+	// MIGConfigKey is the key of a custom MIG ConfigMap that holds the
+	// mig-parted config (NVIDIA/gpu-operator v26.7.0
+	// controllers/object_controls.go, the mig-parted-config volume).
+	MIGConfigKey = "config.yaml"
 )
 
 // The MIG manager's states on MIGChange.StateLabel.

@@ -11,7 +11,6 @@ package dra_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -26,6 +25,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/live"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/pipeline"
+	"github.com/gpuops/gpuops/pkg/rehearsal"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
@@ -39,18 +39,12 @@ var draStack = []string{operand.Driver, operand.DRADriver, operand.DRAValidator,
 // fleetKey sorts the test's nodes into the healthy fleet and the broken.
 const fleetKey = "dra.gpuops.test/fleet"
 
-// slice is one ResourceSlice the kubelet plugin would publish for a node.
-type slice struct {
-	generation, count int64
-	devices           []resourcev1.Device
-}
-
 // node is one case: its deploy labels, the slices published for it and
 // what gpuops says of it.
 type node struct {
 	name   string
 	labels map[string]string // nil: the DRA stack's
-	slices []slice
+	slices []rehearsal.Slice
 	code   string // "": READY
 	// message is a part of the cause's message, evidence of its evidence
 	message, evidence string
@@ -60,40 +54,27 @@ type node struct {
 	unbound bool
 }
 
-func devices(prefix, typ string, n int, taints ...resourcev1.DeviceTaint) []resourcev1.Device {
-	out := make([]resourcev1.Device, n)
-	for i := range out {
-		out[i] = resourcev1.Device{Name: fmt.Sprintf("%s-%d", prefix, i),
-			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{snapshot.DeviceTypeAttr: {StringValue: &typ}}}
-		if i < len(taints) {
-			out[i].Taints = []resourcev1.DeviceTaint{taints[i]}
-		}
-	}
-	return out
-}
-
 // The kubelet plugin's health monitor's taints
 // (kubernetes-sigs/dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin/device_health.go).
 var (
-	fatalXID    = resourcev1.DeviceTaint{Key: "gpu.nvidia.com/xid", Value: "79", Effect: resourcev1.DeviceTaintEffectNoSchedule}
 	nonFatalXID = resourcev1.DeviceTaint{Key: "gpu.nvidia.com/xid", Value: "13", Effect: resourcev1.DeviceTaintEffectNone}
 	unmonitored = resourcev1.DeviceTaint{Key: "gpu.nvidia.com/unmonitored", Effect: resourcev1.DeviceTaintEffectNone}
 )
 
 var nodes = []node{
-	{name: "gpus", slices: []slice{{1, 1, devices("gpu", "gpu", 8)}}},
-	{name: "two-slices", slices: []slice{{1, 2, devices("gpu", "gpu", 4)}, {1, 2, devices("gpu-b", "gpu", 4)}}},
-	{name: "vfio-only", unbound: true, slices: []slice{{1, 1, devices("vfio", "vfio", 4)}}},
-	{name: "informational-taints", slices: []slice{{1, 1, devices("gpu", "gpu", 8, nonFatalXID, unmonitored)}}},
+	{name: "gpus", slices: []rehearsal.Slice{{Generation: 1, Count: 1, Devices: rehearsal.Devices("gpu", "gpu", 8)}}},
+	{name: "two-slices", slices: []rehearsal.Slice{{Generation: 1, Count: 2, Devices: rehearsal.Devices("gpu", "gpu", 4)}, {Generation: 1, Count: 2, Devices: rehearsal.Devices("gpu-b", "gpu", 4)}}},
+	{name: "vfio-only", unbound: true, slices: []rehearsal.Slice{{Generation: 1, Count: 1, Devices: rehearsal.Devices("vfio", "vfio", 4)}}},
+	{name: "informational-taints", slices: []rehearsal.Slice{{Generation: 1, Count: 1, Devices: rehearsal.Devices("gpu", "gpu", 8, nonFatalXID, unmonitored)}}},
 	{name: "sandbox", labels: map[string]string{operand.WorkloadConfigLabel: operand.VMPassthrough, operand.LabelPrefix + "vfio-manager": "true"}},
 	{name: "no-slice", unbound: true, code: health.DevicesNotPublished, blocked: []string{operand.DRAValidator},
 		message: "publishes no ResourceSlice of driver gpu.nvidia.com", evidence: "no ResourceSlice of driver gpu.nvidia.com with spec.nodeName"},
-	{name: "empty-slice", unbound: true, slices: []slice{{1, 1, nil}}, code: health.DevicesNotPublished, blocked: []string{operand.DRAValidator},
+	{name: "empty-slice", unbound: true, slices: []rehearsal.Slice{{Generation: 1, Count: 1, Devices: nil}}, code: health.DevicesNotPublished, blocked: []string{operand.DRAValidator},
 		message: "list no device", evidence: "1 of 1 ResourceSlices, 0 devices"},
-	{name: "incomplete", unbound: true, slices: []slice{{1, 1, devices("gpu", "gpu", 8)}, {2, 2, devices("gpu", "gpu", 4)}},
+	{name: "incomplete", unbound: true, slices: []rehearsal.Slice{{Generation: 1, Count: 1, Devices: rehearsal.Devices("gpu", "gpu", 8)}, {Generation: 2, Count: 2, Devices: rehearsal.Devices("gpu", "gpu", 4)}},
 		code: health.PoolIncomplete, blocked: []string{operand.DRAValidator},
 		message: "(generation 2) has 1 of its 2 ResourceSlices", evidence: "generation 2: 1 of 2 ResourceSlices, 4 devices"},
-	{name: "tainted", slices: []slice{{1, 1, devices("gpu", "gpu", 8, fatalXID, fatalXID)}}, code: health.DevicesTainted, blocked: []string{},
+	{name: "tainted", slices: []rehearsal.Slice{{Generation: 1, Count: 1, Devices: rehearsal.Devices("gpu", "gpu", 8, rehearsal.FatalXID, rehearsal.FatalXID)}}, code: health.DevicesTainted, blocked: []string{},
 		message: "2 of 8 devices tainted against new claims: gpu-0 gpu.nvidia.com/xid=79:NoSchedule, gpu-1 gpu.nvidia.com/xid=79:NoSchedule"},
 }
 
@@ -117,8 +98,7 @@ func TestDRAHealth(t *testing.T) {
 		for k, v := range n.labels {
 			labels[k] = v
 		}
-		env.AddNode(t, env.NodeName(n.name), labels)
-		publish(t, env, env.NodeName(n.name), n.slices)
+		publish(t, env, env.AddNode(t, env.NodeName(n.name), labels), n.slices)
 	}
 	settle(t, env)
 
@@ -191,15 +171,17 @@ func TestDRAServe(t *testing.T) {
 	ctx := context.Background()
 	stack(t, env)
 	gpus, bare := env.NodeName("gpus"), env.NodeName("bare")
+	var gpusNode *corev1.Node
 	for _, n := range []string{gpus, bare} {
 		labels := map[string]string{operand.GPUPresent: "true"}
 		for _, o := range draStack {
 			labels[operand.LabelPrefix+o] = "true"
 		}
-		env.AddNode(t, n, labels)
+		if node := env.AddNode(t, n, labels); n == gpus {
+			gpusNode = node
+		}
 	}
-	healthy := []slice{{1, 1, devices("gpu", "gpu", 8)}}
-	publish(t, env, gpus, healthy)
+	publish(t, env, gpusNode, []rehearsal.Slice{{Generation: 1, Count: 1, Devices: rehearsal.Devices("gpu", "gpu", 8)}})
 	env.WaitForPods(t, env.Namespace, func(pods []corev1.Pod) bool {
 		running := 0
 		for i := range pods {
@@ -229,12 +211,12 @@ func TestDRAServe(t *testing.T) {
 	if f.Causes[gpus] != "" || f.Causes[bare] != health.DevicesNotPublished {
 		t.Fatalf("first verdicts %v, want %s usable and %s %s", f.Causes, gpus, bare, health.DevicesNotPublished)
 	}
-	published := gpus + "-gpu.nvidia.com-0" // publish's name of the first slice
+	published := rehearsal.ResourceSlice(gpusNode, 0, rehearsal.Slice{}).Name
 	if err := env.Client.ResourceV1().ResourceSlices().Delete(ctx, published, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f.WaitFor(t, gpus, health.DevicesNotPublished)
-	publish(t, env, gpus, []slice{{2, 1, devices("gpu", "gpu", 8, fatalXID)}})
+	publish(t, env, gpusNode, []rehearsal.Slice{{Generation: 2, Count: 1, Devices: rehearsal.Devices("gpu", "gpu", 8, rehearsal.FatalXID)}})
 	f.WaitFor(t, gpus, health.DevicesTainted)
 	got, err := env.Client.ResourceV1().ResourceSlices().Get(ctx, published, metav1.GetOptions{})
 	if err != nil {
@@ -311,12 +293,10 @@ func claimGPU(t *testing.T, env *testcluster.Env, spec *corev1.PodSpec, class st
 }
 
 // publish creates the node's slices as the kubelet plugin's ResourceSlice
-// controller does: spec.nodeName, one pool named after the node.
-func publish(t *testing.T, env *testcluster.Env, node string, slices []slice) {
+// controller does (rehearsal.ResourceSlice).
+func publish(t *testing.T, env *testcluster.Env, node *corev1.Node, slices []rehearsal.Slice) {
 	for i, s := range slices {
-		rs := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-gpu.nvidia.com-%d", node, i)},
-			Spec: resourcev1.ResourceSliceSpec{Driver: snapshot.DRADriverName, NodeName: &node, Devices: s.devices,
-				Pool: resourcev1.ResourcePool{Name: node, Generation: s.generation, ResourceSliceCount: s.count}}}
+		rs := rehearsal.ResourceSlice(node, i, s)
 		if _, err := env.Client.ResourceV1().ResourceSlices().Create(context.Background(), rs, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

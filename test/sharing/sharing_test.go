@@ -10,7 +10,6 @@ package sharing_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -19,31 +18,25 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gpuops/gpuops/internal/gpuopstest"
-	"github.com/gpuops/gpuops/internal/snapshottest"
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/live"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/pipeline"
+	"github.com/gpuops/gpuops/pkg/rehearsal"
+	"github.com/gpuops/gpuops/pkg/rehearsal/configs"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
 func TestMain(m *testing.M) { testcluster.Main(m) }
 
-// The ConfigMaps the ClusterPolicy names, and the label that tells the
-// cases apart (its value is the case's name).
+// The label that tells the cases apart (its value is the case's name).
 const (
-	pluginConfigs = "plugin-configs"
-	migConfigs    = "mig-configs"
-	caseLabel     = "sharing.gpuops.test/case"
-	stuckAfter    = 2 * time.Second
+	caseLabel  = "sharing.gpuops.test/case"
+	stuckAfter = 2 * time.Second
 )
 
 // stack is what each node asks for and runs, ready: the chain up to the
@@ -117,8 +110,7 @@ func TestSharingAndMIG(t *testing.T) {
 	env := testcluster.New(t)
 	ctx := context.Background()
 	createPolicy(t, env)
-	for name, data := range map[string]map[string]string{pluginConfigs: snapshottest.SharingConfigs, migConfigs: {"config.yaml": snapshottest.MIGConfig}} {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace}, Data: data}
+	for _, cm := range []*corev1.ConfigMap{rehearsal.SharingConfigs(env.Namespace), rehearsal.MIGConfigs(env.Namespace)} {
 		if _, err := env.Client.CoreV1().ConfigMaps(env.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +229,7 @@ func TestSharingAndMIG(t *testing.T) {
 		f := gpuopstest.Follow(t, env.Client, live.Options{Options: opts})
 		f.WaitFor(t, node, health.SharingNotApplied)
 		edit := func(config string) {
-			cm, err := env.Client.CoreV1().ConfigMaps(env.Namespace).Get(ctx, pluginConfigs, metav1.GetOptions{})
+			cm, err := env.Client.CoreV1().ConfigMaps(env.Namespace).Get(ctx, rehearsal.SharingConfigMap, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -248,7 +240,7 @@ func TestSharingAndMIG(t *testing.T) {
 		}
 		edit("version: v1\n")
 		f.WaitFor(t, node, "")
-		edit(snapshottest.SharingConfigs["ts"])
+		edit(configs.Sharing["ts"])
 		f.WaitFor(t, node, health.SharingNotApplied)
 	})
 }
@@ -256,53 +248,22 @@ func TestSharingAndMIG(t *testing.T) {
 // elapsed matches a duration in parentheses, as "(8s)" or "(1m5s)".
 var elapsed = regexp.MustCompile(`\([0-9hms.]+\)`)
 
-// createPolicy creates the GPU Operator's ClusterPolicy CRD (as the
-// realinstall fixture has it) and a policy naming the ConfigMaps, its
-// status naming the test's namespace.
+// createPolicy installs the ClusterPolicy the sharing and MIG rehearsals
+// write, naming their ConfigMaps, its status naming the test's namespace.
 func createPolicy(t *testing.T, env *testcluster.Env) {
 	t.Helper()
-	ctx := context.Background()
 	dyn, err := dynamic.NewForConfig(env.RESTConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile("../realinstall/testdata/crds.yaml")
+	policy := rehearsal.Policy(rehearsal.PolicyName, rehearsal.OfferSpec(rehearsal.SharingConfigMap, rehearsal.MIGConfigMap))
+	in, err := rehearsal.InstallPolicy(context.Background(), dyn, policy, env.Namespace, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	for _, doc := range strings.Split(string(data), "\n---\n") {
-		var crd unstructured.Unstructured
-		if err := yaml.Unmarshal([]byte(doc), &crd.Object); err != nil {
-			t.Fatal(err)
+	t.Cleanup(func() {
+		if err := in.Remove(context.Background()); err != nil {
+			t.Error(err)
 		}
-		if crd.GetName() != "clusterpolicies.nvidia.com" {
-			continue
-		}
-		if _, err := dyn.Resource(crdGVR).Create(ctx, &crd, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	gvr := schema.GroupVersionResource{Group: "nvidia.com", Version: "v1", Resource: "clusterpolicies"}
-	policy := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": map[string]any{"name": "cluster-policy"},
-		"spec": map[string]any{
-			"devicePlugin": map[string]any{"config": map[string]any{"name": pluginConfigs}},
-			"migManager":   map[string]any{"config": map[string]any{"name": migConfigs}},
-		},
-	}}
-	var created *unstructured.Unstructured
-	var last error
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		created, last = dyn.Resource(gvr).Create(ctx, policy, metav1.CreateOptions{})
-		return last == nil, nil // until the CRD is established
 	})
-	if err != nil {
-		t.Fatalf("create the ClusterPolicy: %v (%v)", err, last)
-	}
-	t.Cleanup(func() { _ = dyn.Resource(gvr).Delete(context.Background(), created.GetName(), metav1.DeleteOptions{}) })
-	_ = unstructured.SetNestedField(created.Object, map[string]any{"state": "ready", "namespace": env.Namespace}, "status")
-	if _, err := dyn.Resource(gvr).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 }

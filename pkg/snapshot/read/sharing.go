@@ -9,20 +9,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
-// The operator's own MIG ConfigMap, and the key of a custom one that holds
-// the mig-parted config (NVIDIA/gpu-operator v26.7.0
-// controllers/object_controls.go, MigPartedDefaultConfigMapName and the
-// mig-parted-config volume). Without a custom ConfigMap the MIG manager
-// generates its layouts from the node's GPUs (mig-parted v0.15.0
+// The operator's own MIG ConfigMap (NVIDIA/gpu-operator v26.7.0
+// controllers/object_controls.go, MigPartedDefaultConfigMapName; a custom
+// one holds the mig-parted config under operand.MIGConfigKey). Without a
+// custom ConfigMap the MIG manager generates its layouts from the node's GPUs (mig-parted v0.15.0
 // cmd/nvidia-mig-manager/main.go, setupMigConfig), which no object shows:
 // only a custom one is read.
-const (
-	defaultMIGConfigMap = "default-mig-parted-config"
-	migConfigKey        = "config.yaml"
-)
+const defaultMIGConfigMap = "default-mig-parted-config"
 
 // offerPolicy reads where a ClusterPolicy's spec says the device plugin's
 // and the MIG manager's configs are.
@@ -101,8 +98,8 @@ func Offers(ctx context.Context, c kubernetes.Interface, namespace string, s *sn
 	}
 	mc := &snapshot.MIGConfigs{ConfigMap: name, Error: missing}
 	if missing == "" {
-		if mc.Layouts, err = snapshot.ParseMIGConfigs(data[migConfigKey]); err != nil {
-			mc.Error = fmt.Sprintf("ConfigMap %s/%s key %s: %v", namespace, name, migConfigKey, err)
+		if mc.Layouts, err = snapshot.ParseMIGConfigs(data[operand.MIGConfigKey]); err != nil {
+			mc.Error = fmt.Sprintf("ConfigMap %s/%s key %s: %v", namespace, name, operand.MIGConfigKey, err)
 		}
 	}
 	s.Offers.MIG = mc
