@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -28,9 +29,11 @@ func labCommand(e cliopts.Env) *cli.Command {
 			"audit, order and matrix .txt) and the two scripts in --workdir, then prints the matrix.\n" +
 			"After `gpuops reset`, running it again writes the same out/ byte for byte.\n\n" +
 			"--scenario driver-upgrade then replays a driver upgrade on the lab's driver nodes, as the GPU Operator\n" +
-			"walks it, the last node failing and recovered, and cleans up; each step shows gpuops upgrades and health.",
+			"walks it, the last node failing and recovered, and cleans up; each step shows gpuops upgrades and health.\n" +
+			"--scenario sharing writes on the lab's first READY node what the device plugin's config (time-slicing,\n" +
+			"MPS) would write, breaks and heals each case health names, and cleans up; each step shows gpuops health.",
 		Flags: []cli.Flag{o.Lab.SpecFlag(), o.workdirFlag(), o.timeoutFlag(), o.forceFlag(forceUsage),
-			&cli.StringFlag{Name: "scenario", Destination: &o.scenario, Usage: "after the lab, rehearse `NAME` (driver-upgrade; default: none, the plain lab)"}},
+			&cli.StringFlag{Name: "scenario", Destination: &o.scenario, Usage: "after the lab, rehearse `NAME` (" + strings.Join(rehearsal.Scenarios, ", ") + "; default: none, the plain lab)"}},
 	}, o)
 }
 
@@ -47,12 +50,17 @@ func (o *labOptions) Validate() error {
 func (o *labOptions) Run(ctx context.Context) error {
 	spec, cl, err := o.prepare(ctx, func(ns string) []access.Need {
 		if o.scenario != "" {
-			return slices.Concat(access.Provision(ns), access.Relabel(ns), rehearsal.Needs(ns))
+			return slices.Concat(access.Provision(ns), access.Relabel(ns), rehearsal.Needs(o.scenario, ns))
 		}
 		return append(access.Provision(ns), access.Relabel(ns)...)
 	})
 	if err != nil {
 		return err
+	}
+	if o.scenario != "" {
+		if err := rehearsal.Ready(ctx, cl, o.scenario); err != nil {
+			return err
+		}
 	}
 	matrix, err := lab.Run(ctx, cl.Kube, spec, assets, o.workspace(), o.options())
 	if err != nil {
@@ -61,5 +69,5 @@ func (o *labOptions) Run(ctx context.Context) error {
 	if _, err := o.Out.Write(matrix); err != nil || o.scenario == "" {
 		return err
 	}
-	return rehearsal.Narrated(ctx, cl.Kube, o.Out, spec, o.timeout)
+	return rehearsal.Narrated(ctx, cl, o.Out, spec, o.scenario, o.timeout)
 }

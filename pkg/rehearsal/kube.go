@@ -14,11 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/provision"
 )
 
 // setState writes the node's upgrade state as the controller does
@@ -72,24 +75,50 @@ func (r *rehearsal) patchNode(ctx context.Context, n string, patch map[string]an
 	return r.patchNodeAs(ctx, n, operand.UpgradeManager, patch)
 }
 
-func (r *rehearsal) patchNodeAs(ctx context.Context, n, manager string, patch map[string]any) error {
+// kit is what every rehearsal writes and waits with: the client, the
+// operands' namespace, how long a wait may take.
+type kit struct {
+	c         kubernetes.Interface
+	namespace string
+	timeout   time.Duration
+}
+
+// patchNodeAs patches a node (its status, with subresource "status") with a
+// strategic merge patch under the field manager of the component that
+// writes it.
+func (k kit) patchNodeAs(ctx context.Context, n, manager string, patch map[string]any, subresource ...string) error {
 	data, err := json.Marshal(patch)
 	if err != nil {
 		return err
 	}
-	if _, err := r.c.CoreV1().Nodes().Patch(ctx, n, types.StrategicMergePatchType, data, metav1.PatchOptions{FieldManager: manager}); err != nil {
+	if _, err := k.c.CoreV1().Nodes().Patch(ctx, n, types.StrategicMergePatchType, data, metav1.PatchOptions{FieldManager: manager}, subresource...); err != nil {
 		return fmt.Errorf("patch node %s as %s: %w", n, manager, err)
 	}
 	return nil
+}
+
+// giveBack applies gpuops's labels of the node again as gpuops, the same
+// values, which makes it an owner again beside the helper that wrote them
+// since, whose claim is then dropped: gpuops reset can take the labels off,
+// and up does not find them foreign.
+func (k kit) giveBack(ctx context.Context, n string, owned map[string]string, helper string) error {
+	if len(owned) == 0 {
+		return nil
+	}
+	if _, err := k.c.CoreV1().Nodes().Apply(ctx, corev1ac.Node(n).WithLabels(owned),
+		metav1.ApplyOptions{FieldManager: provision.FieldManager, Force: true}); err != nil {
+		return fmt.Errorf("give node %s's labels back to %s: %w", n, provision.FieldManager, err)
+	}
+	return k.dropManager(ctx, n, helper)
 }
 
 // dropManager removes a field manager's entries from the node's
 // managedFields (the API server keeps what a client sends there). The patch
 // carries the resourceVersion it was made from, so a write in between
 // (KWOK's heartbeats) makes it conflict and it is made again.
-func (r *rehearsal) dropManager(ctx context.Context, n, manager string) error {
+func (k kit) dropManager(ctx context.Context, n, manager string) error {
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		node, err := r.c.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+		node, err := k.c.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -101,7 +130,7 @@ func (r *rehearsal) dropManager(ctx context.Context, n, manager string) error {
 		if err != nil {
 			return err
 		}
-		_, err = r.c.CoreV1().Nodes().Patch(ctx, n, types.MergePatchType, patch, metav1.PatchOptions{})
+		_, err = k.c.CoreV1().Nodes().Patch(ctx, n, types.MergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})
 	if err != nil {
@@ -131,18 +160,19 @@ func (r *rehearsal) event(ctx context.Context, n, message string) error {
 	return nil
 }
 
-// pause writes the deploy labels as the driver manager, then waits until
-// the pods of the DaemonSets that select on them are gone from the node
+// pause writes the deploy labels as the helper that pauses them (the
+// driver manager, the MIG manager), then waits until the pods of the
+// DaemonSets that select on them are gone from the node
 // (waitForPodsToTerminate), or, resuming, run there again.
-func (r *rehearsal) pause(ctx context.Context, n string, values map[string]string, resume bool) error {
+func (k kit) pause(ctx context.Context, helper, n string, values map[string]string, resume bool) error {
 	set := map[string]any{}
-	for k, v := range values {
-		set[k] = v
+	for key, v := range values {
+		set[key] = v
 	}
-	if err := r.patchNodeAs(ctx, n, operand.DriverUpgrade.Manager, map[string]any{"metadata": map[string]any{"labels": set}}); err != nil {
+	if err := k.patchNodeAs(ctx, n, helper, map[string]any{"metadata": map[string]any{"labels": set}}); err != nil {
 		return err
 	}
-	dss, err := r.c.AppsV1().DaemonSets(r.o.Namespace).List(ctx, metav1.ListOptions{})
+	dss, err := k.c.AppsV1().DaemonSets(k.namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("list DaemonSets: %w", err)
 	}
@@ -154,14 +184,14 @@ func (r *rehearsal) pause(ctx context.Context, n string, values map[string]strin
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = "spec.nodeName=" + n
-			return r.c.CoreV1().Pods(r.o.Namespace).List(ctx, o)
+			return k.c.CoreV1().Pods(k.namespace).List(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = "spec.nodeName=" + n
-			return r.c.CoreV1().Pods(r.o.Namespace).Watch(ctx, o)
+			return k.c.CoreV1().Pods(k.namespace).Watch(ctx, o)
 		},
 	}
-	return r.wait(ctx, what, lw, &corev1.Pod{}, func(objs []any) bool {
+	return k.wait(ctx, what, lw, &corev1.Pod{}, func(objs []any) bool {
 		for i := range affected {
 			running := slices.ContainsFunc(objs, func(o any) bool {
 				p := o.(*corev1.Pod)
@@ -177,11 +207,16 @@ func (r *rehearsal) pause(ctx context.Context, n string, values map[string]strin
 
 // waitDriverPod waits until the node's only driver pod passes check.
 func (r *rehearsal) waitDriverPod(ctx context.Context, n, what string, check func(*corev1.Pod) bool) error {
-	lw := cache.NewListWatchFromClient(r.c.CoreV1().RESTClient(), "pods", r.o.Namespace, fields.OneTermEqualSelector("spec.nodeName", n))
-	return r.wait(ctx, what+" on "+n, lw, &corev1.Pod{}, func(objs []any) bool {
+	return r.waitPod(ctx, n, r.ds, what, check)
+}
+
+// waitPod waits until the node's only pod of the DaemonSet passes check.
+func (k kit) waitPod(ctx context.Context, n string, ds *appsv1.DaemonSet, what string, check func(*corev1.Pod) bool) error {
+	lw := cache.NewListWatchFromClient(k.c.CoreV1().RESTClient(), "pods", k.namespace, fields.OneTermEqualSelector("spec.nodeName", n))
+	return k.wait(ctx, what+" on "+n, lw, &corev1.Pod{}, func(objs []any) bool {
 		var mine []*corev1.Pod
 		for _, o := range objs {
-			if p := o.(*corev1.Pod); ownedBy(p, r.ds) {
+			if p := o.(*corev1.Pod); ownedBy(p, ds) {
 				mine = append(mine, p)
 			}
 		}
@@ -219,9 +254,9 @@ func (r *rehearsal) latestRevision(ctx context.Context, ds *appsv1.DaemonSet) (s
 }
 
 // wait lists and watches until done, given the objects, says so; no
-// polling. It gives up after Options.Timeout.
-func (r *rehearsal) wait(ctx context.Context, what string, lw cache.ListerWatcher, obj runtime.Object, done func([]any) bool) error {
-	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
+// polling. It gives up after the kit's timeout.
+func (k kit) wait(ctx context.Context, what string, lw cache.ListerWatcher, obj runtime.Object, done func([]any) bool) error {
+	ctx, cancel := context.WithTimeout(ctx, k.timeout)
 	defer cancel()
 	var store cache.Store
 	_, err := watchtools.UntilWithSync(ctx, lw, obj,

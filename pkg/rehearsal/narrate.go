@@ -10,20 +10,27 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuops/gpuops/pkg/access"
+	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/labspec"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
 )
 
 // Narrate is an Options.Step that prints each step and, under it, what
-// gpuops says right then, through the one pipeline: the rollout as
-// `gpuops upgrades` prints it and each GPU node's health as `gpuops health`
-// does, judged with the options given (Upgrades and Health switched on).
+// gpuops says right then, through the one pipeline: each GPU node's health
+// as `gpuops health` prints it, after the rollout as `gpuops upgrades`
+// does when the options judge it, judged with the options given (Health
+// switched on).
 func Narrate(w io.Writer, c kubernetes.Interface, judging pipeline.Options) func(context.Context, Step) error {
-	judging.Upgrades, judging.Health = true, true
+	judging.Health = true
+	views := []report.View{report.HealthView}
+	if judging.Upgrades {
+		views = []report.View{report.UpgradesView, report.HealthView}
+	}
 	text := report.Printer{Format: report.Text}
 	return func(ctx context.Context, s Step) error {
 		r, err := pipeline.Run(ctx, c, judging)
@@ -32,7 +39,7 @@ func Narrate(w io.Writer, c kubernetes.Interface, judging pipeline.Options) func
 		}
 		var b bytes.Buffer
 		fmt.Fprintf(&b, "rehearsal: step %d: %s\n", s.N, s.What)
-		for _, view := range []report.View{report.UpgradesView, report.HealthView} {
+		for _, view := range views {
 			var v bytes.Buffer
 			if err := text.Result(&v, io.Discard, r, view); err != nil {
 				return err
@@ -57,26 +64,61 @@ func Known(scenario string) error {
 	return nil
 }
 
-// Narrated rehearses on the lab spec's nodes, the last of the walk failing,
-// and narrates every step on w as gpuops judges the lab's namespace by
-// default: what lab --scenario driver-upgrade shows.
-func Narrated(ctx context.Context, c kubernetes.Interface, w io.Writer, lab *labspec.Lab, timeout time.Duration) error {
-	o := Options{Namespace: lab.Namespace, FailLast: true, Timeout: timeout,
-		Step: Narrate(w, c, pipeline.Options{Namespace: lab.Namespace, StuckAfter: pipeline.DefaultStuckAfter})}
+// Ready says why the scenario cannot run on the cluster, before anything
+// is written (the lab included): see Check.
+func Ready(ctx context.Context, cl *kube.Clients, scenario string) error {
+	if scenario == DriverUpgrade {
+		return nil
+	}
+	dyn, err := dynamic.NewForConfig(cl.Config)
+	if err != nil {
+		return err
+	}
+	return Check(ctx, cl.Kube, dyn, scenario)
+}
+
+// Narrated runs the scenario on the lab spec's nodes and narrates every
+// step on w as gpuops judges the lab's namespace (JudgingOf): what lab
+// --scenario shows. The driver upgrade's last node fails.
+func Narrated(ctx context.Context, cl *kube.Clients, w io.Writer, lab *labspec.Lab, scenario string, timeout time.Duration) error {
+	o := Options{Namespace: lab.Namespace, Timeout: timeout, Step: Narrate(w, cl.Kube, JudgingOf(scenario, lab.Namespace))}
 	for _, n := range lab.Nodes {
 		o.Nodes = append(o.Nodes, n.Name)
 	}
-	return Run(ctx, c, o)
+	if scenario == DriverUpgrade {
+		o.FailLast = true
+		return Run(ctx, cl.Kube, o)
+	}
+	dyn, err := dynamic.NewForConfig(cl.Config)
+	if err != nil {
+		return err
+	}
+	return RunOffer(ctx, cl.Kube, dyn, scenario, o)
 }
 
 // Needs are the rights a rehearsal needs besides the lab's, so that a
 // caller short of one stops before the first step rather than half-way.
-func Needs(namespace string) []access.Need {
-	return []access.Need{
+func Needs(scenario, namespace string) []access.Need {
+	if scenario == DriverUpgrade {
+		return []access.Need{
+			{Verbs: []string{"get", "list", "watch", "patch"}, Resource: "nodes"},
+			{Verbs: []string{"get", "list", "watch", "patch", "delete"}, Resource: "pods", Namespace: namespace},
+			{Verbs: []string{"get", "list", "watch", "patch"}, Group: "apps", Resource: "daemonsets", Namespace: namespace},
+			{Verbs: []string{"list"}, Group: "apps", Resource: "controllerrevisions", Namespace: namespace},
+			{Verbs: []string{"list", "create"}, Resource: "events", Namespace: metav1.NamespaceDefault},
+		}
+	}
+	needs := []access.Need{
 		{Verbs: []string{"get", "list", "watch", "patch"}, Resource: "nodes"},
 		{Verbs: []string{"get", "list", "watch", "patch", "delete"}, Resource: "pods", Namespace: namespace},
-		{Verbs: []string{"get", "list", "watch", "patch"}, Group: "apps", Resource: "daemonsets", Namespace: namespace},
-		{Verbs: []string{"list"}, Group: "apps", Resource: "controllerrevisions", Namespace: namespace},
-		{Verbs: []string{"list", "create"}, Resource: "events", Namespace: metav1.NamespaceDefault},
+		{Verbs: []string{"get", "list", "watch", "create", "delete"}, Group: "apps", Resource: "daemonsets", Namespace: namespace},
 	}
+	switch scenario {
+	case Sharing:
+		needs = append(needs,
+			access.Need{Verbs: []string{"get", "create", "delete"}, Resource: "configmaps", Namespace: namespace},
+			access.Need{Verbs: []string{"get", "create", "delete"}, Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
+			access.Need{Verbs: []string{"list", "create", "delete"}, Group: PolicyGVR.Group, Resource: PolicyGVR.Resource})
+	}
+	return needs
 }

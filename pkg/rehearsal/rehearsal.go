@@ -45,7 +45,7 @@ import (
 const DriverUpgrade = "driver-upgrade"
 
 // Scenarios are the scenarios gpuops lab can run after the lab.
-var Scenarios = []string{DriverUpgrade}
+var Scenarios = []string{DriverUpgrade, Sharing}
 
 // UpgradeVersion is the driver version the new template runs, unless
 // Options.Image says otherwise.
@@ -89,11 +89,17 @@ type Step struct {
 	// State is the node's upgrade state label after the step ("" for none).
 	State string
 	What  string // in words
+	// Case is the offer scenario's case the step sets up, breaks or heals
+	// (Cases); "" for the set-up before them and the clean-up.
+	Case string
+	// Broken: the step broke Case on Node; gpuops names its cause there
+	// until the next step heals it.
+	Broken bool
 }
 
 // rehearsal is a walk under way.
 type rehearsal struct {
-	c       kubernetes.Interface
+	kit
 	o       Options
 	ds      *appsv1.DaemonSet
 	driver  string                       // the driver container's name
@@ -121,7 +127,7 @@ func Run(ctx context.Context, c kubernetes.Interface, o Options) error {
 }
 
 func prepare(ctx context.Context, c kubernetes.Interface, o Options) (*rehearsal, error) {
-	r := &rehearsal{c: c, o: o, owned: map[string]map[string]string{}, state: map[string]string{}, initial: map[string]bool{}}
+	r := &rehearsal{kit: kit{c: c, namespace: o.Namespace, timeout: o.Timeout}, o: o, owned: map[string]map[string]string{}, state: map[string]string{}, initial: map[string]bool{}}
 	name := operand.Lab.Driver().DaemonSet
 	ds, err := c.AppsV1().DaemonSets(o.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -381,14 +387,14 @@ func (r *rehearsal) restartDriver(ctx context.Context, n, who string) error {
 	if len(paused) == 0 {
 		return nil
 	}
-	if err := r.pause(ctx, n, paused, false); err != nil {
+	if err := r.pause(ctx, operand.DriverUpgrade.Manager, n, paused, false); err != nil {
 		return err
 	}
 	if err := r.step(ctx, n, "%s: the driver manager of %s paused %s (%s); their pods are gone",
 		n, made, strings.Join(keys(paused), ", "), operand.DriverUpgrade.Value); err != nil {
 		return err
 	}
-	if err := r.pause(ctx, n, resumes(paused), true); err != nil {
+	if err := r.pause(ctx, operand.DriverUpgrade.Manager, n, resumes(paused), true); err != nil {
 		return err
 	}
 	return r.step(ctx, n, "%s: the driver manager of %s resumed %s; their pods run again", n, made, strings.Join(keys(paused), ", "))
@@ -428,14 +434,7 @@ func (r *rehearsal) cleanUp(ctx context.Context) error {
 		return err
 	}
 	for _, n := range r.nodes {
-		// Applying the same values makes gpuops an owner again beside the
-		// driver manager, whose claim is then dropped: gpuops reset can
-		// take the labels off, and up does not find them foreign.
-		if _, err := r.c.CoreV1().Nodes().Apply(ctx, corev1ac.Node(n).WithLabels(r.owned[n]),
-			metav1.ApplyOptions{FieldManager: provision.FieldManager, Force: true}); err != nil {
-			return fmt.Errorf("give node %s's labels back to %s: %w", n, provision.FieldManager, err)
-		}
-		if err := r.dropManager(ctx, n, operand.DriverUpgrade.Manager); err != nil {
+		if err := r.giveBack(ctx, n, r.owned[n], operand.DriverUpgrade.Manager); err != nil {
 			return err
 		}
 	}

@@ -163,7 +163,7 @@ func (g *gpuopsView) checkCommand(spec string) {
 		return gpuopstest.Cluster{Kubeconfig: g.env.Kubeconfig}.Run(t, "lab", "--lab", file, "--workdir", dir, "--scenario", scenario)
 	}
 	r := lab("nope")
-	if r.Code != 2 || r.Stderr != "error: unknown scenario \"nope\" (known: "+rehearsal.DriverUpgrade+") (see --help)\n" {
+	if r.Code != 2 || r.Stderr != "error: unknown scenario \"nope\" (known: "+strings.Join(rehearsal.Scenarios, ", ")+") (see --help)\n" {
 		t.Errorf("lab --scenario nope: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 	dss, err := g.env.Client.AppsV1().DaemonSets(g.env.Namespace).List(context.Background(), metav1.ListOptions{})
