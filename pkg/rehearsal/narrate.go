@@ -114,7 +114,7 @@ func Needs(scenario, namespace string) []access.Need {
 		{Verbs: []string{"get", "list", "watch", "create", "delete"}, Group: "apps", Resource: "daemonsets", Namespace: namespace},
 	}
 	switch scenario {
-	case Sharing:
+	case Sharing, MIG:
 		needs = append(needs,
 			access.Need{Verbs: []string{"get", "create", "delete"}, Resource: "configmaps", Namespace: namespace},
 			access.Need{Verbs: []string{"get", "create", "delete"}, Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},

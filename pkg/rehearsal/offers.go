@@ -25,10 +25,12 @@ import (
 )
 
 // The offer scenarios: how a node offers its GPUs, shared (time-slicing,
-// MPS), written on one lab node as the components that write it would,
-// then broken and healed case by case (Cases).
+// MPS) or partitioned (MIG), written on one lab node
+// as the components that write it would, then broken and healed case by
+// case (Cases).
 const (
 	Sharing = "sharing"
+	MIG     = "mig"
 )
 
 // Who writes what. None of these components sets a field manager: the API
@@ -43,6 +45,10 @@ const (
 	// in capacity and allocatable among it.
 	kubeletManager = "kubelet"
 )
+
+// MIGStuckAfter is the --stuck-after the MIG rehearsal judges with, so that
+// its aborted MIG change turns stuck within the rehearsal.
+const MIGStuckAfter = 3 * time.Second
 
 // Case is one row of an offer scenario's table: what goes wrong on the
 // node, the cause gpuops health must name there while it is broken, and the
@@ -72,6 +78,8 @@ func offerScenario(name string) (scenario, bool) {
 	switch name {
 	case Sharing:
 		return sharingScenario, true
+	case MIG:
+		return migScenario, true
 	}
 	return scenario{}, false
 }
@@ -144,10 +152,10 @@ func RunOffer(ctx context.Context, c kubernetes.Interface, dyn dynamic.Interface
 }
 
 // Check says why a scenario cannot run on the cluster, before anything is
-// written: a ClusterPolicy already there (sharing writes its own).
+// written: a ClusterPolicy already there (sharing and mig write their own).
 func Check(ctx context.Context, c kubernetes.Interface, dyn dynamic.Interface, name string) error {
 	switch name {
-	case Sharing:
+	case Sharing, MIG:
 		list, err := dyn.Resource(PolicyGVR).List(ctx, metav1.ListOptions{})
 		switch {
 		case apierrors.IsNotFound(err):

@@ -28,6 +28,7 @@ import (
 // GPUs, each on the real control plane.
 var offerCauses = map[string][]string{
 	rehearsal.Sharing: {health.SharingNotApplied, health.SharingConfigUnknown, health.MPSDaemonNotReady},
+	rehearsal.MIG:     {health.MIGStuck, health.MIGLayoutMismatch, health.MIGFailed, health.MIGConfigUnknown},
 }
 
 // TestOfferRehearsals runs each offer scenario on a lab of the test's own
@@ -37,7 +38,7 @@ var offerCauses = map[string][]string{
 // Then the cluster is as the lab left it: up, reset and the lab with the
 // scenario run again. Not parallel: the ClusterPolicy is cluster-wide.
 func TestOfferRehearsals(t *testing.T) {
-	for _, name := range []string{rehearsal.Sharing} {
+	for _, name := range []string{rehearsal.Sharing, rehearsal.MIG} {
 		t.Run(name, func(t *testing.T) { rehearseOffer(t, name) })
 	}
 }
