@@ -30,9 +30,9 @@ func labCommand(e cliopts.Env) *cli.Command {
 			"After `gpuops reset`, running it again writes the same out/ byte for byte.\n\n" +
 			"--scenario driver-upgrade then replays a driver upgrade on the lab's driver nodes, as the GPU Operator\n" +
 			"walks it, the last node failing and recovered, and cleans up; each step shows gpuops upgrades and health.\n" +
-			"--scenario sharing or mig writes on the lab's first READY node what the device plugin's config\n" +
-			"(time-slicing, MPS) or the MIG manager would write, breaks and heals each case health names, and\n" +
-			"cleans up; each step shows gpuops health.",
+			"--scenario sharing, mig or dra writes on the lab's first READY node what the device plugin's config\n" +
+			"(time-slicing, MPS), the MIG manager or the DRA kubelet plugin would write, breaks and heals each case\n" +
+			"health names, and cleans up; each step shows gpuops health.",
 		Flags: []cli.Flag{o.Lab.SpecFlag(), o.workdirFlag(), o.timeoutFlag(), o.forceFlag(forceUsage),
 			&cli.StringFlag{Name: "scenario", Destination: &o.scenario, Usage: "after the lab, rehearse `NAME` (" + strings.Join(rehearsal.Scenarios, ", ") + "; default: none, the plain lab)"}},
 	}, o)

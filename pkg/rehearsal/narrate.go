@@ -119,6 +119,8 @@ func Needs(scenario, namespace string) []access.Need {
 			access.Need{Verbs: []string{"get", "create", "delete"}, Resource: "configmaps", Namespace: namespace},
 			access.Need{Verbs: []string{"get", "create", "delete"}, Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
 			access.Need{Verbs: []string{"list", "create", "delete"}, Group: PolicyGVR.Group, Resource: PolicyGVR.Resource})
+	case DRA:
+		needs = append(needs, access.Need{Verbs: []string{"get", "list", "create", "update", "delete"}, Group: "resource.k8s.io", Resource: "resourceslices"})
 	}
 	return needs
 }

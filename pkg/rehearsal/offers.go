@@ -25,12 +25,13 @@ import (
 )
 
 // The offer scenarios: how a node offers its GPUs, shared (time-slicing,
-// MPS) or partitioned (MIG), written on one lab node
+// MPS), partitioned (MIG) or through the DRA stack, written on one lab node
 // as the components that write it would, then broken and healed case by
 // case (Cases).
 const (
 	Sharing = "sharing"
 	MIG     = "mig"
+	DRA     = "dra"
 )
 
 // Who writes what. None of these components sets a field manager: the API
@@ -44,6 +45,10 @@ const (
 	// The kubelet writes the node's status, the device plugin's resources
 	// in capacity and allocatable among it.
 	kubeletManager = "kubelet"
+	// The DRA kubelet plugin's ResourceSlice controller creates and updates
+	// its slices (k8s.io/dynamic-resource-allocation v0.37.2
+	// resourceslice/resourceslicecontroller.go).
+	draPluginManager = "gpu-kubelet-plugin"
 )
 
 // MIGStuckAfter is the --stuck-after the MIG rehearsal judges with, so that
@@ -80,6 +85,8 @@ func offerScenario(name string) (scenario, bool) {
 		return sharingScenario, true
 	case MIG:
 		return migScenario, true
+	case DRA:
+		return draScenario, true
 	}
 	return scenario{}, false
 }
@@ -118,6 +125,8 @@ type offer struct {
 	policy     *Installed
 	configMaps []string
 	daemonSets []string
+	slices     int   // ResourceSlices published, named by index
+	generation int64 // of the node's pool
 }
 
 // RunOffer rehearses an offer scenario on the first node of o.Nodes (all
@@ -152,7 +161,8 @@ func RunOffer(ctx context.Context, c kubernetes.Interface, dyn dynamic.Interface
 }
 
 // Check says why a scenario cannot run on the cluster, before anything is
-// written: a ClusterPolicy already there (sharing and mig write their own).
+// written: a ClusterPolicy already there (sharing and mig write their own),
+// resource.k8s.io/v1 not served (dra).
 func Check(ctx context.Context, c kubernetes.Interface, dyn dynamic.Interface, name string) error {
 	switch name {
 	case Sharing, MIG:
@@ -164,6 +174,14 @@ func Check(ctx context.Context, c kubernetes.Interface, dyn dynamic.Interface, n
 			return fmt.Errorf("list clusterpolicies.nvidia.com: %w", err)
 		case len(list.Items) > 0:
 			return fmt.Errorf("ClusterPolicy %s exists: the %s rehearsal writes one of its own, on a cluster without one (the lab)", list.Items[0].GetName(), name)
+		}
+	case DRA:
+		res, err := c.Discovery().ServerResourcesForGroupVersion("resource.k8s.io/v1")
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("discover resource.k8s.io/v1: %w", err)
+		}
+		if res == nil || !slices.ContainsFunc(res.APIResources, func(r metav1.APIResource) bool { return r.Name == "resourceslices" }) {
+			return fmt.Errorf("the cluster does not serve resourceslices.resource.k8s.io/v1: the %s rehearsal publishes ResourceSlices (Kubernetes 1.34 or later)", name)
 		}
 	}
 	return nil
@@ -322,12 +340,49 @@ func (f *offer) podReady(ctx context.Context, ds *appsv1.DaemonSet, old *corev1.
 	return made, err
 }
 
+// publish writes the node's pool as the DRA kubelet plugin's ResourceSlice
+// controller does: slice i created or updated, those past the last deleted.
+func (f *offer) publish(ctx context.Context, pool []Slice) error {
+	rc := f.c.ResourceV1().ResourceSlices()
+	for i, s := range pool {
+		want := ResourceSlice(f.node, i, s)
+		if i >= f.slices {
+			if _, err := rc.Create(ctx, want, metav1.CreateOptions{FieldManager: draPluginManager}); err != nil {
+				return fmt.Errorf("create ResourceSlice %s: %w", want.Name, err)
+			}
+			continue
+		}
+		have, err := rc.Get(ctx, want.Name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("ResourceSlice %s: %w", want.Name, err)
+		}
+		have.Spec = want.Spec
+		if _, err := rc.Update(ctx, have, metav1.UpdateOptions{FieldManager: draPluginManager}); err != nil {
+			return fmt.Errorf("update ResourceSlice %s: %w", want.Name, err)
+		}
+	}
+	for i := len(pool); i < f.slices; i++ {
+		name := ResourceSlice(f.node, i, Slice{}).Name
+		if err := rc.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete ResourceSlice %s: %w", name, err)
+		}
+	}
+	f.slices = len(pool)
+	return nil
+}
+
 // cleanUp puts the cluster back as the lab left it: the DaemonSets and their
-// pods gone, the ConfigMaps and ClusterPolicy deleted, the
+// pods gone, the ResourceSlices, ConfigMaps and ClusterPolicy deleted, the
 // node's labels and resources as they were, its labels under gpuops's
 // claim alone again and no writer's claim left that was not there before.
 func (f *offer) cleanUp(ctx context.Context) error {
 	var gone []string
+	if f.slices > 0 {
+		if err := f.publish(ctx, nil); err != nil {
+			return err
+		}
+		gone = append(gone, "the ResourceSlices of "+f.node.Name)
+	}
 	for _, name := range f.daemonSets {
 		if err := f.deleteDaemonSet(ctx, name); err != nil {
 			return err

@@ -45,7 +45,7 @@ import (
 const DriverUpgrade = "driver-upgrade"
 
 // Scenarios are the scenarios gpuops lab can run after the lab.
-var Scenarios = []string{DriverUpgrade, Sharing, MIG}
+var Scenarios = []string{DriverUpgrade, Sharing, MIG, DRA}
 
 // UpgradeVersion is the driver version the new template runs, unless
 // Options.Image says otherwise.

@@ -5,6 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,8 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/gpuops/gpuops/internal/gpuopstest"
+	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/provision"
@@ -29,6 +36,7 @@ import (
 var offerCauses = map[string][]string{
 	rehearsal.Sharing: {health.SharingNotApplied, health.SharingConfigUnknown, health.MPSDaemonNotReady},
 	rehearsal.MIG:     {health.MIGStuck, health.MIGLayoutMismatch, health.MIGFailed, health.MIGConfigUnknown},
+	rehearsal.DRA:     {health.DevicesNotPublished, health.PoolIncomplete, health.DevicesTainted},
 }
 
 // TestOfferRehearsals runs each offer scenario on a lab of the test's own
@@ -38,7 +46,7 @@ var offerCauses = map[string][]string{
 // Then the cluster is as the lab left it: up, reset and the lab with the
 // scenario run again. Not parallel: the ClusterPolicy is cluster-wide.
 func TestOfferRehearsals(t *testing.T) {
-	for _, name := range []string{rehearsal.Sharing, rehearsal.MIG} {
+	for _, name := range []string{rehearsal.Sharing, rehearsal.MIG, rehearsal.DRA} {
 		t.Run(name, func(t *testing.T) { rehearseOffer(t, name) })
 	}
 }
@@ -182,4 +190,49 @@ func managerSet(n *corev1.Node) map[string]bool {
 		out[e.Manager] = true
 	}
 	return out
+}
+
+// TestDRAWithoutResourceV1: on a cluster that does not serve
+// resource.k8s.io/v1 (the real API server behind a proxy that hides the
+// group), lab --scenario dra refuses before its first write: exit 2, one
+// line, nothing changed.
+func TestDRAWithoutResourceV1(t *testing.T) {
+	env := testcluster.New(t)
+	node := env.AddNode(t, env.NodeName("gpu"), nil)
+	target, err := url.Parse(env.RESTConfig.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := rest.TransportFor(env.RESTConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.Transport = tr
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.HasPrefix(req.URL.Path, "/apis/resource.k8s.io") {
+			http.NotFound(w, req)
+			return
+		}
+		req.Header.Del("Authorization") // the proxy authenticates as the test's admin
+		proxy.ServeHTTP(w, req)
+	}))
+	t.Cleanup(srv.Close)
+	spec := fmt.Sprintf("namespace: %s\nnodes:\n- {name: %s, labels: {%s: \"true\"}, operands: {driver: true, container-toolkit: true, device-plugin: true, gpu-feature-discovery: true, dcgm-exporter: true}}\n",
+		env.Namespace, node.Name, operand.GPUPresent)
+	file := gpuopstest.WriteFile(t, filepath.Join(t.TempDir(), "lab.yaml"), spec)
+	dir := t.TempDir()
+	ctx := context.Background()
+	gpuops := gpuopstest.Cluster{Kubeconfig: testcluster.TokenKubeconfig(t, srv.URL, "unused")}
+	gpuops.WantError(t, "the cluster does not serve resourceslices.resource.k8s.io/v1", "lab", "--lab", file, "--workdir", dir, "--scenario", rehearsal.DRA)
+
+	dss, err := env.Client.AppsV1().DaemonSets(env.Namespace).List(ctx, metav1.ListOptions{})
+	n, nerr := env.Client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+	entries, _ := os.ReadDir(dir)
+	// The lab would have labelled the node first (nvidia.com/gpu.present and the deploy labels).
+	labelled := nerr == nil && slices.ContainsFunc(slices.Collect(maps.Keys(n.Labels)), func(k string) bool { return strings.HasPrefix(k, "nvidia.com/") })
+	if err != nil || nerr != nil || len(dss.Items) > 0 || len(entries) > 0 || labelled {
+		t.Errorf("lab --scenario dra changed something: %d DaemonSets, %d files, labels %v (%v, %v)", len(dss.Items), len(entries), n.Labels, err, nerr)
+	}
+
 }
