@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -371,11 +372,25 @@ func (f *offer) publish(ctx context.Context, pool []Slice) error {
 	return nil
 }
 
-// cleanUp puts the cluster back as the lab left it: the DaemonSets and their
-// pods gone, the ResourceSlices, ConfigMaps and ClusterPolicy deleted, the
-// node's labels and resources as they were, its labels under gpuops's
-// claim alone again and no writer's claim left that was not there before.
+// cleanUp puts the cluster back as the lab left it: first the node's labels
+// and resources as they were, its labels under gpuops's claim alone again
+// and no writer's claim left that was not there before (the node then asks
+// for nothing the scenario added), then the ResourceSlices, the DaemonSets
+// and their pods, the ConfigMaps and the ClusterPolicy gone.
 func (f *offer) cleanUp(ctx context.Context) error {
+	if len(f.wrote) > 0 || len(f.advertised) > 0 {
+		what := "labels"
+		if len(f.advertised) > 0 {
+			what = "labels, capacity and allocatable"
+		}
+		if err := f.restoreNode(ctx); err != nil {
+			return err
+		}
+		if err := f.step(ctx, Step{What: fmt.Sprintf("clean-up: %s's %s as before, its labels under %s's claim alone as up applied them",
+			f.node.Name, what, provision.FieldManager)}); err != nil {
+			return err
+		}
+	}
 	var gone []string
 	if f.slices > 0 {
 		if err := f.publish(ctx, nil); err != nil {
@@ -411,23 +426,10 @@ func (f *offer) cleanUp(ctx context.Context) error {
 		}
 		f.policy = nil
 	}
-	if len(gone) > 0 {
-		if err := f.step(ctx, Step{What: "clean-up: deleted " + strings.Join(gone, "; ")}); err != nil {
-			return err
-		}
-	}
-	if len(f.wrote) == 0 && len(f.advertised) == 0 {
+	if len(gone) == 0 {
 		return nil
 	}
-	what := "labels"
-	if len(f.advertised) > 0 {
-		what = "labels, capacity and allocatable"
-	}
-	if err := f.restoreNode(ctx); err != nil {
-		return err
-	}
-	return f.step(ctx, Step{What: fmt.Sprintf("clean-up: %s's %s as before, its labels under %s's claim alone as up applied them",
-		f.node.Name, what, provision.FieldManager)})
+	return f.step(ctx, Step{What: "clean-up: deleted " + strings.Join(gone, "; ")})
 }
 
 // restoreNode puts back the node's labels and resources as they were and
@@ -489,7 +491,9 @@ func managers(n *corev1.Node) map[string]bool {
 }
 
 // deleteDaemonSet deletes a DaemonSet the scenario made and waits until its
-// pods are gone.
+// pods are gone, then the DaemonSet itself (foreground deletion keeps it
+// until then): a DaemonSet left a moment without pods would read as its
+// operand missing.
 func (f *offer) deleteDaemonSet(ctx context.Context, name string) error {
 	fg := metav1.DeletePropagationForeground
 	if err := f.c.AppsV1().DaemonSets(f.o.Namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil && !apierrors.IsNotFound(err) {
@@ -498,5 +502,9 @@ func (f *offer) deleteDaemonSet(ctx context.Context, name string) error {
 	lw := cache.NewFilteredListWatchFromClient(f.c.CoreV1().RESTClient(), "pods", f.o.Namespace, func(o *metav1.ListOptions) {
 		o.LabelSelector = "app=" + name
 	})
-	return f.wait(ctx, "the pods of DaemonSet "+name+" to be gone", lw, &corev1.Pod{}, func(objs []any) bool { return len(objs) == 0 })
+	if err := f.wait(ctx, "the pods of DaemonSet "+name+" to be gone", lw, &corev1.Pod{}, func(objs []any) bool { return len(objs) == 0 }); err != nil {
+		return err
+	}
+	dss := cache.NewListWatchFromClient(f.c.AppsV1().RESTClient(), "daemonsets", f.o.Namespace, fields.OneTermEqualSelector("metadata.name", name))
+	return f.wait(ctx, "DaemonSet "+name+" to be gone", dss, &appsv1.DaemonSet{}, func(objs []any) bool { return len(objs) == 0 })
 }
