@@ -220,20 +220,25 @@ func recorded(results, f string) bool {
 
 // Every command, and every subcommand, has its section in docs/commands.md
 // and its name in the README: a new command comes with its tour.
-// Every cause code health gives is explained in `gpuops health --help`
-// and in docs/commands.md: scripts match on them.
+// Every cause code health gives is explained in `gpuops health --help`,
+// in docs/commands.md (scripts match on them) and in the runbook of
+// GpuopsNodeUnusable (docs/metrics.md), which carries the code.
 func TestEveryHealthCodeDocumented(t *testing.T) {
 	help := gpuopstest.Run(t, nil, gpuopstest.Binary(t), "health", "--help").Stdout
-	raw, err := os.ReadFile("docs/commands.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, code := range health.Codes {
 		if !regexp.MustCompile(`\b` + code + `\b`).MatchString(help) {
 			t.Errorf("gpuops health --help does not name %s", code)
 		}
-		if !strings.Contains(string(raw), "`"+code+"`") {
-			t.Errorf("docs/commands.md does not name `%s`", code)
+	}
+	for _, name := range []string{"docs/commands.md", "docs/metrics.md"} {
+		raw, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, code := range health.Codes {
+			if !strings.Contains(string(raw), "`"+code+"`") {
+				t.Errorf("%s does not name `%s`", name, code)
+			}
 		}
 	}
 }

@@ -68,14 +68,10 @@ func (c chain) sharing(l *link, n snapshot.Node, pods []*snapshot.Pod, now time.
 		return false
 	}
 	sc := c.offered.Sharing
-	key, from := n.Labels[operand.DevicePluginConfigLabel], "label "+operand.DevicePluginConfigLabel
-	if key == "" {
-		key, from = sc.Default, "the ClusterPolicy's devicePlugin.config.default"
-	}
+	cfg, key, from, ok := sharingConfig(n, sc)
 	if key == "" {
 		return false // the config manager falls back to an empty config: no sharing
 	}
-	cfg, ok := sc.Configs[key]
 	if !ok {
 		have := slices.Sorted(maps.Keys(sc.Configs))
 		msg := fmt.Sprintf("%s=%s names a config ConfigMap %s lacks (it has %s)", from, key, sc.ConfigMap, orNone(have))
@@ -112,6 +108,21 @@ func (c chain) sharing(l *link, n snapshot.Node, pods []*snapshot.Pod, now time.
 		return true
 	}
 	return false
+}
+
+// sharingConfig is the device plugin config the node picks, by its label,
+// else the policy's default, and where the pick comes from; key is empty
+// when it picks none, found false when the ConfigMap lacks it.
+func sharingConfig(n snapshot.Node, sc *snapshot.SharingConfigs) (cfg snapshot.SharingConfig, key, from string, found bool) {
+	if sc == nil {
+		return cfg, "", "", false
+	}
+	key, from = n.Labels[operand.DevicePluginConfigLabel], "label "+operand.DevicePluginConfigLabel
+	if key == "" {
+		key, from = sc.Default, "the ClusterPolicy's devicePlugin.config.default"
+	}
+	cfg, found = sc.Configs[key]
+	return cfg, key, from, found && key != ""
 }
 
 // physicalCount is how many devices of a resource GFD counts on the node,

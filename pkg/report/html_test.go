@@ -102,7 +102,8 @@ func TestHTMLNoFindings(t *testing.T) {
 func TestHTMLHealth(t *testing.T) {
 	f := summary.Fleet{GroupBy: "pool", Operands: operand.Lab[:1],
 		Groups: []summary.Group{{Name: "a100", Nodes: 2, Operands: []summary.OperandCounts{{Operand: "driver"}},
-			Health: &summary.HealthCounts{Ready: 1, Unusable: 1, Causes: []summary.CauseCount{{Code: "crash-loop", Operand: "driver", Nodes: 1}}}}},
+			Health: &summary.HealthCounts{Ready: 1, Unusable: 1, Causes: []summary.CauseCount{{Code: "crash-loop", Operand: "driver", Nodes: 1}},
+				GPUs: &summary.GPUCounts{GPUs: health.GPUs{Asked: 16, Advertised: 8}, Nodes: 2}}}},
 		Nodes: []summary.Node{
 			{Name: "gpu-1", Group: "a100", Cells: make([]summary.Cell, 1), Findings: []summary.Finding{}, Health: &health.Node{Node: "gpu-1", Judged: true, Usable: true}},
 			{Name: "gpu-2", Group: "a100", Cells: make([]summary.Cell, 1), Findings: []summary.Finding{},
@@ -114,7 +115,7 @@ func TestHTMLHealth(t *testing.T) {
 	}
 	p := b.String()
 	for _, want := range []string{
-		`<th>Health</th>`, `✓ 1 ready`, `✗ 1 unusable`, `<code>crash-loop</code> driver ×1`,
+		`<th>Health</th>`, `✓ 1 ready`, `✗ 1 unusable`, `<code>crash-loop</code> driver ×1`, `GPUs: 8 advertised of 16 asked`,
 		`<span class="r">✓ ready</span>`, `<span class="m" title="the driver crash-loops">✗ crash-loop</span> <code>driver</code>`,
 		`1 unusable GPU node, their root causes in the grid's health column)`,
 	} {

@@ -11,6 +11,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/summary"
 	"github.com/gpuops/gpuops/pkg/upgrade"
+	"github.com/gpuops/gpuops/pkg/words"
 )
 
 // findingStatus is the word a finding is printed with, as audit prints
@@ -54,6 +55,9 @@ func (s summaryView) lines() []string {
 		out = append(out, fmt.Sprintf("  %-*s %s", width, "order", brokenRules(g)))
 		if h := g.Health; h != nil {
 			out = append(out, fmt.Sprintf("  %-*s %s", width, "health", healthCounts(h)))
+			if c := h.GPUs; c != nil {
+				out = append(out, fmt.Sprintf("  %-*s %s", width, "gpus", gpuCounts(c)))
+			}
 		}
 		if !upgrade.Settled(g.Upgrades) { // a rollout shows only while under way or in trouble
 			out = append(out, fmt.Sprintf("  %-*s %s", width, "upgrade", verdictCounts(g.Upgrades)))
@@ -161,6 +165,11 @@ func healthCounts(h *summary.HealthCounts) string {
 		parts = append(parts, fmt.Sprintf("%s=%d", strings.TrimSuffix(c.Code+"/"+c.Operand, "/"), c.Nodes))
 	}
 	return strings.Join(parts, " ")
+}
+
+// gpuCounts is "asked=n advertised=m on k nodes".
+func gpuCounts(c *summary.GPUCounts) string {
+	return fmt.Sprintf("asked=%d advertised=%d on %s", c.Asked, c.Advertised, words.Count(c.Nodes, "node"))
 }
 
 // topCauses is how many root causes a group's health line names.

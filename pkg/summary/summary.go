@@ -177,6 +177,22 @@ type HealthCounts struct {
 	Ready    int          `json:"ready"`
 	Unusable int          `json:"unusable"`
 	Causes   []CauseCount `json:"causes"` // most nodes first
+	// GPUs are the devices the group's GPU nodes were asked to offer and
+	// offer (health.Offered), over the nodes whose ask can be told; nil
+	// when none can.
+	GPUs *GPUCounts `json:"gpus,omitempty"`
+}
+
+// GPUCounts sum what nodes were asked to offer and offer, over Nodes nodes.
+type GPUCounts struct {
+	health.GPUs
+	Nodes int `json:"nodes"`
+}
+
+func (c *GPUCounts) add(g health.GPUs, nodes int) {
+	c.Asked += g.Asked
+	c.Advertised += g.Advertised
+	c.Nodes += nodes
 }
 
 // CauseCount is how many of a group's nodes one root cause makes unusable.
@@ -186,9 +202,16 @@ type CauseCount struct {
 	Nodes   int    `json:"nodes"`
 }
 
-func (h *HealthCounts) add(n *health.Node) {
+// add counts a node's health, and what it offers when that can be told.
+func (h *HealthCounts) add(n *health.Node, gpus health.GPUs, told bool) {
 	if !n.Judged {
 		return
+	}
+	if told {
+		if h.GPUs == nil {
+			h.GPUs = &GPUCounts{}
+		}
+		h.GPUs.add(gpus, 1)
 	}
 	if n.Usable {
 		h.Ready++
@@ -252,15 +275,19 @@ func (f Fleet) Findings() int {
 // judges' natural order, reasons included) by the value of the groupBy node
 // label; the labels say each operand's state on each node.
 func Build(s *snapshot.Snapshot, verdicts []verdict.Verdict, roster []operand.Operand, rules []operand.Rule, groupBy string) Fleet {
-	labels := make(map[string]map[string]string, len(s.Nodes))
-	for _, n := range s.Nodes {
-		labels[n.Name] = n.Labels
+	nodes := make(map[string]*snapshot.Node, len(s.Nodes))
+	for i := range s.Nodes {
+		nodes[s.Nodes[i].Name] = &s.Nodes[i]
 	}
 	f := Fleet{GroupBy: groupBy, Operands: roster, Rules: rules}
 	groups := map[string]*Group{}
 	byGroup := map[string][]Node{}
 	for _, v := range verdicts {
-		l := labels[v.Node]
+		node := nodes[v.Node]
+		var l map[string]string
+		if node != nil {
+			l = node.Labels
+		}
 		name := cmp.Or(l[groupBy], NoGroup)
 		g := groups[name]
 		if g == nil {
@@ -272,7 +299,12 @@ func Build(s *snapshot.Snapshot, verdicts []verdict.Verdict, roster []operand.Op
 			if g.Health == nil {
 				g.Health = &HealthCounts{Causes: []CauseCount{}}
 			}
-			g.Health.add(v.Health)
+			var gpus health.GPUs
+			told := false
+			if node != nil {
+				gpus, told = health.Offered(*node, s.Offers, s.DevicePools[v.Node])
+			}
+			g.Health.add(v.Health, gpus, told)
 		}
 		if v.Upgrade != nil {
 			if g.Upgrades == nil {

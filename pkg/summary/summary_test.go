@@ -277,3 +277,30 @@ func TestHealthCounts(t *testing.T) {
 		t.Errorf("health counts %+v, want %+v", got, want)
 	}
 }
+
+// A group sums what its GPU nodes were asked to offer and offer, over the
+// nodes whose ask can be told: here a time-slicing node not applied (32
+// asked, 8 advertised), a plain one and a DRA node with a device withheld;
+// a node with no count and no device is left out.
+func TestHealthGPUs(t *testing.T) {
+	s := &snapshot.Snapshot{Offers: snapshottest.Offers("plugin-configs", "mig-configs"), DevicePools: map[string][]snapshot.DevicePool{
+		"dra": {{Name: "dra", Generation: 1, SliceCount: 1, Slices: 1, Devices: 8, Tainted: []snapshot.TaintedDevice{{Device: "gpu-0", Key: "gpu.nvidia.com/xid", Effect: "NoSchedule"}}}},
+	}}
+	gpus := map[string]snapshot.DeviceCount{snapshot.GPUResource: {Capacity: 8, Allocatable: 8}}
+	nodes := []snapshot.Node{
+		{Name: "ts", Labels: map[string]string{operand.GPUCountLabel: "8", operand.DevicePluginConfigLabel: "ts"}, Devices: gpus},
+		{Name: "plain", Labels: map[string]string{operand.GPUCountLabel: "8"}, Devices: gpus},
+		{Name: "dra"},
+		{Name: "untold"},
+	}
+	var verdicts []verdict.Verdict
+	for _, n := range nodes {
+		s.Nodes = append(s.Nodes, n)
+		verdicts = append(verdicts, verdict.Verdict{Node: n.Name, Health: &health.Node{Node: n.Name, Judged: true, Usable: true}})
+	}
+	f := summary.Build(s, verdicts, operand.Lab, nil, product)
+	want := &summary.GPUCounts{GPUs: health.GPUs{Asked: 48, Advertised: 23}, Nodes: 3}
+	if got := f.Groups[0].Health.GPUs; !reflect.DeepEqual(got, want) {
+		t.Errorf("GPUs %+v, want %+v", got, want)
+	}
+}

@@ -86,6 +86,12 @@ func (g *Group) add(o Group) {
 	}
 	g.Health.Ready += o.Health.Ready
 	g.Health.Unusable += o.Health.Unusable
+	if o.Health.GPUs != nil {
+		if g.Health.GPUs == nil {
+			g.Health.GPUs = &GPUCounts{}
+		}
+		g.Health.GPUs.add(o.Health.GPUs.GPUs, o.Health.GPUs.Nodes)
+	}
 	for _, c := range o.Health.Causes {
 		i := slices.IndexFunc(g.Health.Causes, func(x CauseCount) bool { return x.Code == c.Code && x.Operand == c.Operand })
 		if i < 0 {
