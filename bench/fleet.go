@@ -49,13 +49,16 @@ type fleetNode struct {
 	index    int // its place in the fleet, which dresses it (fleettest.DressNode)
 	role     role
 	operands map[string]bool // deploy label values; an operand left out has no label
+	offer    offer           // how it offers its GPUs (-offers, offers.go)
 }
 
 // plan lays out a fleet of n nodes: mostly GPU nodes with all five operands,
 // some opting out of the driver (host driver) or of dcgm-exporter, one in a
 // hundred without GPU, and per 500 nodes one tainted and one low-memory node.
-// Names are zero-padded so that natural and plain order agree.
-func plan(n int) []fleetNode {
+// Names are zero-padded so that natural and plain order agree. With offers,
+// a share of the healthy GPU nodes that run the driver offer their GPUs
+// otherwise (offers.go).
+func plan(n int, offers bool) []fleetNode {
 	width := max(4, len(fmt.Sprint(n-1)))
 	broken := max(2, n/500)
 	out := make([]fleetNode, n)
@@ -80,9 +83,20 @@ func plan(n int) []fleetNode {
 		if (f.role == gpu && i%50 == 11) || f.role == lowMemory {
 			f.operands["dcgm-exporter"] = false
 		}
+		if offers && f.role == gpu && f.operands[operand.Driver] {
+			f.offer = offerOf(i)
+		}
 		out[i] = f
 	}
 	return out
+}
+
+// asks reports whether the node's deploy label asks for the operand.
+func (f fleetNode) asks(o operand.Operand) bool {
+	if o.Name == operand.DRADriver {
+		return f.offer == dra
+	}
+	return f.operands[o.Name]
 }
 
 // runs reports whether the operand's pod runs on the node once settled.
@@ -91,18 +105,19 @@ func (f fleetNode) runs(o operand.Operand) bool {
 	case tainted:
 		return false
 	case lowMemory:
-		return f.operands[o.Name] && o.Name != operand.Driver
+		return f.asks(o) && o.Name != operand.Driver
 	}
-	return f.operands[o.Name]
+	return f.asks(o)
 }
 
-// expectedAudit is the audit text the fleet must produce once settled.
-func expectedAudit(fleet []fleetNode) string {
+// expectedAudit is the audit text the fleet must produce once settled,
+// judged with the roster.
+func expectedAudit(fleet []fleetNode, roster []operand.Operand) string {
 	var b strings.Builder
 	for _, f := range fleet {
 		missing := 0
-		for _, o := range operand.Lab {
-			if f.operands[o.Name] && !f.runs(o) {
+		for _, o := range roster {
+			if f.asks(o) && !f.runs(o) {
 				fmt.Fprintf(&b, "%s MISSING %s\n", f.name, o.Name)
 				missing++
 			}
@@ -118,10 +133,10 @@ func expectedAudit(fleet []fleetNode) string {
 // Pending for lack of memory.
 func expectedPods(fleet []fleetNode) (running, pending int) {
 	for _, f := range fleet {
-		for _, o := range operand.Lab {
+		for _, o := range roster(true) { // a plain fleet asks for no DRA kubelet plugin
 			if f.runs(o) {
 				running++
-			} else if f.role == lowMemory && f.operands[o.Name] {
+			} else if f.role == lowMemory && f.asks(o) {
 				pending++
 			}
 		}
@@ -153,6 +168,7 @@ func (f fleetNode) object(withDeployLabels, dressed bool) *corev1.Node {
 	if dressed {
 		fleettest.DressNode(n, f.index)
 	}
+	f.dressOffer(n)
 	registered(n)
 	switch f.role {
 	case tainted:
@@ -276,13 +292,14 @@ func unschedulable(p *corev1.Pod) bool {
 	return false
 }
 
-// expectedMatrix is the matrix text the fleet must produce once settled.
-func expectedMatrix(fleet []fleetNode) string {
+// expectedMatrix is the matrix text the fleet must produce once settled,
+// judged with the roster.
+func expectedMatrix(fleet []fleetNode, roster []operand.Operand) string {
 	var b strings.Builder
 	running, _ := expectedPods(fleet)
 	for _, f := range fleet {
 		b.WriteString(f.name)
-		for _, o := range operand.Lab {
+		for _, o := range roster {
 			yes := "no"
 			if f.runs(o) {
 				yes = "yes"
@@ -340,9 +357,9 @@ type shape struct {
 func (s shape) String() string { return s.desc }
 
 // fleetShape says how big the fleet's objects are as the API server sends
-// them: one node and one operand pod, and the two lists the floor reads
-// (protobuf).
-func fleetShape(ctx context.Context, c kubernetes.Interface, namespace string, node string) (shape, error) {
+// them: one node and one operand pod, and the lists the floor reads
+// (protobuf), the ResourceSlices with offers.
+func fleetShape(ctx context.Context, c kubernetes.Interface, namespace string, node string, offers bool) (shape, error) {
 	size := func(path string) (int, error) {
 		b, err := c.CoreV1().RESTClient().Get().AbsPath(path).SetHeader("Accept", "application/vnd.kubernetes.protobuf").DoRaw(ctx)
 		return len(b), err
@@ -374,5 +391,12 @@ func fleetShape(ctx context.Context, c kubernetes.Interface, namespace string, n
 		len(n.Labels), len(n.Annotations), len(n.Status.Images), len(n.Status.Conditions), len(n.Status.Addresses), sh.nodeKB,
 		p.Name, len(p.Spec.InitContainers), len(p.Spec.Containers), env, len(p.Spec.Volumes), mounts, sh.podKB,
 		sh.nodesMB, sh.podsMB)
+	if offers {
+		n, err := size("/apis/resource.k8s.io/v1/resourceslices")
+		if err != nil {
+			return shape{}, err
+		}
+		sh.desc += fmt.Sprintf(" and %.1f MB of ResourceSlices", float64(n)/1e6)
+	}
 	return sh, nil
 }

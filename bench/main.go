@@ -45,6 +45,7 @@ type config struct {
 	watcher  bool // also measure gpuops serve (bench/watcher.go)
 	small    bool // lab-sized objects: nodes and pod templates not dressed (fleettest)
 	pause    bool // stop every measured fleet's KWOK controller during the rounds (simulators.go)
+	offers   bool // the fleet dressed as an install sharing, partitioning and DRA-publishing GPUs (offers.go)
 	results  string
 }
 
@@ -64,6 +65,7 @@ func main() {
 	flag.BoolVar(&cfg.small, "small", false, "a fleet of lab-sized objects: nodes with only their lab labels and the DaemonSets' pods as the bases render them (default: dressed as a cloud GPU fleet's, internal/fleettest)")
 	flag.BoolVar(&cfg.watcher, "watcher", true, "also measure `gpuops serve` against `gpuops audit` run back to back (CPU, memory, label change to verdict)")
 	flag.BoolVar(&cfg.pause, "pause-simulators", false, "with -reuse: stop the KWOK controllers of every fleet named by -cluster while a fleet's rounds run (SIGSTOP, then SIGCONT), and wait for them to catch up before the next fleet's: the simulated kubelets' work is the bench machine's, not the API server's (bench/simulators.go)")
+	flag.BoolVar(&cfg.offers, "offers", false, "dress the fleet as a GPU Operator install whose nodes offer their GPUs in every way health reads: a ClusterPolicy naming a sharing ConfigMap and a MIG ConfigMap, a tenth of the nodes time-slicing, a tenth MIG-partitioned, a tenth running the DRA kubelet plugin with a ResourceSlice of 8 GPUs (bench/offers.go); the floor then also lists the ResourceSlices. With -reuse: every fleet must have been built with -offers (a fleet that was is measured with its offers either way)")
 	flag.StringVar(&cfg.results, "results", "bench/RESULTS.md", "file the results are appended to (empty: none)")
 	flag.Parse()
 	// Checked before any setup: a bad flag found after minutes of fleet
@@ -179,7 +181,8 @@ func benchFleet(ctx context.Context, cfg config, cluster, root string, env []str
 		return rep, err
 	}
 
-	fleet := plan(cfg.nodes)
+	fleet := plan(cfg.nodes, cfg.offers)
+	offers := cfg.offers
 	var setup []string
 	var ups *upRounds
 	if cfg.reuse {
@@ -190,23 +193,29 @@ func benchFleet(ctx context.Context, cfg config, cluster, root string, env []str
 		if len(nodes.Items) == 0 {
 			return rep, fmt.Errorf("-reuse: cluster %s has no nodes: leave a fleet with -keep first", cluster)
 		}
-		fleet = plan(len(nodes.Items))
+		if offers, err = dressedForOffers(ctx, kubeconfig); err != nil {
+			return rep, err
+		}
+		if cfg.offers && !offers {
+			return rep, fmt.Errorf("-offers: cluster %s's fleet was built without offers: build it with -offers -keep", cluster)
+		}
+		fleet = plan(len(nodes.Items), offers)
 		running, pending := expectedPods(fleet)
 		logf("waiting for %d Running and %d Pending pods", running, pending)
 		if err := waitPods(ctx, client, kube.DefaultNamespace, running, pending); err != nil {
 			return rep, err
 		}
 		setup = append(setup, "fleet reused from an earlier run: `gpuops up` not timed")
-	} else if setup, ups, err = buildFleet(ctx, client, fleet, cfg, env, bin("gpuops"), tmp); err != nil {
+	} else if setup, ups, err = buildFleet(ctx, client, fleet, cfg, env, bin("gpuops"), tmp, kubeconfig); err != nil {
 		return rep, err
 	}
 
-	shape, err := fleetShape(ctx, client, kube.DefaultNamespace, fleet[0].name)
+	shape, err := fleetShape(ctx, client, kube.DefaultNamespace, fleet[0].name, offers)
 	if err != nil {
 		return rep, err
 	}
 	setup = append(setup, shape.String())
-	contenders, notes := lineUp(root, bin, fleet, cfg.script, cfg.recipe)
+	contenders, notes := lineUp(root, bin, fleet, offers, cfg.script, cfg.recipe)
 	if cfg.baseline != "" {
 		contenders = append(contenders, baselines(cfg.baseline, contenders)...)
 	}
@@ -265,7 +274,7 @@ func benchClient(kubeconfig string) (kubernetes.Interface, string, error) {
 
 // buildFleet creates the fleet and settles it; it returns what each step
 // took, and the rounds of up against its floor if cfg asks for them.
-func buildFleet(ctx context.Context, c kubernetes.Interface, fleet []fleetNode, cfg config, env []string, gpuops, tmp string) ([]string, *upRounds, error) {
+func buildFleet(ctx context.Context, c kubernetes.Interface, fleet []fleetNode, cfg config, env []string, gpuops, tmp, kubeconfig string) ([]string, *upRounds, error) {
 	up := cfg.up
 	have, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
@@ -329,6 +338,14 @@ func buildFleet(ctx context.Context, c kubernetes.Interface, fleet []fleetNode, 
 		}
 	} else {
 		err = step("apply the 5 DaemonSets (server-side apply)", func() error { return applyDaemonSets(ctx, c, kube.DefaultNamespace, !cfg.small) })
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	if cfg.offers {
+		err = step("the offers: the ClusterPolicy CRD, a policy, 2 ConfigMaps, the DRA kubelet plugin's DaemonSet and ResourceSlices", func() error {
+			return applyOffers(ctx, c, kubeconfig, kube.DefaultNamespace, fleet)
+		})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -17,10 +17,11 @@ import (
 type contender struct {
 	name  string
 	argv  []string
-	codes []int  // exit codes that mean "ran fine" (1 is a finding for the judges)
-	floor bool   // the baseline of the ratios
-	want  string // the exact output expected of it; empty: not checked
-	slow  bool   // a script: its rounds may be capped (-script-rounds)
+	codes []int                   // exit codes that mean "ran fine" (1 is a finding for the judges)
+	floor bool                    // the baseline of the ratios
+	want  string                  // the exact output expected of it; empty: not checked
+	check func(out []byte) string // when set, checks the output instead of want: "as expected …" or "**WRONG** …"
+	slow  bool                    // a script: its rounds may be capped (-script-rounds)
 }
 
 // sample is one timed run.

@@ -21,12 +21,18 @@ import (
 // lineUp lists the contenders, each with the output it must print. A
 // contender that is not there yet (a gpuops command not written, an empty
 // script) is left out with a note, so the bench runs at every stage.
-func lineUp(root string, bin func(string) string, fleet []fleetNode, withScript, recipe bool) ([]contender, []string) {
+func lineUp(root string, bin func(string) string, fleet []fleetNode, offers, withScript, recipe bool) ([]contender, []string) {
 	ns := kube.DefaultNamespace
-	audit, matrix := expectedAudit(fleet), expectedMatrix(fleet)
+	audit, matrix := expectedAudit(fleet, roster(offers)), expectedMatrix(fleet, roster(offers))
+	floor, lists := []string{bin("floor"), "-n", ns}, "nodes ‖ pods"
+	var checkHealthOut func([]byte) string
+	if offers {
+		floor, lists = append(floor, "-slices"), "nodes ‖ pods ‖ ResourceSlices"
+		checkHealthOut = checkHealth(fleet)
+	}
 	cs := []contender{
-		{name: "floor: the raw LISTs (nodes ‖ pods), protobuf", argv: []string{bin("floor"), "-n", ns}, codes: []int{0}, floor: true},
-		{name: "the raw LISTs as JSON", argv: []string{bin("floor"), "-n", ns, "-json"}, codes: []int{0}},
+		{name: "floor: the raw LISTs (" + lists + "), protobuf", argv: floor, codes: []int{0}, floor: true},
+		{name: "the raw LISTs as JSON", argv: append(floor[:len(floor):len(floor)], "-json"), codes: []int{0}},
 	}
 	var notes []string
 	for _, c := range []struct{ cmd, want string }{{"audit", audit}, {"matrix", matrix}} {
@@ -42,7 +48,7 @@ func lineUp(root string, bin func(string) string, fleet []fleetNode, withScript,
 	cs = append(cs,
 		contender{name: "gpuops order-check NODE (one node)", argv: []string{bin("gpuops"), "-n", ns, "order-check", fleet[0].name}, codes: []int{0}, want: "ok\n"},
 		contender{name: "gpuops audit --explain (whole nodes)", argv: []string{bin("gpuops"), "-n", ns, "audit", "--explain"}, codes: []int{0, 1}},
-		contender{name: "gpuops health (whole nodes, pod health)", argv: []string{bin("gpuops"), "-n", ns, "health"}, codes: []int{0, 1}},
+		contender{name: "gpuops health (whole nodes, pod health)", argv: []string{bin("gpuops"), "-n", ns, "health"}, codes: []int{0, 1}, check: checkHealthOut},
 	)
 	script := filepath.Join(root, "operand-audit.sh")
 	if !withScript {
@@ -195,6 +201,9 @@ func fleetsMarkdown(reps []report) string {
 
 // verdict compares a contender's output with what the fleet must produce.
 func verdict(r result) string {
+	if r.check != nil {
+		return r.check(r.out)
+	}
 	if r.want == "" {
 		return "—"
 	}

@@ -1,6 +1,7 @@
 // Command floor sends the LIST requests a judge needs — all nodes and the
-// namespace's pods, concurrently, unpaged — and nothing else: each body is
-// read and dropped. Its time and memory are the API server's own floor, the
+// namespace's pods, concurrently, unpaged (with -slices also the DRA
+// driver's ResourceSlices, which health lists on a fleet running its kubelet
+// plugin) — and nothing else: each body is read and dropped. Its time and memory are the API server's own floor, the
 // baseline `task bench` measures gpuops and the scripts against.
 package main
 
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"time"
 
@@ -22,14 +24,19 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster")
 	namespace := flag.String("n", "gpu-operator", "namespace of the pods")
 	asJSON := flag.Bool("json", false, "ask for JSON instead of protobuf")
+	slices := flag.Bool("slices", false, "also list the ResourceSlices of driver gpu.nvidia.com, as health does")
 	flag.Parse()
-	if err := run(*kubeconfig, *namespace, *asJSON); err != nil {
+	paths := []string{"/api/v1/nodes", "/api/v1/namespaces/" + *namespace + "/pods"}
+	if *slices {
+		paths = append(paths, "/apis/resource.k8s.io/v1/resourceslices?fieldSelector="+url.QueryEscape("spec.driver=gpu.nvidia.com"))
+	}
+	if err := run(*kubeconfig, paths, *asJSON); err != nil {
 		fmt.Fprintf(os.Stderr, "error: %v\n", err)
 		os.Exit(2)
 	}
 }
 
-func run(kubeconfig, namespace string, asJSON bool) error {
+func run(kubeconfig string, paths []string, asJSON bool) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -45,7 +52,7 @@ func run(kubeconfig, namespace string, asJSON bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var g errgroup.Group
-	for _, path := range []string{"/api/v1/nodes", "/api/v1/namespaces/" + namespace + "/pods"} {
+	for _, path := range paths {
 		g.Go(func() error { return get(ctx, client, cfg.Host+path, accept) })
 	}
 	return g.Wait()
