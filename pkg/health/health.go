@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuops/gpuops/pkg/judge"
+	"github.com/gpuops/gpuops/pkg/ledger"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
@@ -99,6 +100,10 @@ type Node struct {
 	// operands, what their pods show: container, reason, restarts, for how
 	// long.
 	Evidence []string `json:"evidence,omitempty"`
+	// OutOfService says who took the node out of service (cordoned, or
+	// tainted against new work) and since when: the ledger's entry, nil
+	// when it is in service. Usable or not, it then takes no new work.
+	OutOfService *ledger.Entry `json:"outOfService,omitempty"`
 }
 
 // Assess assesses every node of the snapshot, in natural name order.
@@ -148,6 +153,7 @@ func (c chain) assess(n snapshot.Node, pods []*snapshot.Pod, pools map[string][]
 		return out
 	}
 	out.Judged = true
+	out.OutOfService = ledger.Of(&n)
 	pauses := judge.Pauses(n, c.ops)
 	links := make([]link, len(c.ops))
 	for i, o := range c.ops {

@@ -398,3 +398,30 @@ func TestUpgradeIsTheDriversCause(t *testing.T) {
 		})
 	}
 }
+
+// A GPU node out of service carries the ledger's entry, usable or not; a
+// node in service and a node without a GPU carry none.
+func TestOutOfService(t *testing.T) {
+	cordoned := gpuNode("cordoned", nil)
+	cordoned.Unschedulable, cordoned.Cordon = true, &snapshot.LabelChange{Manager: "kubectl-cordon", Time: now}
+	cpu := snapshot.Node{Name: "cpu", Unschedulable: true, Ready: true}
+	s := &snapshot.Snapshot{Nodes: []snapshot.Node{cordoned, gpuNode("in-service", nil), cpu}}
+	for _, n := range []string{"cordoned", "in-service"} {
+		for _, o := range stack {
+			s.Pods = append(s.Pods, ready(o, n))
+		}
+	}
+	got := map[string]health.Node{}
+	for _, v := range health.Assess(s, operand.Real, now, stuckAfter) {
+		got[v.Node] = v
+	}
+	if e := got["cordoned"].OutOfService; !got["cordoned"].Usable || e == nil || e.Actor != "person" || !e.Cordoned {
+		t.Errorf("cordoned GPU node: usable %v, out of service %+v; want usable, cordoned by a person", got["cordoned"].Usable, e)
+	}
+	if e := got["in-service"].OutOfService; e != nil {
+		t.Errorf("a node in service out of service: %+v", e)
+	}
+	if e := got["cpu"].OutOfService; e != nil {
+		t.Errorf("a node without a GPU in the ledger: %+v", e)
+	}
+}

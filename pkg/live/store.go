@@ -35,8 +35,8 @@ func keep(m metav1.ObjectMeta) metav1.ObjectMeta {
 // nothing. The kept labels are interned: a fleet's nodes carry the same keys
 // and mostly the same values, so the store holds each string once. With
 // trace, it keeps who last wrote the labels trace picks (a helper's pause),
-// from managedFields, as the one-shot read does; for upgrades, who cordoned
-// a cordoned node too.
+// from managedFields, as the one-shot read does, and who cordoned or
+// tainted the node.
 func trimNode(read read.Options, labels pipeline.Labels) cache.TransformFunc {
 	trace := read.Traced()
 	return func(obj any) (any, error) {
@@ -48,9 +48,7 @@ func trimNode(read read.Options, labels pipeline.Labels) cache.TransformFunc {
 					node.LabelChanges = snapshot.LabelChangesFrom(n.ManagedFields, keys)
 				}
 			}
-			if read.Upgrades && node.Unschedulable {
-				node.Cordon = snapshot.CordonFrom(n.ManagedFields)
-			}
+			node.TraceSpec(n.ManagedFields)
 			return &stored[snapshot.Node]{keep(n.ObjectMeta), node}, nil
 		}
 		return obj, nil

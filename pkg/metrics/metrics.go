@@ -6,6 +6,7 @@
 package metrics
 
 import (
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpuops/gpuops/pkg/health"
+	"github.com/gpuops/gpuops/pkg/ledger"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/upgrade"
 	"github.com/gpuops/gpuops/pkg/verdict"
@@ -76,6 +78,15 @@ var (
 	upgradeBudgetDesc = prometheus.NewDesc("gpuops_driver_upgrade_budget",
 		"The upgrade policy's budget as the controller counts it: max_parallel (maxParallelUpgrades, 0 for no limit), max_unavailable (resolved to nodes), available (upgrades it may start now), in_progress, unavailable (nodes using maxUnavailable).",
 		[]string{"policy", "kind"}, nil)
+	outOfServiceDesc = prometheus.NewDesc("gpuops_node_out_of_service",
+		"1 for each GPU node taken out of service (cordoned, or tainted against new work), by who took it out: upgrade-controller, driver-manager, nvsentinel, kured, gpuops, person or unknown.",
+		[]string{"node", "actor"}, nil)
+	outOfServiceNodesDesc = prometheus.NewDesc("gpuops_out_of_service_nodes",
+		"GPU nodes out of service, by who took them out (every actor, 0 for none).",
+		[]string{"actor"}, nil)
+	upgradeBudgetUsedDesc = prometheus.NewDesc("gpuops_driver_upgrade_budget_used",
+		"Nodes of the upgrade policy's maxUnavailable each actor holds (the controller counts every cordoned or NotReady node against it; NotReady counts as unknown).",
+		[]string{"policy", "actor"}, nil)
 	syncedDesc = prometheus.NewDesc("gpuops_informer_synced",
 		"1 once the watch of the resource has delivered its initial list.",
 		[]string{"resource"}, nil)
@@ -155,7 +166,7 @@ func causeOf(v *verdict.Verdict) health.Cause {
 
 // Describe sends the descriptors of every metric.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{missingDesc, stuckDesc, usableDesc, causeDesc, reasonDesc, violationDesc, nodesDesc, desiredDesc, runningDesc, lastChangeDesc, syncedDesc, upgradeDesc, upgradeSinceDesc, upgradeNodesDesc, upgradeBudgetDesc} {
+	for _, d := range []*prometheus.Desc{missingDesc, stuckDesc, usableDesc, causeDesc, reasonDesc, violationDesc, nodesDesc, desiredDesc, runningDesc, lastChangeDesc, syncedDesc, upgradeDesc, upgradeSinceDesc, upgradeNodesDesc, upgradeBudgetDesc, outOfServiceDesc, outOfServiceNodesDesc, upgradeBudgetUsedDesc} {
 		ch <- d
 	}
 	e.duration.Describe(ch)
@@ -181,6 +192,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	gauge(lastChangeDesc, float64(e.lastChange.UnixNano())/1e9)
 	desired, running := map[string]int{}, map[string]int{}
 	ok, finding := 0, 0
+	ledgered := map[string]*ledger.Entry{}
 	for _, v := range e.verdicts {
 		for _, o := range v.Audit.Asked {
 			desired[o]++
@@ -192,6 +204,10 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		}
 		if h := v.Health; h != nil && h.Judged {
 			gauge(usableDesc, bool01(h.Usable), v.Node)
+			if e := h.OutOfService; e != nil {
+				ledgered[v.Node] = e
+				gauge(outOfServiceDesc, 1, v.Node, e.Actor)
+			}
 			if h.Cause != nil {
 				for _, c := range append([]health.Cause{*h.Cause}, h.Also...) {
 					gauge(causeDesc, 1, v.Node, c.Code, c.Operand)
@@ -235,23 +251,29 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		gauge(desiredDesc, float64(desired[o.Name]), o.Name)
 		gauge(runningDesc, float64(running[o.Name]), o.Name)
 	}
+	for actor, n := range ledger.Count(slices.Collect(maps.Values(ledgered))) {
+		gauge(outOfServiceNodesDesc, float64(n), actor)
+	}
 	if r := e.rollout; r != nil {
 		switch {
 		case r.Policy != nil:
-			rolloutGauges(gauge, "ClusterPolicy", r.Counts, r.Budget)
+			rolloutGauges(gauge, "ClusterPolicy", r.Counts, r.Budget, ledgered)
 		case len(r.Pools) == 0: // no policy read: the counts still say where the nodes are
-			rolloutGauges(gauge, "none", r.Counts, r.Budget)
+			rolloutGauges(gauge, "none", r.Counts, r.Budget, ledgered)
 		}
 		for _, p := range r.Pools {
-			rolloutGauges(gauge, "NVIDIADriver/"+p.Name, p.Counts, p.Budget)
+			rolloutGauges(gauge, "NVIDIADriver/"+p.Name, p.Counts, p.Budget, ledgered)
 		}
 	}
 }
 
 // rolloutGauges are one upgrade policy's counts by verdict (a zero for
-// each verdict it has none of, so a count can be watched from 0) and its
-// budget.
-func rolloutGauges(gauge func(*prometheus.Desc, float64, ...string), policy string, counts map[string]int, b upgrade.Budget) {
+// each verdict it has none of, so a count can be watched from 0), its
+// budget and who uses maxUnavailable (the ledger's entries by node).
+func rolloutGauges(gauge func(*prometheus.Desc, float64, ...string), policy string, counts map[string]int, b upgrade.Budget, ledgered map[string]*ledger.Entry) {
+	for actor, n := range ledger.BudgetOf(b.MaxUnavailable, b.Unavailable, ledgered).ByActor {
+		gauge(upgradeBudgetUsedDesc, float64(n), policy, actor)
+	}
 	for _, v := range upgrade.Verdicts {
 		gauge(upgradeNodesDesc, float64(counts[v]), policy, v)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/judge"
+	"github.com/gpuops/gpuops/pkg/ledger"
 	"github.com/gpuops/gpuops/pkg/metrics"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
@@ -197,8 +198,8 @@ func TestDocsListEveryMetric(t *testing.T) {
 			t.Errorf("docs/metrics.md has no row for %s", m[1])
 		}
 	}
-	if n != 17 {
-		t.Errorf("%d metrics described, want 17", n)
+	if n != 20 {
+		t.Errorf("%d metrics described, want 20", n)
 	}
 }
 
@@ -333,4 +334,52 @@ func parse(t *testing.T, s string) float64 {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// The ledger: a series per GPU node out of service with its actor, the
+// count of every actor (zeros too), and the part of maxUnavailable each
+// actor holds.
+func TestOutOfService(t *testing.T) {
+	e := metrics.New(synced)
+	cordoned := node("c", all, []string{}, []string{}, []string{"toolkit", "device-plugin"})
+	cordoned.Health = &health.Node{Node: "c", Judged: true, Usable: true, OutOfService: &ledger.Entry{Actor: ledger.Person, Cordoned: true}}
+	ours := node("q", all, []string{}, []string{}, []string{"device-plugin"})
+	ours.Health = &health.Node{Node: "q", Judged: true, OutOfService: &ledger.Entry{Actor: ledger.Gpuops, Cordoned: true},
+		Cause: &health.Cause{Code: "order", Operand: "device-plugin"}}
+	ro := &upgrade.Rollout{Policy: &snapshot.UpgradePolicy{}, Budget: upgrade.Budget{Nodes: 4, MaxUnavailable: 1, Unavailable: []string{"c", "q", "n"}}}
+	e.Judged(verdict.Batch{Time: t0, Initial: true, Roster: roster, Rules: rules, Changes: []verdict.Change{{After: cordoned}, {After: ours}}, Rollout: ro})
+	want := `
+# HELP gpuops_node_out_of_service 1 for each GPU node taken out of service (cordoned, or tainted against new work), by who took it out: upgrade-controller, driver-manager, nvsentinel, kured, gpuops, person or unknown.
+# TYPE gpuops_node_out_of_service gauge
+gpuops_node_out_of_service{actor="gpuops",node="q"} 1
+gpuops_node_out_of_service{actor="person",node="c"} 1
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuops_node_out_of_service"); err != nil {
+		t.Error(err)
+	}
+	got := map[string]float64{}
+	text, err := testutil.CollectAndFormat(e, expfmtText, "gpuops_out_of_service_nodes", "gpuops_driver_upgrade_budget_used")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(text), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && !strings.HasPrefix(line, "#") {
+			got[f[0]] = parse(t, f[1])
+		}
+	}
+	for series, want := range map[string]float64{
+		`gpuops_out_of_service_nodes{actor="person"}`:                               1,
+		`gpuops_out_of_service_nodes{actor="gpuops"}`:                               1,
+		`gpuops_out_of_service_nodes{actor="kured"}`:                                0,
+		`gpuops_driver_upgrade_budget_used{actor="person",policy="ClusterPolicy"}`:  1,
+		`gpuops_driver_upgrade_budget_used{actor="gpuops",policy="ClusterPolicy"}`:  1,
+		`gpuops_driver_upgrade_budget_used{actor="unknown",policy="ClusterPolicy"}`: 1,
+	} {
+		if v, ok := got[series]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)
+		}
+	}
+	if n := len(got); n != 2*len(ledger.Actors) {
+		t.Errorf("%d series, want %d (every actor, twice)", n, 2*len(ledger.Actors))
+	}
 }

@@ -195,7 +195,7 @@ func JudgedLabel(key string) bool {
 			return true
 		}
 	}
-	return IsDeployLabel(key) || OfferLabel(key)
+	return IsDeployLabel(key) || OfferLabel(key) || IsNVSentinelCordonLabel(key)
 }
 
 // OperatorAccounts are the GPU Operator's service accounts that may write

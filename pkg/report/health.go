@@ -95,7 +95,7 @@ func causes(h health.Node) []health.Cause {
 // healthLines are the text lines of one GPU node.
 func healthLines(h health.Node, why bool) []string {
 	if h.Usable {
-		return []string{h.Node + " " + Ready}
+		return append([]string{h.Node + " " + Ready}, outOfService(h, why)...)
 	}
 	l := strings.TrimSpace(fmt.Sprintf("%s %s %s %s", h.Node, Unusable, h.Cause.Code, h.Cause.Operand))
 	if len(h.Blocked) > 0 {
@@ -112,7 +112,16 @@ func healthLines(h health.Node, why bool) []string {
 	for _, e := range h.Evidence {
 		out = append(out, "  "+e)
 	}
-	return out
+	return append(out, outOfService(h, why)...)
+}
+
+// outOfService is, explained, the line that says who took the node out of
+// service (the ledger's entry).
+func outOfService(h health.Node, why bool) []string {
+	if !why || h.OutOfService == nil {
+		return nil
+	}
+	return []string{"  out of service: " + h.OutOfService.String()}
 }
 
 // evidence is the cause's message and the pods' evidence.

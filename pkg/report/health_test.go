@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/gpuops/gpuops/pkg/health"
+	"github.com/gpuops/gpuops/pkg/ledger"
 	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/verdict"
@@ -21,9 +23,12 @@ func healthVerdicts() []verdict.Verdict {
 			Blocked:  []string{"container-toolkit", "device-plugin"},
 			Also:     []health.Cause{{Code: health.Missing, Operand: "dcgm-exporter", Message: "no pod"}},
 			Evidence: []string{"driver: pod d-1 Running, 5 restarts"}}},
-		{Node: "gpu-3", Health: &health.Node{Node: "gpu-3", Judged: true, Cause: &health.Cause{Code: health.NodeNotReady, Message: "node is NotReady"}}},
+		{Node: "gpu-3", Health: &health.Node{Node: "gpu-3", Judged: true, Cause: &health.Cause{Code: health.NodeNotReady, Message: "node is NotReady"},
+			OutOfService: &ledger.Entry{Actor: ledger.Person, By: "kubectl-cordon", Cordoned: true, Since: &cordonedAt}}},
 	}
 }
+
+var cordonedAt = time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
 
 // Text: one line per GPU node, its root cause and what it blocks; a second
 // root cause is no second verdict line: --explain adds the messages, the
@@ -39,7 +44,7 @@ func TestHealthText(t *testing.T) {
 		{true, "gpu-1 READY\n" +
 			"gpu-2 UNUSABLE crash-loop driver blocks container-toolkit,device-plugin\n  driver crash-loops\n" +
 			"  also missing dcgm-exporter: no pod\n  driver: pod d-1 Running, 5 restarts\n" +
-			"gpu-3 UNUSABLE node-not-ready\n  node is NotReady\n"},
+			"gpu-3 UNUSABLE node-not-ready\n  node is NotReady\n  out of service: cordoned by person (kubectl-cordon) since 2026-12-04T10:00:00Z\n"},
 	} {
 		var b bytes.Buffer
 		if err := (report.Printer{Format: report.Text}).Result(&b, io.Discard, &outcome.Result{Nodes: healthVerdicts(), Explain: tc.why}, report.HealthView); err != nil {
@@ -59,18 +64,20 @@ func TestHealthJSON(t *testing.T) {
 	}
 	var got struct {
 		Nodes []struct {
-			Node    string
-			Judged  bool
-			Usable  bool
-			Cause   *struct{ Code, Operand, Message string }
-			Blocked []string
+			Node         string
+			Judged       bool
+			Usable       bool
+			Cause        *struct{ Code, Operand, Message string }
+			Blocked      []string
+			OutOfService *struct{ Actor, By string }
 		}
 	}
 	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
 	if len(got.Nodes) != 4 || got.Nodes[0].Judged || !got.Nodes[1].Usable || got.Nodes[1].Blocked == nil ||
-		got.Nodes[2].Cause.Code != "crash-loop" || got.Nodes[2].Cause.Operand != "driver" || len(got.Nodes[2].Blocked) != 2 {
+		got.Nodes[2].Cause.Code != "crash-loop" || got.Nodes[2].Cause.Operand != "driver" || len(got.Nodes[2].Blocked) != 2 ||
+		got.Nodes[2].OutOfService != nil || got.Nodes[3].OutOfService == nil || got.Nodes[3].OutOfService.Actor != ledger.Person {
 		t.Errorf("health -o json: %s", b.String())
 	}
 }

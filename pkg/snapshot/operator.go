@@ -133,10 +133,35 @@ func LabelChangesFrom(entries []metav1.ManagedFieldsEntry, keys []string) map[st
 // managedFields, as LabelChangesFrom does for a label; nil when no entry
 // owns it.
 func CordonFrom(entries []metav1.ManagedFieldsEntry) *LabelChange {
-	return lastWriters(entries, []fieldpath.Path{unschedulablePath}, func(raw []byte) bool { return bytes.Contains(raw, []byte(`"f:unschedulable"`)) })[0]
+	return specWriter(entries, "unschedulable")
 }
 
-var unschedulablePath = fieldpath.MakePathOrDie("spec", "unschedulable")
+// TainterFrom reads who last wrote a node's spec.taints from its
+// managedFields; nil when no entry owns it.
+func TainterFrom(entries []metav1.ManagedFieldsEntry) *LabelChange {
+	return specWriter(entries, "taints")
+}
+
+// specWriter is the last writer of a field of the node's spec.
+func specWriter(entries []metav1.ManagedFieldsEntry, field string) *LabelChange {
+	needle := []byte(`"f:` + field + `"`)
+	return lastWriters(entries, []fieldpath.Path{fieldpath.MakePathOrDie("spec", field)}, func(raw []byte) bool { return bytes.Contains(raw, needle) })[0]
+}
+
+// SpecNeedles are the managedFields names a reader looks for to trace the
+// node's writers of spec (CordonFrom, TainterFrom).
+var SpecNeedles = []string{"f:unschedulable", "f:taints"}
+
+// TraceSpec sets who cordoned and who tainted the node, from its
+// managedFields, when it is cordoned or tainted.
+func (n *Node) TraceSpec(entries []metav1.ManagedFieldsEntry) {
+	if n.Unschedulable {
+		n.Cordon = CordonFrom(entries)
+	}
+	if len(n.Taints) > 0 {
+		n.Tainter = TainterFrom(entries)
+	}
+}
 
 // lastWriters finds, for each path, the latest entry that owns it (nil when
 // none does), parsing only the entries whose raw fields names accepts.

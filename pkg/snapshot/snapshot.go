@@ -59,13 +59,19 @@ type Node struct {
 	// LabelChanges says who last wrote some of the labels, and when: only
 	// those the reader was asked to trace (a helper's pause), nil otherwise.
 	LabelChanges map[string]LabelChange
-	// Annotations are the driver upgrade controller's annotations of the
-	// node (operand.IsUpgradeAnnotation), nil when it has none: the others
-	// are left out, they can outweigh the rest of the node.
+	// Annotations are the marks of those who take a node out of service
+	// (operand.IsOutOfServiceAnnotation: the driver upgrade controller's,
+	// the driver manager's, NVSentinel's, kured's, gpuops's quarantine),
+	// nil when it has none: the others are left out, they can outweigh the
+	// rest of the node.
 	Annotations map[string]string
 	// Cordon says who last set spec.unschedulable, and when: only on a
-	// cordoned node an upgrades read traced, nil otherwise.
+	// cordoned node whose whole object was read, nil otherwise.
 	Cordon *LabelChange
+	// Tainter says who last wrote spec.taints (an atomic list: its last
+	// writer owns every taint), and when: only on a node with taints
+	// whose whole object was read, nil otherwise.
+	Tainter *LabelChange
 	// Devices are the NVIDIA device counts of status.capacity and
 	// .allocatable, by resource name (IsDeviceResource): nvidia.com/gpu,
 	// shared GPUs renamed (nvidia.com/gpu.shared) and the MIG resources
@@ -200,7 +206,7 @@ func (n Node) API() *corev1.Node {
 func NodeFrom(n *corev1.Node) Node {
 	out := Node{Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Unschedulable: n.Spec.Unschedulable}
 	for k, v := range n.Annotations {
-		if operand.IsUpgradeAnnotation(k) {
+		if operand.IsOutOfServiceAnnotation(k) {
 			if out.Annotations == nil {
 				out.Annotations = map[string]string{}
 			}

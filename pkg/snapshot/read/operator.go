@@ -196,20 +196,24 @@ func pick(items []clusterPolicy) *snapshot.ClusterPolicy {
 	return out
 }
 
-// trace keeps who last wrote the node's labels that pick selects and, with
-// cordon, who cordoned it. whole is the node's protobuf bytes, or nil when
-// n was decoded whole (JSON).
-func trace(node *snapshot.Node, n *corev1.Node, whole []byte, pick func(key, value string) bool, cordon bool) error {
-	keys := snapshot.TracedKeys(node.Labels, pick)
-	cordon = cordon && node.Unschedulable
-	if len(keys) == 0 && !cordon {
+// trace keeps who last wrote the node's labels that pick selects (nil:
+// none) and, when it is cordoned or tainted, who cordoned and who tainted
+// it. whole is the node's protobuf bytes, or nil when n was decoded whole
+// (JSON).
+func trace(node *snapshot.Node, n *corev1.Node, whole []byte, pick func(key, value string) bool) error {
+	var keys []string
+	if pick != nil {
+		keys = snapshot.TracedKeys(node.Labels, pick)
+	}
+	spec := node.Unschedulable || len(node.Taints) > 0
+	if len(keys) == 0 && !spec {
 		return nil
 	}
 	entries := n.ManagedFields
 	if whole != nil {
 		needles := keys
-		if cordon {
-			needles = append(needles[:len(needles):len(needles)], "f:unschedulable")
+		if spec {
+			needles = append(needles[:len(needles):len(needles)], snapshot.SpecNeedles...)
 		}
 		var err error
 		if entries, err = managedFields(whole, needles); err != nil {
@@ -219,9 +223,7 @@ func trace(node *snapshot.Node, n *corev1.Node, whole []byte, pick func(key, val
 	if len(keys) > 0 {
 		node.LabelChanges = snapshot.LabelChangesFrom(entries, keys)
 	}
-	if cordon {
-		node.Cordon = snapshot.CordonFrom(entries)
-	}
+	node.TraceSpec(entries)
 	return nil
 }
 

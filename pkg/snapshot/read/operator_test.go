@@ -117,27 +117,34 @@ func TestTrimRevisionAndEvent(t *testing.T) {
 	}
 }
 
-// Tracing a cordoned node reads who set spec.unschedulable, from protobuf
-// bytes as from a whole node, only when asked.
+// Tracing a cordoned and tainted node reads who set spec.unschedulable and
+// who wrote spec.taints, from protobuf bytes as from a whole node; a node
+// neither cordoned nor tainted is not traced.
 func TestTraceCordon(t *testing.T) {
 	n := gpuNode(t, false)
 	n.Spec.Unschedulable = true
+	n.Spec.Taints = []corev1.Taint{{Key: "example.com/broken", Effect: corev1.TaintEffectNoSchedule}}
 	at := metav1.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)
-	n.ManagedFields = append(n.ManagedFields, metav1.ManagedFieldsEntry{Manager: operand.UpgradeManager, Operation: "Update", APIVersion: "v1",
-		Time: &at, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:unschedulable":{}}}`)}})
+	later := metav1.Date(2026, 12, 1, 11, 5, 0, 0, time.UTC)
+	n.ManagedFields = append(n.ManagedFields,
+		metav1.ManagedFieldsEntry{Manager: operand.UpgradeManager, Operation: "Update", APIVersion: "v1",
+			Time: &at, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:unschedulable":{}}}`)}},
+		metav1.ManagedFieldsEntry{Manager: "kubectl-taint", Operation: "Update", APIVersion: "v1",
+			Time: &later, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:taints":{}}}`)}})
 	whole, err := n.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := snapshot.LabelChange{Manager: operand.UpgradeManager, Time: at.Time}
+	cordon, tainter := snapshot.LabelChange{Manager: operand.UpgradeManager, Time: at.Time}, snapshot.LabelChange{Manager: "kubectl-taint", Time: later.Time}
 	for _, bytes := range [][]byte{whole, nil} {
 		node := snapshot.NodeFrom(n)
-		if err := trace(&node, n, bytes, operand.UpgradeTraced, true); err != nil || node.Cordon == nil || *node.Cordon != want {
-			t.Errorf("cordon traced (protobuf %v): %+v, %v; want %+v", bytes != nil, node.Cordon, err, want)
+		if err := trace(&node, n, bytes, nil); err != nil || node.Cordon == nil || *node.Cordon != cordon || node.Tainter == nil || *node.Tainter != tainter {
+			t.Errorf("traced (protobuf %v): cordon %+v, tainter %+v, %v; want %+v, %+v", bytes != nil, node.Cordon, node.Tainter, err, cordon, tainter)
 		}
-		node = snapshot.NodeFrom(n)
-		if err := trace(&node, n, bytes, operand.UpgradeTraced, false); err != nil || node.Cordon != nil {
-			t.Errorf("cordon traced unasked: %+v, %v", node.Cordon, err)
-		}
+	}
+	n.Spec.Unschedulable, n.Spec.Taints = false, nil
+	node := snapshot.NodeFrom(n)
+	if err := trace(&node, n, nil, nil); err != nil || node.Cordon != nil || node.Tainter != nil {
+		t.Errorf("an uncordoned, untainted node traced: %+v, %+v, %v", node.Cordon, node.Tainter, err)
 	}
 }

@@ -70,8 +70,8 @@ type Options struct {
 	Trace func(key, value string) bool
 	// Upgrades also reads what the driver upgrade verdict (pkg/upgrade)
 	// needs: whole nodes (it overrides DeployLabelsOnly) with the upgrade
-	// controller's annotations, who wrote their upgrade state label
-	// (operand.UpgradeTraced, besides Trace's) and who cordoned them; each
+	// controller's annotations and who wrote their upgrade state label
+	// (operand.UpgradeTraced, besides Trace's); each
 	// DaemonSet pod's template hash; the namespace's ControllerRevisions
 	// (Snapshot.Revisions) and the controller's Events on nodes
 	// (Snapshot.UpgradeEvents), one LIST each.
@@ -140,10 +140,8 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 				}
 			}
 			node := snapshot.NodeFrom(n)
-			if pick != nil {
-				if err := trace(&node, n, whole, pick, opts.Upgrades); err != nil {
-					return fmt.Errorf("node %s: %w", node.Name, err)
-				}
+			if err := trace(&node, n, whole, pick); err != nil {
+				return fmt.Errorf("node %s: %w", node.Name, err)
 			}
 			s.Nodes = append(s.Nodes, node)
 			return nil
@@ -304,11 +302,7 @@ func readNodes(ctx context.Context, core rest.Interface, opts Options, labels la
 				return add(&corev1.Node{ObjectMeta: m.ObjectMeta}, whole)
 			})
 	}
-	keep := nodeFields
-	if opts.Upgrades {
-		keep = upgradeNodeFields
-	}
-	return readList(ctx, func() *rest.Request { return core.Get().Resource("nodes") }, list, keep, labels, nil, &corev1.NodeList{}, add)
+	return readList(ctx, func() *rest.Request { return core.Get().Resource("nodes") }, list, nodeFields, labels, nil, &corev1.NodeList{}, add)
 }
 
 // bodyBuffer is the buffer a list body is read through: a list item that

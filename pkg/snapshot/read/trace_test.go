@@ -90,10 +90,8 @@ func decodeNodes(tb testing.TB, body []byte, pick func(k, v string) bool) []snap
 			return err
 		}
 		node := snapshot.NodeFrom(&n)
-		if pick != nil {
-			if err := trace(&node, &n, whole, pick, false); err != nil {
-				return err
-			}
+		if err := trace(&node, &n, whole, pick); err != nil {
+			return err
 		}
 		nodes = append(nodes, node)
 		return nil
@@ -117,7 +115,7 @@ func TestTrace(t *testing.T) {
 		t.Errorf("traced from protobuf: %v, want %v", got[1].LabelChanges, want)
 	}
 	node := snapshot.NodeFrom(full)
-	if err := trace(&node, full, nil, pausedLabel, false); err != nil || !maps.Equal(node.LabelChanges, want) {
+	if err := trace(&node, full, nil, pausedLabel); err != nil || !maps.Equal(node.LabelChanges, want) {
 		t.Errorf("traced from a whole node: %v, %v; want %v", node.LabelChanges, err, want)
 	}
 	if got := decodeNodes(t, nodePage(t, 1, false), pausedLabel); got[0].LabelChanges != nil {

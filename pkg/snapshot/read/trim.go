@@ -132,6 +132,9 @@ var nodeFields = fields{
 	1: fields{ // metadata
 		1:  whole,      // name
 		11: readLabels, // labels, those the read's labelFilter keeps
+		// annotations: only the marks of those who take a node out of
+		// service; a real node's others alone can outweigh what is kept
+		12: entries{operand.IsOutOfServiceAnnotation},
 	},
 	2: fields{ // spec
 		4: whole, // unschedulable
@@ -155,15 +158,6 @@ var (
 	nodeConditions = entries{snapshot.NodeConditionRead}
 	podConditions  = entries{snapshot.PodConditionRead}
 )
-
-// An upgrades read also keeps a node's annotations (the upgrade
-// controller's): the other reads leave them out, a real node's annotations
-// alone can outweigh what they keep.
-var upgradeNodeFields = fields{
-	1: fields{1: whole, 11: readLabels, 12: whole}, // name, labels, annotations
-	2: nodeFields[2],
-	3: nodeFields[3],
-}
 
 // revisionFields are what an upgrades read keeps of a ControllerRevision:
 // not its data, the whole template of its DaemonSet.
@@ -190,7 +184,7 @@ var eventFields = fields{
 
 // metadataFields are what NodeFrom reads of a PartialObjectMetadata: its
 // field 1 is metadata, as a node's is.
-var metadataFields = fields{1: nodeFields[1]}
+var metadataFields = fields{1: fields{1: whole, 11: readLabels}}
 
 // trimmer trims messages without allocating once warm: a nested message
 // is trimmed into the scratch buffer of its depth before it is appended,
