@@ -68,12 +68,14 @@ func Of(n *snapshot.Node) *Entry {
 		since := writer.Time
 		e.Since = &since
 	}
-	if rec, ok := RecordOf(n); ok && n.Unschedulable {
+	if rec, ok := RecordOf(n); ok && n.Unschedulable && n.Cordon != nil && n.Cordon.Manager == operand.QuarantineManager {
+		// Its record and its cordon: a record on a node someone else
+		// cordoned since (or uncordoned and cordoned again) is stale.
 		since := rec.Since
 		e.Actor, e.By, e.Since, e.Cause = Gpuops, operand.QuarantineAnnotation, &since, rec.CauseString()
 		return e
 	}
-	if e.Actor, e.By = marked(n); e.Actor != "" {
+	if e.Actor, e.By = Marked(n); e.Actor != "" {
 		return e
 	}
 	e.Actor, e.By = Unknown, ""
@@ -83,8 +85,9 @@ func Of(n *snapshot.Node) *Entry {
 	return e
 }
 
-// marked is the actor whose mark the node bears, and the mark; "" when none.
-func marked(n *snapshot.Node) (actor, by string) {
+// Marked is the actor, other than gpuops, whose mark the node bears, and
+// the mark; "" when none.
+func Marked(n *snapshot.Node) (actor, by string) {
 	state := n.Labels[operand.UpgradeStateLabel]
 	switch {
 	case operand.UpgradeInProgress(state):

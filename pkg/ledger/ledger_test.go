@@ -60,6 +60,8 @@ func TestOf(t *testing.T) {
 		{name: "gpuops's record, uncordoned by a person and tainted by one", actor: ledger.Person, by: "kubectl-taint", since: at, taints: 1,
 			node: snapshot.Node{Taints: []corev1.Taint{{Key: "example.com/broken", Effect: corev1.TaintEffectNoExecute}}, Tainter: cordonedBy("kubectl-taint"),
 				Annotations: map[string]string{operand.QuarantineAnnotation: rec.Format()}}},
+		{name: "gpuops's record on a node a person cordoned since", actor: ledger.Person, by: "kubectl-cordon", since: at,
+			node: snapshot.Node{Unschedulable: true, Cordon: cordonedBy("kubectl-cordon"), Annotations: map[string]string{operand.QuarantineAnnotation: rec.Format()}}},
 		{name: "gpuops's record unreadable", actor: ledger.Gpuops, by: operand.QuarantineManager, since: at,
 			node: snapshot.Node{Unschedulable: true, Cordon: cordonedBy(operand.QuarantineManager), Annotations: map[string]string{operand.QuarantineAnnotation: "{"}}},
 		{name: "no managedFields", actor: ledger.Unknown, node: snapshot.Node{Unschedulable: true}},
