@@ -79,6 +79,7 @@ func newApp(name string, stdout, stderr io.Writer) *cli.App {
 			serveCommand(e),
 			labCommand(e),
 			guardCommand(e),
+			quarantineCommand(e),
 			versionCommand(e),
 		},
 		// urfave prints usage errors itself; make them ours (one line, exit 2).

@@ -5,14 +5,20 @@ import (
 	"fmt"
 	"net"
 	"runtime/debug"
+	"slices"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/pkg/access"
 	"github.com/gpuops/gpuops/pkg/cliopts"
+	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/live"
 	"github.com/gpuops/gpuops/pkg/metrics"
 	"github.com/gpuops/gpuops/pkg/nodeevents"
 	"github.com/gpuops/gpuops/pkg/oneline"
+	"github.com/gpuops/gpuops/pkg/quarantine"
+	"github.com/gpuops/gpuops/pkg/quarantine/actor"
 	"github.com/gpuops/gpuops/pkg/reportsync"
 	"github.com/gpuops/gpuops/pkg/verdict"
 	"github.com/gpuops/gpuops/pkg/words"
@@ -22,6 +28,8 @@ type serveOptions struct {
 	cliopts.Judging
 	listen          string
 	events, reports bool
+	quarantine      string
+	settings        quarantine.Settings
 }
 
 func serveCommand(e cliopts.Env) *cli.Command {
@@ -44,6 +52,15 @@ func serveCommand(e cliopts.Env) *cli.Command {
 				"(needs create and patch on events in the default namespace)"},
 			&cli.BoolFlag{Name: "reports", Destination: &o.reports, Usage: "keep the findings in the cluster as OpenReports ClusterReports, for Policy Reporter\n" +
 				"(needs the CRD, and the rights kustomize/deploy/reports adds)"},
+			&cli.StringFlag{Name: "quarantine", Value: quarantine.Off, Destination: &o.quarantine, Usage: "off, dry-run or on: cordon a GPU node health has judged unusable for --quarantine-after\n" +
+				"(with a record of gpuops's on it), and uncordon it once usable for --release-after; never a node someone\n" +
+				"else holds or in a driver upgrade. dry-run changes nothing and says what on would do. on needs the rights\n" +
+				"kustomize/deploy/quarantine adds, and one replica acts (a Lease); see docs/quarantine.md"},
+			&cli.DurationFlag{Name: "quarantine-after", Value: quarantine.DefaultAfter, Destination: &o.settings.After, Usage: "how long a node must be unusable before it is quarantined"},
+			&cli.DurationFlag{Name: "release-after", Value: quarantine.DefaultReleaseAfter, Destination: &o.settings.ReleaseAfter, Usage: "how long a quarantined node must be usable again before it is released"},
+			&cli.IntFlag{Name: "quarantine-max", Destination: &o.settings.Max, Usage: "most nodes quarantined at once; past it the fuse trips until gpuops quarantine reset\n" +
+				"(default: 10% of the GPU nodes, at least 1)"},
+			&cli.IntFlag{Name: "quarantine-rate", Value: quarantine.DefaultRate, Destination: &o.settings.Rate, Usage: "most nodes quarantined in a minute"},
 		},
 	}, o)
 }
@@ -51,6 +68,16 @@ func serveCommand(e cliopts.Env) *cli.Command {
 func (o *serveOptions) Validate() error {
 	if err := o.Judging.Validate(nil); err != nil {
 		return err
+	}
+	switch {
+	case !slices.Contains(quarantine.Modes, o.quarantine):
+		return cliopts.UsageError(fmt.Errorf("unknown --quarantine %q (want off, dry-run or on)", o.quarantine))
+	case o.settings.After <= 0, o.settings.ReleaseAfter <= 0:
+		return cliopts.UsageError(fmt.Errorf("--quarantine-after %s, --release-after %s: want positive durations such as 2m", o.settings.After, o.settings.ReleaseAfter))
+	case o.settings.Max < 0:
+		return cliopts.UsageError(fmt.Errorf("--quarantine-max %d: want 1 or more (0: 10%% of the GPU nodes)", o.settings.Max))
+	case o.settings.Rate < 1:
+		return cliopts.UsageError(fmt.Errorf("--quarantine-rate %d: want 1 or more", o.settings.Rate))
 	}
 	o.Opts.Explain, o.Opts.Health, o.Opts.Upgrades = true, true, true // reasons, health and the rollout are metrics too
 	return nil
@@ -70,6 +97,16 @@ func (o *serveOptions) Run(ctx context.Context) error {
 		if _, err := reportsync.Start(ctx, j, cl.Config, reportsync.Options{Namespace: o.Opts.Namespace, Failed: failed}); err != nil {
 			return err
 		}
+	}
+	var collectors []prometheus.Collector
+	if act := o.actor(ctx, cl, j); act != nil {
+		j.Observe(act.Hooks())
+		go func() {
+			if err := act.Run(ctx); err != nil {
+				fmt.Fprintf(o.ErrOut, "quarantine: %s\n", oneline.Error(err))
+			}
+		}()
+		collectors = append(collectors, act)
 	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
@@ -94,5 +131,20 @@ func (o *serveOptions) Run(ctx context.Context) error {
 			fmt.Fprintf(o.ErrOut, "%s: not watched, %s: %s\n", resource, without, oneline.Error(err))
 		},
 	})
-	return metrics.Serve(ctx, ln, j)
+	return metrics.Serve(ctx, ln, j, collectors...)
+}
+
+// actor is the quarantine's actor as --quarantine asks; nil when off, or
+// (said once) when on lacks its rights: serve then stays read-only.
+func (o *serveOptions) actor(ctx context.Context, cl *kube.Clients, j *live.Tracker) *actor.Actor {
+	if o.quarantine == quarantine.Off {
+		return nil
+	}
+	if o.quarantine == quarantine.On {
+		if err := access.Check(ctx, cl.Kube.AuthorizationV1(), actor.Needs(o.Opts.Namespace)); err != nil {
+			fmt.Fprintf(o.ErrOut, "quarantine unavailable, serving read-only: %s (kubectl apply -k kustomize/deploy/quarantine)\n", oneline.Error(err))
+			return nil
+		}
+	}
+	return actor.New(cl.Kube, actor.Options{Mode: o.quarantine, Settings: o.settings, Namespace: o.Opts.Namespace, Log: o.ErrOut, Synced: j.Synced})
 }

@@ -104,6 +104,9 @@ type Node struct {
 	// tainted against new work) and since when: the ledger's entry, nil
 	// when it is in service. Usable or not, it then takes no new work.
 	OutOfService *ledger.Entry `json:"outOfService,omitempty"`
+	// Marks are what gpuops's quarantine reads of the node besides
+	// (pkg/quarantine); not printed.
+	Marks ledger.Marks `json:"-"`
 }
 
 // Assess assesses every node of the snapshot, in natural name order.
@@ -153,7 +156,7 @@ func (c chain) assess(n snapshot.Node, pods []*snapshot.Pod, pools map[string][]
 		return out
 	}
 	out.Judged = true
-	out.OutOfService = ledger.Of(&n)
+	out.OutOfService, out.Marks = ledger.Of(&n), ledger.MarksOf(&n)
 	pauses := judge.Pauses(n, c.ops)
 	links := make([]link, len(c.ops))
 	for i, o := range c.ops {

@@ -85,6 +85,23 @@ func Of(n *snapshot.Node) *Entry {
 	return e
 }
 
+// Marks are what gpuops's quarantine needs of a node beside its entry.
+type Marks struct {
+	// Recorded: gpuops's record is on the node, whether or not it still
+	// holds it (Of says).
+	Recorded bool
+	// Other is the actor, other than gpuops, whose mark the node bears;
+	// "" when none.
+	Other string
+}
+
+// MarksOf reads the node's marks.
+func MarksOf(n *snapshot.Node) Marks {
+	_, recorded := RecordOf(n)
+	other, _ := Marked(n)
+	return Marks{Recorded: recorded, Other: other}
+}
+
 // Marked is the actor, other than gpuops, whose mark the node bears, and
 // the mark; "" when none.
 func Marked(n *snapshot.Node) (actor, by string) {

@@ -36,6 +36,7 @@ func TestOf(t *testing.T) {
 			{Key: "node.kubernetes.io/not-ready", Effect: corev1.TaintEffectNoExecute},
 			{Key: "example.com/soon", Effect: corev1.TaintEffectPreferNoSchedule}}}},
 		{name: "a person", node: snapshot.Node{Unschedulable: true, Cordon: cordonedBy("kubectl-cordon")}, actor: ledger.Person, by: "kubectl-cordon", since: at},
+		{name: "kubectl cordon of kubectl 1.37", node: snapshot.Node{Unschedulable: true, Cordon: cordonedBy("kubectl")}, actor: ledger.Person, by: "kubectl", since: at},
 		{name: "kubectl edit", node: snapshot.Node{Unschedulable: true, Cordon: cordonedBy("kubectl-edit")}, actor: ledger.Person, by: "kubectl-edit", since: at},
 		{name: "upgrade controller by its state", actor: ledger.UpgradeController, by: operand.UpgradeStateLabel + "=" + operand.UpgradeDrainRequired, since: at,
 			node: snapshot.Node{Unschedulable: true, Cordon: cordonedBy("kubectl-cordon"), Labels: map[string]string{operand.UpgradeStateLabel: operand.UpgradeDrainRequired}}},

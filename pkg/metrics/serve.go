@@ -20,13 +20,15 @@ import (
 const DefaultAddress = ":9402"
 
 // Handler sets up the exporter of t (call it before t runs) and serves
-// /metrics (the verdict, and the process' Go and OS metrics), /healthz (the
-// process answers) and /readyz (503 until the first full verdict, then 200).
-func Handler(t *live.Tracker) http.Handler {
+// /metrics (the verdict, the other collectors' metrics — the quarantine's —
+// and the process' Go and OS metrics), /healthz (the process answers) and
+// /readyz (503 until the first full verdict, then 200).
+func Handler(t *live.Tracker, others ...prometheus.Collector) http.Handler {
 	e := New(t.Synced)
 	t.Observe(live.Hooks{Judged: e.Judged, WatchFailed: e.WatchFailed})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(e, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(others...)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
@@ -42,10 +44,10 @@ func Handler(t *live.Tracker) http.Handler {
 
 // Serve runs the tracker and serves its Handler on ln until ctx ends; then it
 // stops both and returns nil. Call it once the tracker's other hooks are set.
-func Serve(ctx context.Context, ln net.Listener, t *live.Tracker) error {
+func Serve(ctx context.Context, ln net.Listener, t *live.Tracker, others ...prometheus.Collector) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	srv := &http.Server{Handler: Handler(t), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: Handler(t, others...), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	judged := make(chan error, 1)

@@ -52,10 +52,10 @@ const (
 	KuredManager                  = "kured"
 )
 
-// KubectlManager starts the field manager of every kubectl write:
-// kubectl-cordon for kubectl cordon and drain, kubectl-edit, kubectl-patch,
-// and kubectl for an update without one. A person, as far as the ledger can
-// tell.
+// KubectlManager starts the field manager of every kubectl write: kubectl
+// itself (kubectl cordon and drain of kubectl 1.37 write as kubectl, as
+// test/quarantine sees; older ones as kubectl-cordon), kubectl-edit,
+// kubectl-patch, kubectl-label. A person, as far as the ledger can tell.
 const KubectlManager = "kubectl"
 
 // gpuops's own quarantine: a cordon under QuarantineManager, recorded in

@@ -113,9 +113,23 @@ func (n Node) InUpgrade() bool {
 // Fuse is the quarantine's circuit breaker, kept in the cluster (a
 // ConfigMap) so that a restarted or replaced serve finds it tripped.
 type Fuse struct {
-	Tripped bool
-	Since   time.Time
-	Reason  string
+	Tripped bool      `json:"tripped"`
+	Since   time.Time `json:"since,omitzero"`
+	Reason  string    `json:"reason,omitempty"`
+}
+
+// Held is one node gpuops's quarantine holds, as gpuops quarantine status
+// lists it.
+type Held struct {
+	Node  string    `json:"node"`
+	Cause string    `json:"cause"`
+	Since time.Time `json:"since"`
+}
+
+// State is what gpuops quarantine status says: the fuse and the nodes held.
+type State struct {
+	Fuse  Fuse   `json:"fuse"`
+	Nodes []Held `json:"nodes"`
 }
 
 // Certainty says whether the verdicts are the cluster's as it is: every

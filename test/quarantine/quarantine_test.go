@@ -1,0 +1,259 @@
+package quarantine_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpuops/gpuops/internal/testcluster"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/quarantine"
+)
+
+// The lab's breakage on one node: quarantined after --quarantine-after and
+// not before, with its record and an Event; then the label fixed, the
+// toolkit's pod is created on the quarantined node (daemon pods tolerate
+// the cordon), the node is usable, and the quarantine is lifted after
+// --release-after.
+func TestQuarantineAndRelease(t *testing.T) {
+	f := newFleet(t)
+	broken := f.node(t, "broken", true)
+	fine := f.node(t, "fine", false)
+	const after, releaseAfter = 8 * time.Second, 4 * time.Second
+	s := f.serve(t, "--quarantine=on", "--quarantine-after", after.String(), "--release-after", releaseAfter.String())
+	began := time.Now()
+	f.holds(t, after-2*time.Second, "before --quarantine-after", free, broken, fine)
+	n := f.waitNode(t, broken, quarantined)
+	if took := time.Since(began); took < after-time.Second {
+		t.Errorf("quarantined %s after serve was ready, before --quarantine-after %s", took, after)
+	}
+	var rec struct{ Code, Operand string }
+	if err := json.Unmarshal([]byte(n.Annotations[operand.QuarantineAnnotation]), &rec); err != nil || rec.Code != "order" || rec.Operand != "device-plugin" {
+		t.Errorf("record %q (%v), want the cause order device-plugin", n.Annotations[operand.QuarantineAnnotation], err)
+	}
+	f.waitEvent(t, broken, "GpuopsQuarantined")
+	s.waitFor(t, "the quarantined node exported", func(m metrics) bool {
+		return slices.Equal(m.nodes("gpuops_quarantined_node"), []string{broken})
+	})
+	if free(f.get(t, fine)) == false {
+		t.Errorf("the usable node %s was touched", fine)
+	}
+
+	f.repair(t, broken) // the toolkit's pod comes up on the cordoned node
+	fixed := time.Now()
+	n = f.waitNode(t, broken, free)
+	if took := time.Since(fixed); took < releaseAfter-time.Second {
+		t.Errorf("released %s after the repair, before --release-after %s", took, releaseAfter)
+	}
+	f.waitEvent(t, broken, "GpuopsReleased")
+	r := f.c.Want(t, 0, "quarantine", "status")
+	if r.Stdout != "fuse: ok\nquarantined: 0\n" {
+		t.Errorf("quarantine status: %q", r.Stdout)
+	}
+}
+
+// Nodes someone else took out of service — a person's kubectl cordon, the
+// driver upgrade controller's cordon in the middle of an upgrade, a node
+// tainted by hand — are never touched, unusable or usable again, and never
+// released by gpuops; gpuops quarantine release refuses them.
+func TestHandsOff(t *testing.T) {
+	f := newFleet(t)
+	person := f.node(t, "person", true)
+	f.env.Kubectl(t, "cordon", person)
+	upgrading := f.node(t, "upgrading", true)
+	patch := `{"metadata":{"labels":{"` + operand.UpgradeStateLabel + `":"` + operand.UpgradeDrainRequired + `"},"annotations":{"` +
+		operand.UpgradeInitialUnschedulable + `":"false"}},"spec":{"unschedulable":true}}`
+	if _, err := f.env.Client.CoreV1().Nodes().Patch(context.Background(), upgrading, types.StrategicMergePatchType, []byte(patch),
+		metav1.PatchOptions{FieldManager: operand.UpgradeManager}); err != nil {
+		t.Fatal(err)
+	}
+	tainted := f.node(t, "tainted", true, testcluster.WithTaints(corev1.Taint{Key: "example.com/maintenance", Effect: corev1.TaintEffectNoSchedule}))
+	personFine := f.node(t, "person-fine", false)
+	f.env.Kubectl(t, "cordon", personFine)
+	names := []string{person, upgrading, tainted, personFine}
+	before := map[string]untouched{}
+	for _, n := range names {
+		before[n] = stateOf(f.get(t, n))
+	}
+	s := f.serve(t, "--quarantine=on", "--quarantine-after", "3s", "--release-after", "2s")
+	m := s.waitFor(t, "the three held by others", func(m metrics) bool {
+		return len(m.nodes("gpuops_quarantine_held_node")) == 3
+	})
+	for _, n := range []string{person, upgrading, tainted} {
+		if !m.has("gpuops_quarantine_held_node", map[string]string{"node": n, "reason": "held-by-other"}) {
+			t.Errorf("%s not held as someone else's: %v", n, m["gpuops_quarantine_held_node"])
+		}
+	}
+	if !m.has("gpuops_node_out_of_service", map[string]string{"node": person, "actor": "person"}) ||
+		!m.has("gpuops_node_out_of_service", map[string]string{"node": upgrading, "actor": "upgrade-controller"}) ||
+		!m.has("gpuops_node_out_of_service", map[string]string{"node": personFine, "actor": "person"}) {
+		t.Errorf("the ledger: %v", m["gpuops_node_out_of_service"])
+	}
+	f.holds(t, 8*time.Second, "someone else's node", func(n *corev1.Node) bool { return before[n.Name].equal(stateOf(n)) }, names...)
+	// kubectl cordon writes as field manager kubectl.
+	f.c.WantError(t, "is not quarantined by gpuops (cordoned by person (kubectl) since ", "quarantine", "release", person)
+	if got := f.get(t, person); !got.Spec.Unschedulable {
+		t.Errorf("quarantine release uncordoned %s", person)
+	}
+}
+
+// The fuse: with --quarantine-max 2 and four nodes breaking, exactly two
+// are quarantined, the fuse trips (status exit 1, the metric), and nothing
+// more changes — not even the release of the two, repaired — until
+// gpuops quarantine reset; then the two are released.
+func TestFuse(t *testing.T) {
+	f := newFleet(t)
+	var broken []string
+	for _, s := range []string{"a", "b", "c", "d"} {
+		broken = append(broken, f.node(t, s, true))
+	}
+	s := f.serve(t, "--quarantine=on", "--quarantine-after", "3s", "--release-after", "2s", "--quarantine-max", "2", "--quarantine-rate", "10")
+	m := s.waitFor(t, "the fuse tripped", func(m metrics) bool {
+		v, _ := m.value("gpuops_quarantine_fuse_tripped", nil)
+		return v == 1
+	})
+	held := m.nodes("gpuops_quarantined_node")
+	if len(held) != 2 {
+		t.Fatalf("quarantined %v, want two", held)
+	}
+	var others []string
+	for _, n := range broken {
+		if !slices.Contains(held, n) {
+			others = append(others, n)
+		}
+	}
+	r := f.c.Want(t, 1, "quarantine", "status")
+	if want := "quarantined: 2\n" + held[0]; !strings.Contains(r.Stdout, "fuse: TRIPPED since ") || !strings.Contains(r.Stdout, want) {
+		t.Errorf("quarantine status:\n%s", r.Stdout)
+	}
+	for _, n := range held {
+		f.repair(t, n)
+	}
+	f.holds(t, 6*time.Second, "the fuse holds the quarantined", quarantined, held...)
+	f.holds(t, time.Second, "the fuse holds the others", free, others...)
+	for _, n := range others {
+		f.repair(t, n)
+	}
+	f.c.Want(t, 0, "quarantine", "reset")
+	for _, n := range held {
+		f.waitNode(t, n, free)
+	}
+	r = f.c.Want(t, 0, "quarantine", "status")
+	if r.Stdout != "fuse: ok\nquarantined: 0\n" {
+		t.Errorf("quarantine status after the reset: %q", r.Stdout)
+	}
+}
+
+// Two replicas: exactly one acts, the Lease holder; the other exports.
+// Killed mid-way, the leader is replaced: no node quarantined twice, and
+// the new leader releases what the old one quarantined.
+func TestTwoReplicas(t *testing.T) {
+	f := newFleet(t)
+	broken := f.node(t, "broken", true)
+	args := []string{"--quarantine=on", "--quarantine-after", "4s", "--release-after", "2s"}
+	a, b := f.serve(t, args...), f.serve(t, args...)
+	leader := func(s *server) float64 {
+		v, _ := s.scrape(t).value("gpuops_quarantine_leader", nil)
+		return v
+	}
+	a.waitFor(t, "one leader", func(metrics) bool { return leader(a)+leader(b) == 1 })
+	first, other := a, b
+	if leader(b) == 1 {
+		first, other = b, a
+	}
+	f.waitNode(t, broken, quarantined)
+	f.holds(t, 3*time.Second, "still one leader", func(*corev1.Node) bool { return leader(first) == 1 && leader(other) == 0 }, broken)
+	f.waitEvent(t, broken, "GpuopsQuarantined")
+
+	first.kill()
+	other.waitFor(t, "the other replica leading", func(m metrics) bool {
+		v, _ := m.value("gpuops_quarantine_leader", nil)
+		return v == 1
+	})
+	f.repair(t, broken)
+	f.waitNode(t, broken, free)
+	f.waitEvent(t, broken, "GpuopsReleased")
+	var quarantines int
+	for _, r := range f.events(t, broken) {
+		if r == "GpuopsQuarantined" {
+			quarantines++
+		}
+	}
+	if quarantines != 1 {
+		t.Errorf("%d GpuopsQuarantined Events on %s, want 1: %v", quarantines, broken, f.events(t, broken))
+	}
+}
+
+// The API server stopped for 30 s: no action on the verdict of before
+// (the lease is lost; leading again, the actor waits quarantine.Quiet for
+// the watches to catch up: a node repaired at once is released no sooner);
+// normal service after.
+func TestAPIServerStopped(t *testing.T) {
+	f := newFleet(t)
+	api := testcluster.OwnAPIServer(t, f.env)
+	broken := f.node(t, "broken", true)
+	s := f.serve(t, "--quarantine=on", "--quarantine-after", "3s", "--release-after", "2s")
+	f.waitNode(t, broken, quarantined)
+	s.waitFor(t, "the quarantine exported", func(m metrics) bool { return len(m.nodes("gpuops_quarantined_node")) == 1 })
+	api.Stop(t)
+	time.Sleep(30 * time.Second)
+	api.Resume(t)
+	back := time.Now()
+	s.waitFor(t, "uncertain after the outage", func(m metrics) bool {
+		v, _ := m.value("gpuops_quarantine_uncertain", nil)
+		return v == 1
+	})
+	f.repair(t, broken)
+	f.waitNode(t, broken, free)
+	if took := time.Since(back); took < quarantine.Quiet {
+		t.Errorf("released %s after the API server came back, within the quiet time %s", took, quarantine.Quiet)
+	}
+	s.waitFor(t, "certain again", func(m metrics) bool {
+		v, ok := m.value("gpuops_quarantine_uncertain", nil)
+		return ok && v == 0
+	})
+	if lines := s.stderr(); slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "E") }) {
+		t.Errorf("library log lines on stderr:\n%s", strings.Join(lines, "\n"))
+	}
+}
+
+// dry-run changes nothing (every node's spec, labels and annotations), and
+// the nodes it exports as quarantined are those on then quarantines.
+func TestDryRun(t *testing.T) {
+	f := newFleet(t)
+	var names []string
+	for _, n := range []string{"a", "b", "c"} {
+		names = append(names, f.node(t, n, n != "c"))
+	}
+	before := map[string]untouched{}
+	for _, n := range names {
+		before[n] = stateOf(f.get(t, n))
+	}
+	args := []string{"--quarantine-after", "3s", "--release-after", "2s", "--quarantine-max", "5", "--quarantine-rate", "5"}
+	dry := f.serve(t, append([]string{"--quarantine=dry-run"}, args...)...)
+	m := dry.waitFor(t, "the nodes it would quarantine", func(m metrics) bool { return len(m.nodes("gpuops_quarantined_node")) == 2 })
+	would := m.nodes("gpuops_quarantined_node")
+	if !m.has("gpuops_quarantined_node", map[string]string{"mode": "dry-run"}) {
+		t.Errorf("not exported as dry-run: %v", m["gpuops_quarantined_node"])
+	}
+	f.holds(t, 4*time.Second, "dry-run", func(n *corev1.Node) bool { return before[n.Name].equal(stateOf(n)) }, names...)
+	dry.kill()
+
+	on := f.serve(t, append([]string{"--quarantine=on"}, args...)...)
+	m = on.waitFor(t, "the nodes quarantined", func(m metrics) bool { return len(m.nodes("gpuops_quarantined_node")) == 2 })
+	if got := m.nodes("gpuops_quarantined_node"); !slices.Equal(got, would) {
+		t.Errorf("on quarantined %v; dry-run would have %v", got, would)
+	}
+	for _, n := range names {
+		if got := quarantined(f.get(t, n)); got != slices.Contains(would, n) {
+			t.Errorf("node %s quarantined %v, want %v", n, got, slices.Contains(would, n))
+		}
+	}
+}
