@@ -24,7 +24,7 @@ import (
 // A cordon keeps new pods off the node, and DaemonSet pods tolerate
 // node.kubernetes.io/unschedulable by default (the DaemonSet controller
 // adds the toleration to every daemon pod: kubernetes/kubernetes
-// pkg/controller/daemon/util, AddOrUpdateDaemonPodTolerations), so the
+// pkg/controller/daemon, util AddOrUpdateDaemonPodTolerations), so the
 // operand that is missing can still be created there and the node can heal.
 // A NoSchedule taint of gpuops's would keep that operand off too, unless
 // every operand DaemonSet of the install tolerated it, and the quarantine
