@@ -43,9 +43,11 @@ func TestMain(m *testing.M) {
 // patience bounds each wait for the cluster and gpuops to get somewhere.
 const patience = 90 * time.Second
 
-// fleet is a test's namespace with the lab's five operand DaemonSets.
+// fleet is a namespace with the lab's five operand DaemonSets: the
+// test's own, or one it names.
 type fleet struct {
 	env *testcluster.Env
+	ns  string
 	c   gpuopstest.Cluster
 }
 
@@ -53,13 +55,18 @@ func newFleet(t *testing.T) *fleet {
 	t.Helper()
 	env := testcluster.New(t)
 	env.Timeout = patience
+	return newFleetIn(t, env, env.Namespace)
+}
+
+func newFleetIn(t *testing.T, env *testcluster.Env, ns string) *fleet {
+	t.Helper()
 	for _, o := range operand.Lab {
-		ds := testcluster.DaemonSet(env.Namespace, o.DaemonSet, map[string]string{o.LabelKey(): "true"}, "64Mi")
-		if _, err := env.Client.AppsV1().DaemonSets(env.Namespace).Create(context.Background(), ds, metav1.CreateOptions{}); err != nil {
+		ds := testcluster.DaemonSet(ns, o.DaemonSet, map[string]string{o.LabelKey(): "true"}, "64Mi")
+		if _, err := env.Client.AppsV1().DaemonSets(ns).Create(context.Background(), ds, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return &fleet{env: env, c: gpuopstest.On(env)}
+	return &fleet{env: env, ns: ns, c: gpuopstest.Cluster{Kubeconfig: env.Kubeconfig, Namespace: ns}}
 }
 
 // node adds a GPU node asking for every operand of the lab; broken, it
@@ -86,7 +93,7 @@ func (f *fleet) node(t *testing.T, suffix string, broken bool, opts ...testclust
 	case broken:
 		want--
 	}
-	f.env.WaitForPods(t, f.env.Namespace, func(pods []corev1.Pod) bool { return testcluster.RunningOn(pods, name) == want })
+	f.env.WaitForPods(t, f.ns, func(pods []corev1.Pod) bool { return testcluster.RunningOn(pods, name) == want })
 	return name
 }
 
@@ -94,7 +101,7 @@ func (f *fleet) node(t *testing.T, suffix string, broken bool, opts ...testclust
 func (f *fleet) repair(t *testing.T, node string) {
 	t.Helper()
 	f.env.LabelNode(t, node, operand.Lab.ContainerToolkit().LabelKey(), "true")
-	f.env.WaitForPods(t, f.env.Namespace, func(pods []corev1.Pod) bool {
+	f.env.WaitForPods(t, f.ns, func(pods []corev1.Pod) bool {
 		for _, p := range pods {
 			if testcluster.PodRunningOn(&p, node) && strings.HasPrefix(p.Name, operand.Lab.ContainerToolkit().DaemonSet) {
 				return true

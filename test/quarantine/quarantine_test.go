@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpuops/gpuops/internal/testcluster"
+	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/quarantine"
 )
@@ -256,4 +257,44 @@ func TestDryRun(t *testing.T) {
 			t.Errorf("node %s quarantined %v, want %v", n, got, slices.Contains(would, n))
 		}
 	}
+}
+
+// The rights: with the base's alone (kustomize/deploy/rbac), serve
+// --quarantine=on says once that the quarantine is unavailable and touches
+// nothing; with the component kustomize/deploy/quarantine it acts. Both
+// under the service account's own token.
+func TestRights(t *testing.T) {
+	env := testcluster.New(t)
+	env.Timeout = patience
+	ns := kube.DefaultNamespace
+	if _, err := env.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	f := newFleetIn(t, env, ns)
+	broken := f.node(t, "broken", true)
+	const base = "../../kustomize/deploy/rbac"
+	env.Kubectl(t, "apply", "--server-side", "-k", base)
+	t.Cleanup(func() { env.Kubectl(t, "delete", "-k", base, "--ignore-not-found") })
+	f.c.Kubeconfig = env.AccountKubeconfig(t, ns, "gpuops-judge-serve")
+
+	s := f.serve(t, "--quarantine=on", "--quarantine-after", "2s")
+	f.holds(t, 5*time.Second, "read-only", free, broken)
+	var said []string
+	for _, l := range s.stderr() {
+		if strings.Contains(l, "quarantine") {
+			said = append(said, l)
+		}
+	}
+	if len(said) != 1 || !strings.HasPrefix(said[0], "quarantine unavailable, serving read-only: forbidden: needs get,patch nodes") {
+		t.Errorf("serve with the base's rights said %q, want once that the quarantine is unavailable", said)
+	}
+	s.kill()
+
+	const component = "testdata/rights"
+	env.Kubectl(t, "apply", "--server-side", "-k", component)
+	t.Cleanup(func() { env.Kubectl(t, "delete", "-k", component, "--ignore-not-found") })
+	f.serve(t, "--quarantine=on", "--quarantine-after", "2s")
+	f.waitNode(t, broken, quarantined)
+	f.waitEvent(t, broken, "GpuopsQuarantined")
 }
