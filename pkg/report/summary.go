@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gpuops/gpuops/pkg/explain"
+	"github.com/gpuops/gpuops/pkg/ledger"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/summary"
 	"github.com/gpuops/gpuops/pkg/upgrade"
@@ -57,6 +58,9 @@ func (s summaryView) lines() []string {
 			out = append(out, fmt.Sprintf("  %-*s %s", width, "health", healthCounts(h)))
 			if c := h.GPUs; c != nil {
 				out = append(out, fmt.Sprintf("  %-*s %s", width, "gpus", gpuCounts(c)))
+			}
+			if len(h.OutOfService) > 0 {
+				out = append(out, fmt.Sprintf("  %-*s %s", width, "out-of-service", actorCounts(h.OutOfService)))
 			}
 		}
 		if !upgrade.Settled(g.Upgrades) { // a rollout shows only while under way or in trouble
@@ -170,6 +174,17 @@ func healthCounts(h *summary.HealthCounts) string {
 // gpuCounts is "asked=n advertised=m on k nodes".
 func gpuCounts(c *summary.GPUCounts) string {
 	return fmt.Sprintf("asked=%d advertised=%d on %s", c.Asked, c.Advertised, words.Count(c.Nodes, "node"))
+}
+
+// actorCounts is "actor=n ..." in the ledger's order of actors.
+func actorCounts(byActor map[string]int) string {
+	var parts []string
+	for _, a := range ledger.Actors {
+		if n := byActor[a]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", a, n))
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 // topCauses is how many root causes a group's health line names.

@@ -198,3 +198,20 @@ func TestSummaryRollout(t *testing.T) {
 		t.Errorf("a settled rollout shows:\n%s", b.String())
 	}
 }
+
+// A group's GPU nodes out of service, by who took them out: one line after
+// health, only when some are.
+func TestSummaryOutOfService(t *testing.T) {
+	f := fleet
+	f.Groups = slices.Clone(fleet.Groups)
+	f.Groups[0].Health = &summary.HealthCounts{Ready: 1, Unusable: 1, Causes: []summary.CauseCount{{Code: "order", Operand: "device-plugin", Nodes: 1}},
+		OutOfService: map[string]int{"person": 1, "gpuops": 1}}
+	var b bytes.Buffer
+	r := grouped(f)
+	if err := (report.Printer{Format: report.Text}).Result(&b, io.Discard, r, report.SummaryView); err != nil {
+		t.Fatal(err)
+	}
+	if want := "  health            ready=1 unusable=1 order/device-plugin=1\n  out-of-service    gpuops=1 person=1\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("text:\n%s\nwant the lines:\n%s", b.String(), want)
+	}
+}

@@ -181,6 +181,9 @@ type HealthCounts struct {
 	// offer (health.Offered), over the nodes whose ask can be told; nil
 	// when none can.
 	GPUs *GPUCounts `json:"gpus,omitempty"`
+	// OutOfService counts the group's GPU nodes out of service by who took
+	// them out (the ledger's actors); nil when none is.
+	OutOfService map[string]int `json:"outOfService,omitempty"`
 }
 
 // GPUCounts sum what nodes were asked to offer and offer, over Nodes nodes.
@@ -206,6 +209,12 @@ type CauseCount struct {
 func (h *HealthCounts) add(n *health.Node, gpus health.GPUs, told bool) {
 	if !n.Judged {
 		return
+	}
+	if e := n.OutOfService; e != nil {
+		if h.OutOfService == nil {
+			h.OutOfService = map[string]int{}
+		}
+		h.OutOfService[e.Actor]++
 	}
 	if told {
 		if h.GPUs == nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/gpuops/gpuops/internal/snapshottest"
 	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/health"
+	"github.com/gpuops/gpuops/pkg/ledger"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/snapshot"
@@ -271,8 +272,14 @@ func TestHealthCounts(t *testing.T) {
 		s.Nodes = append(s.Nodes, snapshot.Node{Name: name, Labels: map[string]string{product: "H100"}})
 		verdicts = append(verdicts, verdict.Verdict{Node: name, Health: &health.Node{Node: name, Judged: i < 4, Usable: c == nil, Cause: c}})
 	}
+	// Out of service, counted by who took them out: a GPU node, usable or
+	// not; a node without a GPU is not counted.
+	for _, i := range []int{0, 1, 4} {
+		verdicts[i].Health.OutOfService = &ledger.Entry{Actor: ledger.Person, Cordoned: true}
+	}
 	f := summary.Build(s, verdicts, operand.Lab, nil, product)
-	want := &summary.HealthCounts{Ready: 1, Unusable: 3, Causes: []summary.CauseCount{{Code: "crash-loop", Operand: "driver", Nodes: 2}, {Code: "missing", Operand: "dcgm-exporter", Nodes: 1}}}
+	want := &summary.HealthCounts{Ready: 1, Unusable: 3, Causes: []summary.CauseCount{{Code: "crash-loop", Operand: "driver", Nodes: 2}, {Code: "missing", Operand: "dcgm-exporter", Nodes: 1}},
+		OutOfService: map[string]int{ledger.Person: 2}}
 	if got := f.Groups[0].Health; !reflect.DeepEqual(got, want) {
 		t.Errorf("health counts %+v, want %+v", got, want)
 	}
