@@ -39,7 +39,11 @@ func plainRead(t *testing.T, c kubernetes.Interface, ns string, opts read.Option
 		t.Fatal(err)
 	}
 	for i := range nodes.Items {
-		s.Nodes = append(s.Nodes, snapshot.NodeFrom(&nodes.Items[i]))
+		n := snapshot.NodeFrom(&nodes.Items[i])
+		if !opts.DeployLabelsOnly { // a read of whole nodes says who cordoned and tainted them
+			n.TraceSpec(nodes.Items[i].ManagedFields)
+		}
+		s.Nodes = append(s.Nodes, n)
 	}
 	pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -333,9 +337,11 @@ func TestNarrowReadsJudgeAlike(t *testing.T) {
 	}
 }
 
-// metadataOf is what a read of the node's name and deploy labels alone gives.
+// metadataOf is what a read of the node's name and deploy labels alone gives:
+// nothing of its spec, so nor who cordoned or tainted it.
 func metadataOf(n snapshot.Node) snapshot.Node {
 	n.Taints, n.Unschedulable, n.Ready = nil, false, false
+	n.Cordon, n.Tainter = nil, nil
 	kept := map[string]string{}
 	for k, v := range n.Labels {
 		if strings.HasPrefix(k, operand.LabelPrefix) {
