@@ -80,7 +80,11 @@ func (t *Tracker) Run(ctx context.Context) error {
 			slices.Sort(names)
 			names = slices.Compact(names)
 		}
-		t.judge(names, false)
+		// A ConfigMap the policy does not name (a leader's record, renewed
+		// every few seconds) changes no verdict: no batch, no rollout pass.
+		if len(names) > 0 {
+			t.judge(names, false)
+		}
 		for _, n := range got { // only what Get handed out: Done queues a dirty item again
 			t.queue.Done(n)
 		}
