@@ -11,6 +11,7 @@ import (
 
 	"github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gpuops/gpuops/pkg/openreports"
@@ -314,6 +315,37 @@ func TestCarryKeepsWhenFound(t *testing.T) {
 	c := openreports.Assemble([]openreports.Node{next}, "", false, openreports.MaxBytes)[0]
 	if openreports.Same(&a, &c) {
 		t.Error("a missing driver makes the Same report")
+	}
+}
+
+// TestDigestOfTheServersCopy checks that the report the server hands back
+// (its metadata filled in, every result found at another time) has the
+// Digest of the one written, and that a changed result changes it: what
+// serve keeps of the reports the server holds.
+func TestDigestOfTheServersCopy(t *testing.T) {
+	r, _ := serveScope.Judge(labNodes(2, true), now)
+	for _, perNode := range []bool{false, true} {
+		written := reportsOf(r, perNode)[0]
+		b, err := json.Marshal(written)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var held v1alpha1.ClusterReport
+		if err := json.Unmarshal(b, &held); err != nil {
+			t.Fatal(err)
+		}
+		held.ResourceVersion, held.UID, held.Generation = "42", "0b0e", 3
+		held.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "gpuops", Operation: metav1.ManagedFieldsOperationApply}}
+		for i := range held.Results {
+			held.Results[i].Timestamp = metav1.Timestamp{Seconds: now.Add(time.Hour).Unix()}
+		}
+		if openreports.Digest(&held) != openreports.Digest(&written) || !openreports.Same(&held, &written) {
+			t.Errorf("perNode=%v: the server's copy has another digest", perNode)
+		}
+		held.Results[0].Description += "!"
+		if openreports.Digest(&held) == openreports.Digest(&written) || openreports.Same(&held, &written) {
+			t.Errorf("perNode=%v: a changed result keeps the digest", perNode)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package reportsync
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ import (
 func BenchmarkJudged(b *testing.B) {
 	s := &Sync{opts: Options{MaxBytes: 512 << 10, Delay: time.Hour}, judged: make(chan struct{}),
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
-		nodes: map[string]openreports.Node{}, desired: map[string]*v1alpha1.ClusterReport{}, written: map[string]*v1alpha1.ClusterReport{}}
+		nodes: map[string]openreports.Node{}, desired: map[string]*v1alpha1.ClusterReport{}, written: map[string][sha256.Size]byte{}}
 	defer s.queue.ShutDown()
 	lab := func(name string, missing []string) *verdict.Verdict {
 		asked := []string{}

@@ -9,6 +9,7 @@ package reportsync
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -90,7 +91,9 @@ type Sync struct {
 	total   int                         // the bytes of all their results
 	split   bool                        // the results are in a report per node
 	desired map[string]*v1alpha1.ClusterReport
-	written map[string]*v1alpha1.ClusterReport // what the server holds, as last read or written
+	// written is what the server holds, as last read or written: its
+	// Digest, not the report, which would hold every result twice.
+	written map[string][sha256.Size]byte
 }
 
 // Start keeps the reports of j's verdicts current until ctx ends: call it
@@ -123,7 +126,7 @@ func StartWith(ctx context.Context, j *live.Tracker, client typed.ClusterReportI
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 5*time.Minute),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "clusterreports"}),
 		limiter: flowcontrol.NewTokenBucketRateLimiter(o.QPS, o.Burst),
-		nodes:   map[string]openreports.Node{}, desired: map[string]*v1alpha1.ClusterReport{}, written: map[string]*v1alpha1.ClusterReport{},
+		nodes:   map[string]openreports.Node{}, desired: map[string]*v1alpha1.ClusterReport{}, written: map[string][sha256.Size]byte{},
 	}
 	j.Observe(live.Hooks{Judged: s.Judged})
 	context.AfterFunc(ctx, s.queue.ShutDown)
@@ -259,10 +262,10 @@ func (s *Sync) relist(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.written = map[string]*v1alpha1.ClusterReport{}
+	s.written = map[string][sha256.Size]byte{}
 	for i := range list.Items {
 		r := &list.Items[i]
-		s.written[r.Name] = r
+		s.written[r.Name] = openreports.Digest(r)
 		s.queue.Add(r.Name)
 	}
 	for name := range s.desired {
@@ -293,12 +296,17 @@ func (s *Sync) next(ctx context.Context) bool {
 // or left as it is when it says the same.
 func (s *Sync) write(ctx context.Context, name string) error {
 	s.mu.Lock()
-	want, have := s.desired[name], s.written[name]
+	want := s.desired[name]
+	have, held := s.written[name]
 	s.mu.Unlock()
+	var digest [sha256.Size]byte
+	if want != nil {
+		digest = openreports.Digest(want)
+	}
 	switch {
-	case want == nil && have == nil:
+	case want == nil && !held:
 		return nil
-	case have != nil && want != nil && openreports.Same(have, want):
+	case want != nil && held && have == digest:
 		return nil
 	}
 	if err := s.limiter.Wait(ctx); err != nil {
@@ -323,7 +331,7 @@ func (s *Sync) write(ctx context.Context, name string) error {
 	if want == nil {
 		delete(s.written, name)
 	} else {
-		s.written[name] = want
+		s.written[name] = digest
 	}
 	s.mu.Unlock()
 	return nil
