@@ -10,9 +10,7 @@ package openreports_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -40,24 +38,15 @@ func TestMain(m *testing.M) { testcluster.Main(m) }
 // are for.
 const ns = kube.DefaultNamespace
 
-const reportsModule = "github.com/openreports/reports-api"
-
-// crdFile is the ClusterReport CRD of the reports-api version go.mod pins,
-// from the module cache (go mod download fetches it if it is not there).
+// crdFile is the ClusterReport CRD of the reports-api version go.mod pins.
 func crdFile(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command("go", "mod", "download", "-json", reportsModule)
-	cmd.Dir = filepath.Join("..", "..")
-	out, err := cmd.Output()
+	path, version, err := testcluster.ClusterReportCRD(filepath.Join("..", ".."))
 	if err != nil {
-		t.Fatalf("go mod download %s: %v\n%s", reportsModule, err, out)
+		t.Fatal(err)
 	}
-	var m struct{ Dir, Version string }
-	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
-		t.Fatalf("go mod download %s: %v %s", reportsModule, err, out)
-	}
-	t.Logf("ClusterReport CRD of %s@%s", reportsModule, m.Version)
-	return filepath.Join(m.Dir, "config", "crd", "openreports.io_clusterreports.yaml")
+	t.Logf("ClusterReport CRD of reports-api@%s", version)
+	return path
 }
 
 // fleet is a test's nodes and the operands' DaemonSets, with the CRD in
