@@ -46,6 +46,9 @@ type config struct {
 	small    bool // lab-sized objects: nodes and pod templates not dressed (fleettest)
 	pause    bool // stop every measured fleet's KWOK controller during the rounds (simulators.go)
 	offers   bool // the fleet dressed as an install sharing, partitioning and DRA-publishing GPUs (offers.go)
+	serve    bool // measure gpuops serve under churn instead of the judges (serve.go)
+	churn    int  // changes a second, with serve
+	churnFor time.Duration
 	results  string
 }
 
@@ -66,12 +69,19 @@ func main() {
 	flag.BoolVar(&cfg.watcher, "watcher", true, "also measure `gpuops serve` against `gpuops audit` run back to back (CPU, memory, label change to verdict)")
 	flag.BoolVar(&cfg.pause, "pause-simulators", false, "with -reuse: stop the KWOK controllers of every fleet named by -cluster while a fleet's rounds run (SIGSTOP, then SIGCONT), and wait for them to catch up before the next fleet's: the simulated kubelets' work is the bench machine's, not the API server's (bench/simulators.go)")
 	flag.BoolVar(&cfg.offers, "offers", false, "dress the fleet as a GPU Operator install whose nodes offer their GPUs in every way health reads: a ClusterPolicy naming a sharing ConfigMap and a MIG ConfigMap, a tenth of the nodes time-slicing, a tenth MIG-partitioned, a tenth running the DRA kubelet plugin with a ResourceSlice of 8 GPUs (bench/offers.go); the floor then also lists the ResourceSlices. With -reuse: every fleet must have been built with -offers (a fleet that was is measured with its offers either way)")
+	flag.BoolVar(&cfg.serve, "serve", false, "measure `gpuops serve` with every judgement on under a churn of changes, against the same informers alone (the memory floor) and the API server's watch (the latency floor), instead of the judges (bench/serve.go)")
+	flag.IntVar(&cfg.churn, "churn", 20, "with -serve: changes a second, one of them a timed probe made with kubectl")
+	flag.DurationVar(&cfg.churnFor, "churn-for", 5*time.Minute, "with -serve: how long serve is measured under the churn (the informers alone: at most a minute)")
 	flag.StringVar(&cfg.results, "results", "bench/RESULTS.md", "file the results are appended to (empty: none)")
 	flag.Parse()
 	// Checked before any setup: a bad flag found after minutes of fleet
 	// building would waste them.
 	if cfg.rounds < 1 || cfg.scripts == 0 {
 		fmt.Fprintln(os.Stderr, "bench: error: -rounds and -script-rounds: at least one timed round each")
+		os.Exit(2)
+	}
+	if cfg.serve && (cfg.churn < 2 || cfg.churnFor < 10*time.Second) {
+		fmt.Fprintln(os.Stderr, "bench: error: -serve: -churn of at least 2 changes a second (one is the probe) for at least 10s")
 		os.Exit(2)
 	}
 	if cfg.pause && !cfg.reuse {
@@ -116,6 +126,9 @@ func run(ctx context.Context, cfg config) (err error) {
 		return err
 	}
 	if err := sh(ctx, env, "go", "build", "-o", bin("floor"), "./bench/floor"); err != nil {
+		return err
+	}
+	if err := sh(ctx, env, "go", "build", "-o", bin("informers"), "./bench/informers"); err != nil {
 		return err
 	}
 
@@ -215,6 +228,9 @@ func benchFleet(ctx context.Context, cfg config, cluster, root string, env []str
 		return rep, err
 	}
 	setup = append(setup, shape.String())
+	if cfg.serve {
+		return benchServe(ctx, cfg, root, cluster, kubeconfig, client, env, bin, server, fleet, setup)
+	}
 	contenders, notes := lineUp(root, bin, fleet, offers, cfg.script, cfg.recipe)
 	if cfg.baseline != "" {
 		contenders = append(contenders, baselines(cfg.baseline, contenders)...)

@@ -111,7 +111,8 @@ type report struct {
 	load                            [2]string // 1-minute load average before and after the rounds
 	up                              *upRounds // nil unless -up-rounds
 	shape                           shape
-	watcher                         string // serve's section (-watcher), or empty
+	watcher                         string        // serve's section (-watcher), or empty
+	serve                           *serveFigures // -serve: serve under churn, in place of the judges
 }
 
 // markdown is the fleet's section, its heading at level (2: a run's own
@@ -119,14 +120,16 @@ type report struct {
 func (r report) markdown(level int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%s %d nodes, %d operand pods (%d Pending) — %s\n\n", strings.Repeat("#", level), r.nodes, r.running+r.pending, r.pending, r.when.Format("2006-01-02 15:04 MST"))
+	if r.serve != nil {
+		fmt.Fprintf(&b, "%s; gpuops %s.\n", r.machine, r.revision)
+		b.WriteString(r.serve.markdown(level + 1))
+		r.notes = append(r.notes, "against the targets set for 5,000 realistic nodes: "+r.serve.targets())
+		r.list(&b)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "%s; gpuops %s. Median of %d rounds after a warm-up; peak RSS is the largest process of the run (/usr/bin/time). Load average (1 min) %s before the rounds, %s after.\n\n",
 		r.machine, r.revision, r.rounds, r.load[0], r.load[1])
-	var floor time.Duration
-	for _, res := range r.results {
-		if res.floor {
-			floor = res.median()
-		}
-	}
+	floor := r.floor()
 	b.WriteString("| what | median wall | × floor | peak RSS | output |\n|---|---:|---:|---:|---|\n")
 	for _, res := range r.results {
 		ratio := "—"
@@ -143,14 +146,19 @@ func (r report) markdown(level int) string {
 	if r.up != nil {
 		b.WriteString(r.up.markdown())
 	}
-	for _, s := range r.setup {
-		fmt.Fprintf(&b, "- setup: %s\n", s)
-	}
-	for _, s := range r.notes {
-		fmt.Fprintf(&b, "- %s\n", s)
-	}
+	r.list(&b)
 	b.WriteString(r.watcher)
 	return b.String()
+}
+
+// list writes the setup and the notes, a line each.
+func (r report) list(b *strings.Builder) {
+	for _, s := range r.setup {
+		fmt.Fprintf(b, "- setup: %s\n", s)
+	}
+	for _, s := range r.notes {
+		fmt.Fprintf(b, "- %s\n", s)
+	}
 }
 
 // floor is the median wall of the run's floor contender.
@@ -168,6 +176,22 @@ func (r report) floor() time.Duration {
 // fleet's own table.
 func fleetsMarkdown(reps []report) string {
 	var b strings.Builder
+	if reps[0].serve != nil {
+		fmt.Fprintf(&b, "\n## `gpuops serve` under churn on %d fleets, one run — %s\n\n", len(reps), reps[0].when.Format("2006-01-02 15:04 MST"))
+		fmt.Fprintf(&b, "%s; gpuops %s. The fleets one after the other; per fleet the informers alone (the memory floor), then serve with every judgement on, each under the same churn (details below).\n\n", reps[0].machine, reps[0].revision)
+		b.WriteString("| fleet | ready | steady RSS (× floor) | peak RSS | CPU per change | probe → /metrics p50 / p99 | → watch p99 (floor) |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		for _, r := range reps {
+			if f := r.serve; f != nil {
+				fmt.Fprintf(&b, "| %s, %d nodes | %.2f s | %d MB (%.2f×) | %d MB | %.2f ms | %s / %s | %s |\n", f.name, f.nodes, f.serve.ready.Seconds(),
+					f.serve.rss>>20, float64(f.serve.rss)/float64(f.floor.rss), f.serve.peak>>20, perChange(f.serve),
+					ms(percentile(f.toMetric, .5)), ms(percentile(f.toMetric, .99)), ms(percentile(f.toWatch, .99)))
+			}
+		}
+		for _, r := range reps {
+			b.WriteString(r.markdown(3))
+		}
+		return b.String()
+	}
 	fmt.Fprintf(&b, "\n## The judges against the floor on %d fleets, one run — %s\n\n", len(reps), reps[0].when.Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "%s; gpuops %s. The fleets were measured one after the other (each contender's rounds interleaved within its fleet, each round in a shuffled order); each ratio is a judge's median wall over its own fleet's floor.\n\n", reps[0].machine, reps[0].revision)
 	judges := slices.Clone(baselineJudges)

@@ -257,8 +257,13 @@ func (b *watcherBench) latencies(ctx context.Context, seen func(missing bool) (t
 }
 
 // apiserverCPU runs do and returns the API server's CPU meanwhile, in cores.
-func (b *watcherBench) apiserverCPU(ctx context.Context, do func() error) (float64, error) {
-	before, err := cpuTime(b.apiserver)
+func (b *watcherBench) apiserverCPU(_ context.Context, do func() error) (float64, error) {
+	return cpuDuring(b.apiserver, do)
+}
+
+// cpuDuring runs do and returns the process' CPU meanwhile, in cores.
+func cpuDuring(pid int, do func() error) (float64, error) {
+	before, err := cpuTime(pid)
 	if err != nil {
 		return 0, err
 	}
@@ -266,7 +271,7 @@ func (b *watcherBench) apiserverCPU(ctx context.Context, do func() error) (float
 	if err := do(); err != nil {
 		return 0, err
 	}
-	after, err := cpuTime(b.apiserver)
+	after, err := cpuTime(pid)
 	if err != nil {
 		return 0, err
 	}
@@ -354,9 +359,17 @@ func cpuTime(pid int) (time.Duration, error) {
 
 // rss is a process's resident memory now and at its peak (/proc/PID/status).
 func rss(pid int) (now, peak int64, err error) {
+	now, peak, _, err = memory(pid)
+	return now, peak, err
+}
+
+// memory is a process's resident memory now and at its peak, and its
+// anonymous part now: the heap and stacks, without the pages of its binary
+// (/proc/PID/status).
+func memory(pid int) (now, peak, anon int64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	for _, l := range strings.Split(string(b), "\n") {
 		var kb int64
@@ -366,6 +379,9 @@ func rss(pid int) (now, peak int64, err error) {
 		if _, err := fmt.Sscanf(l, "VmHWM: %d kB", &kb); err == nil {
 			peak = kb << 10
 		}
+		if _, err := fmt.Sscanf(l, "RssAnon: %d kB", &kb); err == nil {
+			anon = kb << 10
+		}
 	}
-	return now, peak, nil
+	return now, peak, anon, nil
 }

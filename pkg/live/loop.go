@@ -26,27 +26,8 @@ func (t *Tracker) Run(ctx context.Context) error {
 	defer t.wg.Wait()
 	defer stop()
 	defer t.queue.ShutDown()
-	t.leaveUnavailable(ctx)
-	for i := range t.resources {
-		t.start(ctx, &t.resources[i])
-	}
-	// SyncTimeout bounds the whole first sync, the nodes' list included.
-	deadline := t.syncDeadline()
-	if err := t.waitForSync(ctx, deadline, t.resources...); err != nil {
+	if err := t.sync(ctx); err != nil || ctx.Err() != nil {
 		return err
-	}
-	if ctx.Err() != nil {
-		return nil
-	}
-	if err := t.readOperator(ctx); err != nil && t.opts.SyncTimeout > 0 {
-		return err
-	}
-	t.replan()
-	if err := t.watchNodes(ctx, deadline); err != nil {
-		return err
-	}
-	if ctx.Err() != nil {
-		return nil
 	}
 	// The first batch judges every node: what the informers queued on the
 	// way is in it.
@@ -89,6 +70,45 @@ func (t *Tracker) Run(ctx context.Context) error {
 			t.queue.Done(n)
 		}
 	}
+}
+
+// sync starts the informers and waits for their first lists, then reads
+// the operator's objects and decides the plan.
+func (t *Tracker) sync(ctx context.Context) error {
+	t.leaveUnavailable(ctx)
+	for i := range t.resources {
+		t.start(ctx, &t.resources[i])
+	}
+	// SyncTimeout bounds the whole first sync, the nodes' list included.
+	deadline := t.syncDeadline()
+	if err := t.waitForSync(ctx, deadline, t.resources...); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err := t.readOperator(ctx); err != nil && t.opts.SyncTimeout > 0 {
+		return err
+	}
+	t.replan()
+	return t.watchNodes(ctx, deadline)
+}
+
+// Hold runs the informers as Run does, each object trimmed alike, and judges
+// nothing: what holding the objects costs, the memory floor serve is
+// measured against (go tool task bench:serve). synced is called once they
+// have synced; Hold returns when ctx ends.
+func (t *Tracker) Hold(ctx context.Context, synced func()) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer t.wg.Wait()
+	defer stop()
+	defer t.queue.ShutDown()
+	if err := t.sync(ctx); err != nil || ctx.Err() != nil {
+		return err
+	}
+	synced()
+	<-ctx.Done()
+	return nil
 }
 
 // take gets what the queue holds: with wait, it first waits for one name
