@@ -33,6 +33,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/snapshot/read"
+	"github.com/gpuops/gpuops/pkg/upgrade"
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
@@ -79,6 +80,11 @@ type Tracker struct {
 	verdicts map[string]*verdict.Verdict
 	operator snapshot.Snapshot // the ClusterPolicy and NVIDIADrivers, with the reader's notes
 	plan     pipeline.Scope
+	// The last rollout and what it read (judging.go's rollout).
+	rolled     *upgrade.Rollout
+	rolledAt   time.Time
+	parts      map[string]*upgrade.Node
+	rolloutIns map[string]rolloutIn
 }
 
 // New sets up the informers; nothing is read before Run. Each object is

@@ -34,7 +34,7 @@ func (t *Tracker) Run(ctx context.Context) error {
 	for _, n := range t.take(false) {
 		t.queue.Done(n)
 	}
-	t.judge(t.nodeStore().ListKeys(), true)
+	t.judge(t.nodeStore().ListKeys(), true, true)
 	t.ready.Store(true)
 	context.AfterFunc(ctx, t.queue.ShutDown)
 	for {
@@ -43,7 +43,8 @@ func (t *Tracker) Run(ctx context.Context) error {
 			return nil
 		}
 		names, configs := t.configsChanged(slices.Clone(got))
-		if configs || slices.Contains(names, daemonSetsChanged) {
+		replanned := configs || slices.Contains(names, daemonSetsChanged)
+		if replanned {
 			// The operator renders its DaemonSets from the ClusterPolicy: a
 			// change of one is when the policy may have changed too.
 			_ = t.readOperator(ctx)
@@ -64,7 +65,7 @@ func (t *Tracker) Run(ctx context.Context) error {
 		// A ConfigMap the policy does not name (a leader's record, renewed
 		// every few seconds) changes no verdict: no batch, no rollout pass.
 		if len(names) > 0 {
-			t.judge(names, false)
+			t.judge(names, false, replanned)
 		}
 		for _, n := range got { // only what Get handed out: Done queues a dirty item again
 			t.queue.Done(n)

@@ -127,6 +127,14 @@ func Settled(counts map[string]int) bool {
 // upgrade-required nodes, so a read and the live store, which hold the
 // nodes in different orders, give the same slots.
 func Assess(s *snapshot.Snapshot, roster []operand.Operand, now time.Time, stuckAfter time.Duration) Rollout {
+	// Every node is read through its Inputs, so that a node whose Inputs
+	// are the same leaves the rollout as it was (pkg/live relies on it).
+	projected := *s
+	projected.Nodes = make([]snapshot.Node, len(s.Nodes))
+	for i := range s.Nodes {
+		projected.Nodes[i] = Inputs(&s.Nodes[i])
+	}
+	s = &projected
 	drivers, validators := podsByNode(s, roster)
 	crd := s.Policy != nil && s.Policy.NVIDIADriverCRD
 	pools := map[string][]*member{}
@@ -194,6 +202,30 @@ func Assess(s *snapshot.Snapshot, roster []operand.Operand, now time.Time, stuck
 		}
 	}
 	return r
+}
+
+// Inputs is what the rollout reads of a node: its name, its upgrade state
+// label (and who wrote it when), NVIDIADriver owner and skip labels, whether
+// it is cordoned (by whom) or Ready, and the controller's validation start.
+// Two nodes with the same Inputs, and the same driver and validator pods
+// and upgrade Event, take the same part in the same rollout.
+func Inputs(n *snapshot.Node) snapshot.Node {
+	in := snapshot.Node{Name: n.Name, Unschedulable: n.Unschedulable, Ready: n.Ready, Cordon: n.Cordon}
+	for _, k := range []string{operand.UpgradeStateLabel, operand.NVIDIADriverOwner, operand.UpgradeSkipLabel} {
+		if v, ok := n.Labels[k]; ok {
+			if in.Labels == nil {
+				in.Labels = map[string]string{}
+			}
+			in.Labels[k] = v
+		}
+	}
+	if c, ok := n.LabelChanges[operand.UpgradeStateLabel]; ok {
+		in.LabelChanges = map[string]snapshot.LabelChange{operand.UpgradeStateLabel: c}
+	}
+	if v, ok := n.Annotations[operand.UpgradeValidationStart]; ok {
+		in.Annotations = map[string]string{operand.UpgradeValidationStart: v}
+	}
+	return in
 }
 
 // Reads says which pods the rollout reads (a snapshot of fewer pods judges

@@ -1,0 +1,128 @@
+package live
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/pipeline"
+	"github.com/gpuops/gpuops/pkg/snapshot"
+)
+
+// fleetTracker is a tracker whose stores hold n lab nodes, each running
+// every operand and done with its driver upgrade, judged once; no API
+// server is involved (the stores are filled by hand, nothing runs).
+func fleetTracker(tb testing.TB, n int) (*Tracker, []string) {
+	tb.Helper()
+	client := kubernetes.NewForConfigOrDie(&rest.Config{Host: "http://127.0.0.1:1"})
+	t, err := New(client, Options{Options: pipeline.Options{Namespace: "gpu-operator", Upgrades: true}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	nodes := coreinformers.NewNodeInformer(client, 0, cache.Indexers{})
+	t.resources = append(t.resources, resource{name: "nodes", informer: nodes})
+	t.plan = pipeline.Scope{Options: t.opts.Options, Roster: operand.Lab, Rules: operand.RulesFor(operand.Lab, operand.AllRules)}
+	var names []string
+	for i := range n {
+		name := fmt.Sprintf("gpu-%04d", i)
+		names = append(names, name)
+		labels := map[string]string{operand.UpgradeStateLabel: operand.UpgradeDone}
+		for _, o := range operand.Lab {
+			labels[o.LabelKey()] = "true"
+			pod := snapshot.Pod{Name: o.DaemonSet + "-" + name, Node: name, DaemonSet: o.DaemonSet, Phase: corev1.PodRunning, Health: snapshot.PodHealth{Ready: true}}
+			addStored(tb, t.podIndex(), pod.Name, pod)
+		}
+		setNode(tb, t, snapshot.Node{Name: name, Labels: labels, Ready: true})
+	}
+	t.judge(names, true, true)
+	return t, names
+}
+
+func addStored[T any](tb testing.TB, st cache.Store, name string, of T) {
+	tb.Helper()
+	if err := st.Add(&stored[T]{metav1.ObjectMeta{Name: name, Namespace: "gpu-operator"}, of}); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// setNode puts a node in the store as an informer does: a new object.
+func setNode(tb testing.TB, t *Tracker, n snapshot.Node) {
+	tb.Helper()
+	if err := t.nodeStore().Update(&stored[snapshot.Node]{metav1.ObjectMeta{Name: n.Name}, n}); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// withLabel is the stored node with one label set.
+func withLabel(tb testing.TB, t *Tracker, name, key, value string) snapshot.Node {
+	tb.Helper()
+	obj, _, _ := t.nodeStore().GetByKey(name)
+	n := obj.(*stored[snapshot.Node]).Of
+	labels := map[string]string{key: value}
+	for k, v := range n.Labels {
+		if k != key {
+			labels[k] = v
+		}
+	}
+	n.Labels = labels
+	return n
+}
+
+// A batch makes the rollout's pass over every node only when one of its
+// inputs changed: a deploy label changes the node's verdict but not the
+// rollout, which stands; an upgrade state label makes it again.
+func TestRolloutPassOnlyWhenItsInputsChange(t *testing.T) {
+	tr, names := fleetTracker(t, 4)
+	first := tr.rolled
+	if first == nil || first.Counts["done"] != 4 {
+		t.Fatalf("first rollout %+v, want 4 nodes done", first)
+	}
+	setNode(t, tr, withLabel(t, tr, names[1], operand.Lab.DCGMExporter().LabelKey(), "false"))
+	tr.judge(names[1:2], false, false)
+	if tr.rolled != first {
+		t.Error("a deploy label made the rollout's pass again")
+	}
+	if v := tr.verdicts[names[1]]; v.Upgrade == nil || v.Upgrade.Verdict != "done" {
+		t.Errorf("the node judged again lost its part in the rollout: %+v", v.Upgrade)
+	}
+	setNode(t, tr, withLabel(t, tr, names[2], operand.UpgradeStateLabel, operand.UpgradeRequired))
+	tr.judge(names[2:3], false, false)
+	if tr.rolled == first {
+		t.Fatal("an upgrade state label left the rollout as it was")
+	}
+	if v := tr.verdicts[names[2]]; v.Upgrade == nil || v.Upgrade.State != operand.UpgradeRequired {
+		t.Errorf("the node's new state is not in its part: %+v", v.Upgrade)
+	}
+	again := tr.rolled
+	tr.judge(names[1:2], false, true)
+	if tr.rolled == again {
+		t.Error("a forced batch (a new plan) left the rollout as it was")
+	}
+}
+
+// BenchmarkBatch is one node's deploy label changed, at 5,000 nodes: the
+// batch as serve judges it, and as it did before the rollout was kept (its
+// pass over every node forced), in the same run.
+func BenchmarkBatch(b *testing.B) {
+	tr, names := fleetTracker(b, 5000)
+	key := operand.Lab.DCGMExporter().LabelKey()
+	for _, force := range []bool{false, true} {
+		name := "incremental"
+		if force {
+			name = "every-node-baseline"
+		}
+		b.Run(name, func(b *testing.B) {
+			for i := range b.N {
+				setNode(b, tr, withLabel(b, tr, names[42], key, fmt.Sprint(i%2 == 0)))
+				tr.judge(names[42:43], false, force)
+			}
+		})
+	}
+}
