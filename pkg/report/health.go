@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gpuops/gpuops/pkg/health"
@@ -44,16 +45,29 @@ func (h healthView) lines() []string {
 	return out
 }
 
+// blocks are one table, a row per GPU node; with a column OUT-OF-SERVICE,
+// who took the node out of service (the ledger's actor), when some node is
+// (as audit's STUCK: the usual table stays as it was).
 func (h healthView) blocks(bool) []block {
+	nodes := slices.DeleteFunc(h.nodes(), func(n health.Node) bool { return !n.Judged })
 	t := table{header: []string{"NODE", "STATUS", "CAUSE", "OPERAND", "BLOCKS"}}
-	for _, n := range h.nodes() {
-		switch {
-		case !n.Judged:
-		case n.Usable:
-			t.rows = append(t.rows, []cell{{text: n.Node}, {Ready, green}, {}, {}, {}})
-		default:
-			t.rows = append(t.rows, []cell{{text: n.Node}, {Unusable, red}, {text: n.Cause.Code}, {text: n.Cause.Operand}, {text: strings.Join(n.Blocked, ",")}})
+	out := slices.ContainsFunc(nodes, func(n health.Node) bool { return n.OutOfService != nil })
+	if out {
+		t.header = append(t.header, "OUT-OF-SERVICE")
+	}
+	for _, n := range nodes {
+		row := []cell{{text: n.Node}, {Ready, green}, {}, {}, {}}
+		if !n.Usable {
+			row = []cell{{text: n.Node}, {Unusable, red}, {text: n.Cause.Code}, {text: n.Cause.Operand}, {text: strings.Join(n.Blocked, ",")}}
 		}
+		if out {
+			var by cell
+			if e := n.OutOfService; e != nil {
+				by.text = e.Actor
+			}
+			row = append(row, by)
+		}
+		t.rows = append(t.rows, row)
 	}
 	return []block{{table: &t}}
 }

@@ -56,6 +56,36 @@ func TestHealthText(t *testing.T) {
 	}
 }
 
+// Table: a row per GPU node; a column OUT-OF-SERVICE, the ledger's actor,
+// only when some GPU node is out of service.
+func TestHealthTable(t *testing.T) {
+	in := healthVerdicts()
+	out := "NODE    STATUS     CAUSE            OPERAND   BLOCKS                            OUT-OF-SERVICE\n" +
+		"gpu-1   READY\n" +
+		"gpu-2   UNUSABLE   crash-loop       driver    container-toolkit,device-plugin\n" +
+		"gpu-3   UNUSABLE   node-not-ready                                               person\n"
+	inService := "NODE    STATUS     CAUSE            OPERAND   BLOCKS\n" +
+		"gpu-1   READY\n" +
+		"gpu-2   UNUSABLE   crash-loop       driver    container-toolkit,device-plugin\n" +
+		"gpu-3   UNUSABLE   node-not-ready\n"
+	for _, tc := range []struct {
+		name  string
+		nodes []verdict.Verdict
+		want  string
+	}{
+		{"one out of service", in, out},
+		{"all in service", []verdict.Verdict{in[0], in[1], in[2], {Node: "gpu-3", Health: &health.Node{Node: "gpu-3", Judged: true, Cause: in[3].Health.Cause}}}, inService},
+	} {
+		var b bytes.Buffer
+		if err := (report.Printer{Format: report.Table}).Result(&b, io.Discard, &outcome.Result{Nodes: tc.nodes}, report.HealthView); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != tc.want {
+			t.Errorf("%s:\n%s\nwant:\n%s", tc.name, b.String(), tc.want)
+		}
+	}
+}
+
 // JSON: every node, GPU or not, with "blocked" a list even when empty.
 func TestHealthJSON(t *testing.T) {
 	var b bytes.Buffer

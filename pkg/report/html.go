@@ -36,6 +36,7 @@ var fleetPage = sync.OnceValue(func() *template.Template {
 		"messages": explain.Messages,
 		"join":     strings.Join,
 		"trouble":  upgrade.Trouble,
+		"actors":   actorCounts, // as summary's out-of-service line
 	}).Parse(fleetTemplate))
 })
 

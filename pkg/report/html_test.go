@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpuops/gpuops/pkg/health"
+	"github.com/gpuops/gpuops/pkg/ledger"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/snapshot"
@@ -98,14 +99,17 @@ func TestHTMLNoFindings(t *testing.T) {
 }
 
 // A node that cannot run GPU work shows its root cause in the grid's
-// health column, the findings count it; its group counts it too.
+// health column, the findings count it; its group counts it too. A node
+// out of service says who took it out and since when (the ledger), and
+// its group counts them by actor as summary's out-of-service line does.
 func TestHTMLHealth(t *testing.T) {
 	f := summary.Fleet{GroupBy: "pool", Operands: operand.Lab[:1],
 		Groups: []summary.Group{{Name: "a100", Nodes: 2, Operands: []summary.OperandCounts{{Operand: "driver"}},
 			Health: &summary.HealthCounts{Ready: 1, Unusable: 1, Causes: []summary.CauseCount{{Code: "crash-loop", Operand: "driver", Nodes: 1}},
-				GPUs: &summary.GPUCounts{GPUs: health.GPUs{Asked: 16, Advertised: 8}, Nodes: 2}}}},
+				GPUs: &summary.GPUCounts{GPUs: health.GPUs{Asked: 16, Advertised: 8}, Nodes: 2}, OutOfService: map[string]int{ledger.Person: 1}}}},
 		Nodes: []summary.Node{
-			{Name: "gpu-1", Group: "a100", Cells: make([]summary.Cell, 1), Findings: []summary.Finding{}, Health: &health.Node{Node: "gpu-1", Judged: true, Usable: true}},
+			{Name: "gpu-1", Group: "a100", Cells: make([]summary.Cell, 1), Findings: []summary.Finding{}, Health: &health.Node{Node: "gpu-1", Judged: true, Usable: true,
+				OutOfService: &ledger.Entry{Actor: ledger.Person, By: "kubectl-cordon", Cordoned: true, Since: &cordonedAt}}},
 			{Name: "gpu-2", Group: "a100", Cells: make([]summary.Cell, 1), Findings: []summary.Finding{},
 				Health: &health.Node{Node: "gpu-2", Judged: true, Cause: &health.Cause{Code: "crash-loop", Operand: "driver", Message: "the driver crash-loops"}, Blocked: []string{"container-toolkit"}}},
 		}}
@@ -118,10 +122,15 @@ func TestHTMLHealth(t *testing.T) {
 		`<th>Health</th>`, `✓ 1 ready`, `✗ 1 unusable`, `<code>crash-loop</code> driver ×1`, `GPUs: 8 advertised of 16 asked`,
 		`<span class="r">✓ ready</span>`, `<span class="m" title="the driver crash-loops">✗ crash-loop</span> <code>driver</code>`,
 		`1 unusable GPU node, their root causes in the grid's health column)`,
+		`out of service: <span class="mono">person=1</span>`,
+		`<span class="r">✓ ready</span><p title="cordoned by person (kubectl-cordon) since 2026-12-04T10:00:00Z">out of service: person since <time>2026-12-04T10:00:00Z</time></p>`,
 	} {
 		if !strings.Contains(p, want) {
 			t.Errorf("page lacks %q", want)
 		}
+	}
+	if n := strings.Count(p, "out of service: "); n != 2 {
+		t.Errorf("%d mentions of out of service, want 2: the group's and gpu-1's (gpu-2 is in service)", n)
 	}
 }
 
