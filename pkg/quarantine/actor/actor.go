@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -129,11 +130,20 @@ func (a *Actor) take(b verdict.Batch) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.judged = true
+	// The decision, a pass over every GPU node, is made again at once only
+	// when what it reads of a node changed (usable, cause, holder, marks,
+	// upgrade state); a verdict changed otherwise (under a churn of deploy
+	// labels, most batches) waits for the tick, and no timer of a quarantine
+	// is shorter than it.
+	decide := b.Initial
 	for _, c := range b.Changes {
 		name := c.Node()
 		h := c.After
 		if h == nil || h.Health == nil || !h.Health.Judged {
-			delete(a.nodes, name)
+			if _, ok := a.nodes[name]; ok {
+				delete(a.nodes, name)
+				decide = true
+			}
 			continue
 		}
 		n := quarantine.Node{Name: name, Usable: h.Health.Usable, Held: h.Health.OutOfService, Recorded: h.Health.Marks.Recorded,
@@ -150,13 +160,18 @@ func (a *Actor) take(b verdict.Batch) {
 			// afresh, so that one a person released is not quarantined
 			// again at once.
 			n.Since = was.node.Since
+			decide = decide || !reflect.DeepEqual(was.node, n)
+		} else {
+			decide = true
 		}
 		a.nodes[name] = &state{node: n, verdict: n.Usable}
 		if o, ok := a.overlay[name]; ok && (o == nil) == (n.Held == nil) && (o == nil || n.Held.Actor == o.Actor) {
 			delete(a.overlay, name) // the verdicts agree now
 		}
 	}
-	a.poke()
+	if decide {
+		a.poke()
+	}
 }
 
 func (a *Actor) poke() {
