@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/urfave/cli/v2"
@@ -43,6 +44,24 @@ func command(cmd *cli.Command, o options) *cli.Command {
 			return err
 		}
 		return o.Run(c.Context)
+	}
+	return cmd
+}
+
+// group makes cmd a command of subcommands (guard, quarantine): without
+// one it lists them; an unknown one is bad input, one line and exit 2, as
+// an unknown command is (urfave/cli would say "No help topic").
+func group(cmd *cli.Command) *cli.Command {
+	names := make([]string, len(cmd.Subcommands))
+	for i, sub := range cmd.Subcommands {
+		names[i] = sub.Name
+	}
+	want := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	cmd.Action = func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return cliopts.UsageError(fmt.Errorf("unknown command %q for %q (want %s)", c.Args().First(), cmd.Name, want))
+		}
+		return cli.ShowSubcommandHelp(c)
 	}
 	return cmd
 }

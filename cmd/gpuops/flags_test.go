@@ -84,3 +84,51 @@ func TestBadDurationsAreBadInput(t *testing.T) {
 		}
 	}
 }
+
+// Every bad value of serve's --quarantine flags and every bad use of the
+// quarantine command (and of guard, the other command of subcommands) is
+// bad input: exit 2, one line naming what is wrong, before anything is read
+// or changed (the kubeconfig given does not exist). A node that does not
+// exist needs a cluster: test/quarantine's TestBadInput.
+func TestBadQuarantineInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--quarantine=maybe"}, `unknown --quarantine "maybe" (want off, dry-run or on)`},
+		{[]string{"serve", "--quarantine", ""}, `unknown --quarantine ""`},
+		{[]string{"serve", "--quarantine=on", "--quarantine-after", "0s"}, "--quarantine-after 0s: want a positive duration"},
+		{[]string{"serve", "--quarantine-after=-2m"}, "--quarantine-after -2m0s: want a positive duration"},
+		{[]string{"serve", "--quarantine-after=2"}, `invalid value "2" for flag -quarantine-after`},
+		{[]string{"serve", "--release-after", "0s"}, "--release-after 0s: want a positive duration"},
+		{[]string{"serve", "--release-after=-1s"}, "--release-after -1s: want a positive duration"},
+		{[]string{"serve", "--quarantine-max=-1"}, "--quarantine-max -1: want 1 or more"},
+		{[]string{"serve", "--quarantine-max=0"}, "--quarantine-max 0: want 1 or more"},
+		{[]string{"serve", "--quarantine-max=10%"}, `invalid value "10%" for flag -quarantine-max`},
+		{[]string{"serve", "--quarantine-rate=-1"}, "--quarantine-rate -1: want 1 or more"},
+		{[]string{"serve", "--quarantine-rate", "0"}, "--quarantine-rate 0: want 1 or more"},
+		{[]string{"quarantine", "release"}, "want exactly one NODE, got 0 arguments"},
+		{[]string{"quarantine", "release", "node-a", "node-b"}, "want exactly one NODE, got 2 arguments"},
+		{[]string{"quarantine", "release", "Node_A"}, `invalid node name "Node_A"`},
+		{[]string{"quarantine", "status", "node-a"}, "unexpected arguments"},
+		{[]string{"quarantine", "status", "-o", "table"}, `unknown output format "table" (want text, json, yaml)`},
+		{[]string{"quarantine", "reset", "node-a"}, "unexpected arguments"},
+		{[]string{"quarantine", "resett"}, `unknown command "resett" for "quarantine" (want status, release or reset)`},
+		{[]string{"quarantine", "lift", "node-a", "-n", "x"}, `unknown command "lift" for "quarantine"`},
+		{[]string{"guard", "instal"}, `unknown command "instal" for "guard" (want install, status or uninstall)`},
+	} {
+		var stdout, stderr bytes.Buffer
+		full := append([]string{"gpuops", "--kubeconfig", "/nonexistent/kubeconfig"}, tc.args...)
+		code := run(context.Background(), full, &stdout, &stderr)
+		if code != exitError || stdout.Len() != 0 || !strings.HasPrefix(stderr.String(), "error: ") ||
+			!strings.Contains(stderr.String(), tc.want) || strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", tc.args, code, stdout.String(), stderr.String(), tc.want)
+		}
+	}
+	// Without a subcommand, the command of subcommands lists them.
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"gpuops", "quarantine"}, &stdout, &stderr); code != exitOK ||
+		!strings.Contains(stdout.String(), "release") || stderr.Len() != 0 {
+		t.Errorf("gpuops quarantine: exit %d, stdout %q, stderr %q; want its subcommands listed", code, stdout.String(), stderr.String())
+	}
+}

@@ -17,7 +17,7 @@ import (
 )
 
 func guardCommand(e cliopts.Env) *cli.Command {
-	return &cli.Command{
+	return group(&cli.Command{
 		Name:  "guard",
 		Usage: "an admission policy that refuses node label changes which break the operator's start-up order",
 		Description: "The guard is a ValidatingAdmissionPolicy (and its binding), both named gpuops-guard, that\n" +
@@ -27,7 +27,7 @@ func guardCommand(e cliopts.Env) *cli.Command {
 			"container-toolkit is not true. Changes that keep or mend a broken node pass, and so do\n" +
 			"the exempt users (the GPU Operator's own service accounts by default).",
 		Subcommands: []*cli.Command{guardInstallCommand(e), guardStatusCommand(e), guardUninstallCommand(e)},
-	}
+	})
 }
 
 type guardInstallOptions struct {

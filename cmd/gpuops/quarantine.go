@@ -12,7 +12,7 @@ import (
 )
 
 func quarantineCommand(e cliopts.Env) *cli.Command {
-	return &cli.Command{
+	return group(&cli.Command{
 		Name:  "quarantine",
 		Usage: "what serve --quarantine holds, and a person's hand on it: status, release NODE, reset",
 		Description: "serve --quarantine=on cordons a GPU node health has judged unusable for --quarantine-after, with a\n" +
@@ -20,7 +20,7 @@ func quarantineCommand(e cliopts.Env) *cli.Command {
 			"usable again; past --quarantine-max nodes its fuse trips (ConfigMap gpuops-quarantine in the namespace)\n" +
 			"and it stops acting until a person resets it. See docs/quarantine.md.",
 		Subcommands: []*cli.Command{quarantineStatusCommand(e), quarantineReleaseCommand(e), quarantineResetCommand(e)},
-	}
+	})
 }
 
 type quarantineStatusOptions struct {

@@ -30,6 +30,7 @@ type serveOptions struct {
 	events, reports bool
 	quarantine      string
 	settings        quarantine.Settings
+	maxSet          bool // --quarantine-max given: an explicit 0 is refused, not taken for the default
 }
 
 func serveCommand(e cliopts.Env) *cli.Command {
@@ -58,8 +59,9 @@ func serveCommand(e cliopts.Env) *cli.Command {
 				"kustomize/deploy/quarantine adds, and one replica acts (a Lease); see docs/quarantine.md"},
 			&cli.DurationFlag{Name: "quarantine-after", Value: quarantine.DefaultAfter, Destination: &o.settings.After, Usage: "how long a node must be unusable before it is quarantined"},
 			&cli.DurationFlag{Name: "release-after", Value: quarantine.DefaultReleaseAfter, Destination: &o.settings.ReleaseAfter, Usage: "how long a quarantined node must be usable again before it is released"},
-			&cli.IntFlag{Name: "quarantine-max", Destination: &o.settings.Max, Usage: "most nodes quarantined at once; past it the fuse trips until gpuops quarantine reset\n" +
-				"(default: 10% of the GPU nodes, at least 1)"},
+			&cli.IntFlag{Name: "quarantine-max", Destination: &o.settings.Max, Action: func(*cli.Context, int) error { o.maxSet = true; return nil },
+				Usage: "most nodes quarantined at once; past it the fuse trips until gpuops quarantine reset\n" +
+					"(default: 10% of the GPU nodes, at least 1)"},
 			&cli.IntFlag{Name: "quarantine-rate", Value: quarantine.DefaultRate, Destination: &o.settings.Rate, Usage: "most nodes quarantined in a minute"},
 		},
 	}, o)
@@ -72,10 +74,14 @@ func (o *serveOptions) Validate() error {
 	switch {
 	case !slices.Contains(quarantine.Modes, o.quarantine):
 		return cliopts.UsageError(fmt.Errorf("unknown --quarantine %q (want off, dry-run or on)", o.quarantine))
-	case o.settings.After <= 0, o.settings.ReleaseAfter <= 0:
-		return cliopts.UsageError(fmt.Errorf("--quarantine-after %s, --release-after %s: want positive durations such as 2m", o.settings.After, o.settings.ReleaseAfter))
-	case o.settings.Max < 0:
-		return cliopts.UsageError(fmt.Errorf("--quarantine-max %d: want 1 or more (0: 10%% of the GPU nodes)", o.settings.Max))
+	case o.settings.After <= 0:
+		return cliopts.UsageError(fmt.Errorf("--quarantine-after %s: want a positive duration such as 2m", o.settings.After))
+	case o.settings.ReleaseAfter <= 0:
+		return cliopts.UsageError(fmt.Errorf("--release-after %s: want a positive duration such as 1m", o.settings.ReleaseAfter))
+	case o.settings.Max < 0, o.maxSet && o.settings.Max == 0:
+		// 0 is the field's "not given" (the default, 10 %); written, it
+		// reads as "none" or "no limit", and would get neither.
+		return cliopts.UsageError(fmt.Errorf("--quarantine-max %d: want 1 or more (left out: 10%% of the GPU nodes, at least 1)", o.settings.Max))
 	case o.settings.Rate < 1:
 		return cliopts.UsageError(fmt.Errorf("--quarantine-rate %d: want 1 or more", o.settings.Rate))
 	}

@@ -332,3 +332,69 @@ func (f *fleet) events(t *testing.T, node string) []string {
 	}
 	return out
 }
+
+// written is what gpuops may write on the fleet's behalf: the nodes' spec,
+// labels and annotations, the namespace's Leases and ConfigMaps (the
+// quarantine's Lease and fuse), by name and resourceVersion, and the
+// Events gpuops recorded on the nodes (namespace default).
+type written struct {
+	nodes              map[string]untouched
+	leases, configMaps map[string]string
+	events             []string
+}
+
+func (f *fleet) written(t *testing.T, nodes ...string) written {
+	t.Helper()
+	ctx := context.Background()
+	w := written{nodes: map[string]untouched{}, leases: map[string]string{}, configMaps: map[string]string{}}
+	for _, n := range nodes {
+		w.nodes[n] = stateOf(f.get(t, n))
+	}
+	leases, err := f.env.Client.CoordinationV1().Leases(f.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range leases.Items {
+		w.leases[l.Name] = l.ResourceVersion
+	}
+	cms, err := f.env.Client.CoreV1().ConfigMaps(f.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cms.Items {
+		w.configMaps[c.Name] = c.ResourceVersion
+	}
+	events, err := f.env.Client.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		// The node lifecycle controller records its own (RegisteredNode)
+		// whenever it gets to a new node: only gpuops's count.
+		if e.Source.Component == "gpuops" && slices.Contains(nodes, e.InvolvedObject.Name) {
+			w.events = append(w.events, e.InvolvedObject.Name+" "+e.Reason)
+		}
+	}
+	slices.Sort(w.events)
+	return w
+}
+
+// unchanged fails the test unless w is what was written before.
+func (w written) unchanged(t *testing.T, before written) {
+	t.Helper()
+	for n, u := range before.nodes {
+		if !u.equal(w.nodes[n]) {
+			t.Errorf("node %s changed: spec %+v labels %v annotations %v; was spec %+v labels %v annotations %v",
+				n, w.nodes[n].spec, w.nodes[n].labels, w.nodes[n].ann, u.spec, u.labels, u.ann)
+		}
+	}
+	if !maps.Equal(w.leases, before.leases) {
+		t.Errorf("Leases %v; were %v", w.leases, before.leases)
+	}
+	if !maps.Equal(w.configMaps, before.configMaps) {
+		t.Errorf("ConfigMaps %v; were %v", w.configMaps, before.configMaps)
+	}
+	if !slices.Equal(w.events, before.events) {
+		t.Errorf("gpuops's Events %q; were %q", w.events, before.events)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/operand"
@@ -297,4 +298,64 @@ func TestRights(t *testing.T) {
 	f.serve(t, "--quarantine=on", "--quarantine-after", "2s")
 	f.waitNode(t, broken, quarantined)
 	f.waitEvent(t, broken, "GpuopsQuarantined")
+}
+
+// Bad input changes nothing: with a node quarantined and the fuse tripped
+// (something to release and to reset), every bad flag value of serve
+// --quarantine and every bad use of gpuops quarantine is one error line,
+// exit 2, and leaves the nodes, the Lease, the fuse and the Events as they
+// were. (cmd/gpuops's TestBadQuarantineInput has the cases that need no
+// cluster, without one.)
+func TestBadInput(t *testing.T) {
+	f := newFleet(t)
+	a, b := f.node(t, "a", true), f.node(t, "b", true)
+	s := f.serve(t, "--quarantine=on", "--quarantine-after", "2s", "--quarantine-max", "1", "--quarantine-rate", "5")
+	s.waitFor(t, "the fuse tripped", func(m metrics) bool {
+		v, _ := m.value("gpuops_quarantine_fuse_tripped", nil)
+		return v == 1 && len(m.nodes("gpuops_quarantined_node")) == 1
+	})
+	s.kill()
+	held := a
+	if quarantined(f.get(t, b)) {
+		held = b
+	}
+	absent := f.env.NodeName("absent")
+	on := []string{"serve", "--listen", "127.0.0.1:0", "--quarantine=on", "--quarantine-after", "1s", "--release-after", "1s"}
+	before := f.written(t, a, b)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{append(on, "--quarantine=maybe"), `unknown --quarantine "maybe"`},
+		{append(on, "--quarantine-after=0s"), "--quarantine-after 0s: want a positive duration"},
+		{append(on, "--release-after=-1m"), "--release-after -1m0s: want a positive duration"},
+		{append(on, "--quarantine-max=0"), "--quarantine-max 0: want 1 or more"},
+		{append(on, "--quarantine-max=-1"), "--quarantine-max -1: want 1 or more"},
+		{append(on, "--quarantine-rate=-1"), "--quarantine-rate -1: want 1 or more"},
+		{[]string{"quarantine", "release"}, "want exactly one NODE, got 0 arguments"},
+		{[]string{"quarantine", "release", held, held}, "want exactly one NODE, got 2 arguments"},
+		{[]string{"quarantine", "release", absent}, `nodes "` + absent + `" not found`},
+		{[]string{"quarantine", "reset", held}, "unexpected arguments"},
+		{[]string{"quarantine", "releas", held}, `unknown command "releas" for "quarantine"`},
+	} {
+		name := strings.Join(tc.args, " ")
+		if tc.args[0] == "serve" {
+			name = "serve " + tc.args[len(tc.args)-1]
+		}
+		t.Run(name, func(t *testing.T) {
+			cmd := f.c.Command(t, tc.args...)
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			// A run that is not refused (serve would run on) is killed,
+			// and fails the check.
+			stop := time.AfterFunc(patience, func() { _ = cmd.Process.Kill() })
+			_ = cmd.Run()
+			stop.Stop()
+			gpuopstest.Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: cmd.ProcessState.ExitCode()}.OneLineError(t, tc.want)
+			f.written(t, a, b).unchanged(t, before)
+		})
+	}
+	if !quarantined(f.get(t, held)) {
+		t.Errorf("%s no longer quarantined", held)
+	}
 }
