@@ -287,6 +287,18 @@ func (s *server) waitFor(t *testing.T, what string, cond func(metrics) bool) met
 	return last
 }
 
+// waitSaid waits until serve has logged a line that starts with prefix.
+func (s *server) waitSaid(t *testing.T, prefix string) {
+	t.Helper()
+	said := func(l string) bool { return strings.HasPrefix(l, prefix) }
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, patience, true, func(context.Context) (bool, error) {
+		return slices.ContainsFunc(s.stderr(), said), nil
+	})
+	if err != nil {
+		t.Fatalf("serve never said %q; it said:\n%s", prefix, strings.Join(s.stderr(), "\n"))
+	}
+}
+
 // waitNode waits until the node is as check wants.
 func (f *fleet) waitNode(t *testing.T, name string, check func(*corev1.Node) bool) *corev1.Node {
 	t.Helper()

@@ -226,27 +226,39 @@ func TestAPIServerStopped(t *testing.T) {
 	}
 }
 
-// dry-run changes nothing (every node's spec, labels and annotations), and
-// the nodes it exports as quarantined are those on then quarantines.
+// dry-run writes nothing — no node change (spec, labels, annotations), no
+// Lease, no fuse ConfigMap, no Event — not even past --quarantine-max,
+// where it trips a fuse of its own; its log and metrics say what on would
+// do, and the nodes it exports as quarantined are those on then
+// quarantines.
 func TestDryRun(t *testing.T) {
 	f := newFleet(t)
 	var names []string
 	for _, n := range []string{"a", "b", "c"} {
 		names = append(names, f.node(t, n, n != "c"))
 	}
-	before := map[string]untouched{}
-	for _, n := range names {
-		before[n] = stateOf(f.get(t, n))
-	}
+	before := f.written(t, names...)
 	args := []string{"--quarantine-after", "3s", "--release-after", "2s", "--quarantine-max", "5", "--quarantine-rate", "5"}
 	dry := f.serve(t, append([]string{"--quarantine=dry-run"}, args...)...)
+	tripping := f.serve(t, "--quarantine=dry-run", "--quarantine-after", "3s", "--quarantine-max", "1", "--quarantine-rate", "5")
 	m := dry.waitFor(t, "the nodes it would quarantine", func(m metrics) bool { return len(m.nodes("gpuops_quarantined_node")) == 2 })
 	would := m.nodes("gpuops_quarantined_node")
 	if !m.has("gpuops_quarantined_node", map[string]string{"mode": "dry-run"}) {
 		t.Errorf("not exported as dry-run: %v", m["gpuops_quarantined_node"])
 	}
-	f.holds(t, 4*time.Second, "dry-run", func(n *corev1.Node) bool { return before[n.Name].equal(stateOf(n)) }, names...)
+	for _, n := range would {
+		dry.waitSaid(t, "quarantine: would quarantine "+n+" (order device-plugin)")
+	}
+	tripping.waitFor(t, "its fuse tripped", func(m metrics) bool {
+		v, _ := m.value("gpuops_quarantine_fuse_tripped", nil)
+		trips, _ := m.value("gpuops_quarantine_actions_total", map[string]string{"action": "trip", "mode": "dry-run"})
+		return v == 1 && trips == 1
+	})
+	tripping.waitSaid(t, "quarantine: would trip the fuse (")
+	f.holds(t, 4*time.Second, "dry-run", func(n *corev1.Node) bool { return before.nodes[n.Name].equal(stateOf(n)) }, names...)
+	f.written(t, names...).unchanged(t, before)
 	dry.kill()
+	tripping.kill()
 
 	on := f.serve(t, append([]string{"--quarantine=on"}, args...)...)
 	m = on.waitFor(t, "the nodes quarantined", func(m metrics) bool { return len(m.nodes("gpuops_quarantined_node")) == 2 })
@@ -257,6 +269,9 @@ func TestDryRun(t *testing.T) {
 		if got := quarantined(f.get(t, n)); got != slices.Contains(would, n) {
 			t.Errorf("node %s quarantined %v, want %v", n, got, slices.Contains(would, n))
 		}
+	}
+	for _, n := range would {
+		on.waitSaid(t, "quarantine: quarantine "+n+" (order device-plugin)")
 	}
 }
 
