@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -47,7 +46,7 @@ func fleetTracker(tb testing.TB, n int) (*Tracker, []string) {
 
 func addStored[T any](tb testing.TB, st cache.Store, name string, of T) {
 	tb.Helper()
-	if err := st.Add(&stored[T]{metav1.ObjectMeta{Name: name, Namespace: "gpu-operator"}, of}); err != nil {
+	if err := st.Add(&stored[T]{key{Name: name, Namespace: "gpu-operator"}, of}); err != nil {
 		tb.Fatal(err)
 	}
 }
@@ -55,7 +54,7 @@ func addStored[T any](tb testing.TB, st cache.Store, name string, of T) {
 // setNode puts a node in the store as an informer does: a new object.
 func setNode(tb testing.TB, t *Tracker, n snapshot.Node) {
 	tb.Helper()
-	if err := t.nodeStore().Update(&stored[snapshot.Node]{metav1.ObjectMeta{Name: n.Name}, n}); err != nil {
+	if err := t.nodeStore().Update(&stored[snapshot.Node]{key{Name: n.Name}, n}); err != nil {
 		tb.Fatal(err)
 	}
 }
