@@ -553,8 +553,20 @@ func (b *serveBench) probe(ctx context.Context, url string, w *probeWatch, f *se
 	nodes := b.probed()
 	on := map[string]bool{}
 	for _, n := range nodes {
-		on[n] = true // they ask for every operand
+		node, err := b.client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			return 0, err
+		}
+		on[n] = node.Labels[b.probeLabel] == "true"
 	}
+	// Left as the fleet has them: asking for every operand.
+	defer func() {
+		for _, n := range nodes {
+			if err := patchLabel(context.WithoutCancel(ctx), b.client.CoreV1().Nodes(), n, b.probeLabel, "true"); err != nil {
+				logf("serve: set %s back on %s: %v", b.probeLabel, n, err)
+			}
+		}
+	}()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	made := 0
