@@ -11,15 +11,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
 // prometheus is a real Prometheus (hack/build-tools.sh builds it from
@@ -71,11 +75,19 @@ scrape_configs:
 		}
 	})
 	p := &prometheus{url: "http://" + addr}
-	p.waitFor(t, "Prometheus scraping gpuops", func() bool {
-		var r struct{ Data struct{ Result []any } }
-		return p.get(t, "/api/v1/query?query="+url.QueryEscape(`up{job="gpuops"} == 1`), &r) && len(r.Data.Result) == 1
-	})
+	p.waitFor(t, "Prometheus scraping gpuops", func() bool { return p.count(t, `up{job="gpuops"} == 1`) == 1 })
 	return p
+}
+
+// count is how many series the instant query returns; -1 if Prometheus
+// does not answer (yet).
+func (p *prometheus) count(t *testing.T, query string) int {
+	t.Helper()
+	var r struct{ Data struct{ Result []any } }
+	if !p.get(t, "/api/v1/query?query="+url.QueryEscape(query), &r) {
+		return -1
+	}
+	return len(r.Data.Result)
 }
 
 // get reads a JSON answer of the HTTP API into v; false if Prometheus does
@@ -192,4 +204,53 @@ func TestShippedAlertsOnRealPrometheus(t *testing.T) {
 	prom.waitFor(t, "GpuopsOrderViolation resolved", func() bool {
 		return find(prom.alerts(t), "GpuopsOrderViolation", violation) == nil
 	})
+}
+
+// TestFuseAlertOnRealPrometheus: Prometheus scrapes gpuops serve
+// --quarantine=on and evaluates the shipped rule file. While the fuse
+// holds, GpuopsQuarantineFuseTripped is not there; two nodes breaking past
+// --quarantine-max 1 trip the fuse, and the alert is firing the first time
+// Prometheus shows it (the rule has no for: a tripped fuse waits for a
+// person); gpuops quarantine reset, the nodes repaired, resolves it.
+func TestFuseAlertOnRealPrometheus(t *testing.T) {
+	f := newFleet(t)
+	gpus := testcluster.WithCapacity(corev1.ResourceList{snapshot.GPUResource: resource.MustParse("8")})
+	nodes := []string{f.gpuNode(t, "a", gpus), f.gpuNode(t, "b", gpus)}
+	srv := serve(t, append(slices.Clone(f.args), "--quarantine=on", "--quarantine-after", "2s", "--release-after", "1s",
+		"--quarantine-max", "1", "--quarantine-rate", "5")...)
+	srv.waitFor(t, "both nodes usable, the fuse read and holding", func(m metrics) bool {
+		fuse, read := m.value("gpuops_quarantine_fuse_tripped", nil)
+		return m.has("gpuops_node_usable", map[string]string{"node": nodes[0]}) && m.has("gpuops_node_usable", map[string]string{"node": nodes[1]}) &&
+			read && fuse == 0
+	})
+	prom := startPrometheus(t, strings.TrimPrefix(srv.url, "http://"))
+	prom.waitFor(t, "the fuse holding in Prometheus", func() bool { return prom.count(t, "gpuops_quarantine_fuse_tripped == 0") == 1 })
+	const name = "GpuopsQuarantineFuseTripped"
+	if a := find(prom.alerts(t), name, nil); a != nil {
+		t.Fatalf("%s %s while the fuse holds", name, a.State)
+	}
+
+	for _, n := range nodes {
+		f.env.LabelNode(t, n, toolkit.LabelKey(), "false")
+	}
+	var fired *alert
+	prom.waitFor(t, name, func() bool {
+		fired = find(prom.alerts(t), name, nil)
+		return fired != nil
+	})
+	if fired.State != "firing" || fired.Annotations["summary"] != "gpuops's quarantine stopped: its fuse tripped" {
+		t.Errorf("%s: %+v, want firing at once with its summary", name, fired)
+	}
+	if prom.count(t, "gpuops_quarantine_fuse_tripped == 1") != 1 {
+		t.Errorf("%s fired, but Prometheus has no tripped fuse", name)
+	}
+
+	for _, n := range nodes {
+		f.env.LabelNode(t, n, toolkit.LabelKey(), "true")
+	}
+	gpuopstest.Cluster{Kubeconfig: f.env.Kubeconfig, Namespace: f.env.Namespace}.Want(t, 0, "quarantine", "reset")
+	prom.waitFor(t, name+" resolved", func() bool { return find(prom.alerts(t), name, nil) == nil })
+	if prom.count(t, "gpuops_quarantine_fuse_tripped == 0") != 1 {
+		t.Errorf("%s resolved, but Prometheus has no fuse holding", name)
+	}
 }
