@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -186,25 +185,16 @@ func (b *serveBench) run(ctx context.Context) (*serveFigures, error) {
 // second is timed into probes.
 func (b *serveBench) process(ctx context.Context, window time.Duration, probes *serveFigures, name string, args ...string) (processFigures, error) {
 	var f processFigures
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = b.env
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	stderr, err := cmd.StderrPipe()
+	p, err := start(ctx, b.env, name, args...)
 	if err != nil {
 		return f, err
 	}
-	began := time.Now()
-	if err := cmd.Start(); err != nil {
-		return f, err
-	}
-	defer func() { cancel(); cmd.Wait() }() //nolint:errcheck // ended by cancel
-	url, err := b.ready(ctx, stderr, began, &f)
+	defer p.stop()
+	url, err := b.ready(ctx, p.stderr, p.began, &f)
 	if err != nil {
 		return f, err
 	}
-	pid := cmd.Process.Pid
+	pid := p.cmd.Process.Pid
 	if err := sleep(ctx, settleWindow); err != nil {
 		return f, err
 	}
@@ -237,7 +227,7 @@ func (b *serveBench) process(ctx context.Context, window time.Duration, probes *
 			samples, anons = append(samples, now), append(anons, anon)
 		}
 	}()
-	f.apiserverCPU, err = b.apiserverCPU(ctx, func() error {
+	f.apiserverCPU, err = cpuDuring(b.apiserver, func() error {
 		var err error
 		f.changes, err = b.churn(ctx, window, url, probes)
 		return err
@@ -258,7 +248,7 @@ func (b *serveBench) process(ctx context.Context, window time.Duration, probes *
 	if _, f.peak, err = rss(pid); err != nil {
 		return f, err
 	}
-	f.rss, f.anon = medianOf(samples), medianOf(anons)
+	f.rss, f.anon = median(samples), median(anons)
 	judgedAfter, err := b.judgements(ctx, url)
 	if err != nil {
 		return f, err
@@ -278,7 +268,7 @@ func (b *serveBench) ready(ctx context.Context, stderr io.Reader, began time.Tim
 			go io.Copy(io.Discard, stderr) //nolint:errcheck // keep the pipe flowing
 			return "", nil
 		}
-		if m := regexp.MustCompile(`^serving (http://\S+)/metrics$`).FindStringSubmatch(lines.Text()); m != nil {
+		if m := servingLine.FindStringSubmatch(lines.Text()); m != nil {
 			go io.Copy(io.Discard, stderr) //nolint:errcheck // keep the pipe flowing
 			url := m[1]
 			for {
@@ -651,10 +641,6 @@ func (b *serveBench) scrapeUntil(ctx context.Context, url, series string, presen
 	return time.Time{}, ctx.Err()
 }
 
-func (b *serveBench) apiserverCPU(ctx context.Context, do func() error) (float64, error) {
-	return cpuDuring(b.apiserver, do)
-}
-
 func percentile(d []time.Duration, p float64) time.Duration {
 	if len(d) == 0 {
 		return 0
@@ -715,15 +701,6 @@ func (f *serveFigures) targets() string {
 		f.serve.rss>>20, f.serve.peak>>20, check(f.serve.rss <= rssTarget && f.serve.peak <= rssTarget),
 		float64(f.serve.rss)/float64(f.floor.rss), floorRatioTarget, check(float64(f.serve.rss) <= floorRatioTarget*float64(f.floor.rss)),
 		ms(p99), check(p99 <= p99Target), float64(p99)/float64(watch99), watchRatioTarget, check(float64(p99) <= watchRatioTarget*float64(watch99)))
-}
-
-func medianOf(s []int64) int64 {
-	if len(s) == 0 {
-		return 0
-	}
-	s = slices.Clone(s)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 func perChange(p processFigures) float64 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -85,38 +86,27 @@ func benchWatcher(ctx context.Context, root, cluster string, client kubernetes.I
 // serve runs gpuops serve, waits for its first verdict, then measures.
 func (b *watcherBench) serve(ctx context.Context) (watcherFigures, error) {
 	var f watcherFigures
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, b.gpuops, "serve", "--listen", "127.0.0.1:0", "--all-rules")
-	cmd.Env = b.env
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	stderr, err := cmd.StderrPipe()
+	p, err := start(ctx, b.env, b.gpuops, "serve", "--listen", "127.0.0.1:0", "--all-rules")
 	if err != nil {
 		return f, err
 	}
-	began := time.Now()
-	if err := cmd.Start(); err != nil {
-		return f, err
-	}
-	// Stop serve before waiting for it: deferred in the other order, Wait
-	// would wait for a process nothing ends.
-	defer func() { cancel(); cmd.Wait() }() //nolint:errcheck // ended by cancel
-	lines := bufio.NewScanner(stderr)
+	defer p.stop()
+	lines := bufio.NewScanner(p.stderr)
 	var url string
 	for lines.Scan() {
-		if m := regexp.MustCompile(`^serving (http://\S+)/metrics$`).FindStringSubmatch(lines.Text()); m != nil {
+		if m := servingLine.FindStringSubmatch(lines.Text()); m != nil {
 			url = m[1]
 		}
 		if strings.HasPrefix(lines.Text(), "ready: ") {
-			f.ready = time.Since(began)
+			f.ready = time.Since(p.began)
 			break
 		}
 	}
 	if url == "" || f.ready == 0 {
 		return f, fmt.Errorf("gpuops serve did not get ready: %v", lines.Err())
 	}
-	go io.Copy(io.Discard, stderr) //nolint:errcheck // keep the pipe flowing
-	pid := cmd.Process.Pid
+	go io.Copy(io.Discard, p.stderr) //nolint:errcheck // keep the pipe flowing
+	pid := p.cmd.Process.Pid
 	if err := sleep(ctx, 10*time.Second); err != nil { // let the start-up garbage go
 		return f, err
 	}
@@ -152,6 +142,38 @@ func (b *watcherBench) serve(ctx context.Context) (watcherFigures, error) {
 		return seen, err
 	})
 	return f, err
+}
+
+// servingLine is serve's line on stderr saying where it serves.
+var servingLine = regexp.MustCompile(`^serving (http://\S+)/metrics$`)
+
+// started is a program the bench runs: its stderr, when it started, and
+// stop, which ends it (SIGTERM) and waits for it.
+type started struct {
+	cmd    *exec.Cmd
+	stderr io.Reader
+	began  time.Time
+	stop   func()
+}
+
+func start(ctx context.Context, env []string, name string, args ...string) (*started, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = env
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	began := time.Now()
+	if err := cmd.Start(); err != nil {
+		cancel()
+		return nil, err
+	}
+	// Ended before it is waited for: the other way round, Wait would wait
+	// for a process nothing ends.
+	return &started{cmd: cmd, stderr: stderr, began: began, stop: func() { cancel(); cmd.Wait() }}, nil //nolint:errcheck // ended by cancel
 }
 
 // poll runs gpuops audit back to back and measures the loop.
@@ -295,10 +317,14 @@ func (b *watcherBench) markdown(nodes int, quiet float64, serve, poll watcherFig
 	return s.String()
 }
 
-func median(d []time.Duration) time.Duration {
-	d = slices.Clone(d)
-	slices.Sort(d)
-	return d[len(d)/2]
+func median[T cmp.Ordered](s []T) T {
+	var zero T
+	if len(s) == 0 {
+		return zero
+	}
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000) }
