@@ -21,14 +21,11 @@ func (t *Tracker) mark(names ...string) {
 // informers have stopped; an error only if the first sync fails (see
 // Options.SyncTimeout). The first batch judges every node; it comes once all
 // informers have synced, so the verdict is never made from half a list.
-func (t *Tracker) Run(ctx context.Context) error {
-	ctx, stop := context.WithCancel(ctx)
-	defer t.wg.Wait()
-	defer stop()
-	defer t.queue.ShutDown()
-	if err := t.sync(ctx); err != nil || ctx.Err() != nil {
-		return err
-	}
+func (t *Tracker) Run(ctx context.Context) error { return t.synced(ctx, t.judging) }
+
+// judging judges every node once, then the nodes each burst of events
+// touches, until the queue shuts down with ctx.
+func (t *Tracker) judging(ctx context.Context) error {
 	// The first batch judges every node: what the informers queued on the
 	// way is in it.
 	for _, n := range t.take(false) {
@@ -100,6 +97,16 @@ func (t *Tracker) sync(ctx context.Context) error {
 // measured against (go tool task bench:serve). synced is called once they
 // have synced; Hold returns when ctx ends.
 func (t *Tracker) Hold(ctx context.Context, synced func()) error {
+	return t.synced(ctx, func(ctx context.Context) error {
+		synced()
+		<-ctx.Done()
+		return nil
+	})
+}
+
+// synced runs the informers, and then, once they have synced, until ctx
+// ends; it returns once the informers have stopped.
+func (t *Tracker) synced(ctx context.Context, then func(context.Context) error) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer t.wg.Wait()
 	defer stop()
@@ -107,9 +114,7 @@ func (t *Tracker) Hold(ctx context.Context, synced func()) error {
 	if err := t.sync(ctx); err != nil || ctx.Err() != nil {
 		return err
 	}
-	synced()
-	<-ctx.Done()
-	return nil
+	return then(ctx)
 }
 
 // take gets what the queue holds: with wait, it first waits for one name
