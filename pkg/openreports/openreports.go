@@ -184,25 +184,19 @@ type found struct {
 	at  int64 // Unix seconds
 }
 
-// FoundOf is when the results were found.
-func FoundOf(rs []v1alpha1.ReportResult) Found {
-	out := make(Found, len(rs))
-	for i := range rs {
-		out[i] = found{hashOf(rs[i]), rs[i].Timestamp.Seconds}
-	}
-	return out
-}
-
 // Carry keeps the times of f's results in next's that are the same but for
 // the time: a result's time is when it was found, not when it was last
-// judged again.
-func (f Found) Carry(next []v1alpha1.ReportResult) {
+// judged again. It returns when next's results were found.
+func (f Found) Carry(next []v1alpha1.ReportResult) Found {
+	out := make(Found, len(next))
 	for i := range next {
 		k := hashOf(next[i])
 		if j := slices.IndexFunc(f, func(x found) bool { return x.key == k }); j >= 0 {
 			next[i].Timestamp = metav1.Timestamp{Seconds: f[j].at}
 		}
+		out[i] = found{k, next[i].Timestamp.Seconds}
 	}
+	return out
 }
 
 func hashOf(r v1alpha1.ReportResult) uint64 {

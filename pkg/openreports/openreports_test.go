@@ -299,7 +299,7 @@ func TestCarryKeepsWhenFound(t *testing.T) {
 	s.Pods = s.Pods[1:] // the driver's pod is gone
 	after, _ := serveScope.Judge(s, now.Add(time.Hour))
 	prev, next := nodesOf(before)[0], nodesOf(after)[0]
-	openreports.FoundOf(prev.Results).Carry(next.Results)
+	openreports.Found(nil).Carry(prev.Results).Carry(next.Results) // nothing before prev: its own times
 	for _, r := range next.Results {
 		changed := r.Rule == operand.Driver || r.Policy == openreports.Health || r.Rule == "toolkit-without-driver"
 		if at := time.Unix(r.Timestamp.Seconds, 0); changed != at.Equal(now.Add(time.Hour)) {

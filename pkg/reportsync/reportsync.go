@@ -173,8 +173,8 @@ func (s *Sync) Judged(b verdict.Batch) {
 			continue
 		}
 		n := openreports.NodeOf(c.After, s.opts.Namespace, b.Time)
-		s.nodes[name].found.Carry(n.Results)
-		s.nodes[name] = node{verdict: c.After, at: b.Time, found: openreports.FoundOf(n.Results), bytes: n.Bytes}
+		found := s.nodes[name].found.Carry(n.Results)
+		s.nodes[name] = node{verdict: c.After, at: b.Time, found: found, bytes: n.Bytes}
 		s.total += n.Bytes
 		changed[name] = n
 	}
