@@ -66,7 +66,7 @@ func benchWatcher(ctx context.Context, root, cluster string, client kubernetes.I
 	b := &watcherBench{client: client, env: env, gpuops: gpuops, apiserver: pid, node: fleet[i].name, operand: operand.Lab.DCGMExporter(), rounds: rounds}
 	load := loadAverage()
 	logf("watcher: the cluster alone for %s", idleWindow)
-	quiet, err := b.apiserverCPU(ctx, func() error { return sleep(ctx, idleWindow) })
+	quiet, err := b.apiserverIdle(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -114,7 +114,7 @@ func (b *watcherBench) serve(ctx context.Context) (watcherFigures, error) {
 	if err != nil {
 		return f, err
 	}
-	f.apiserverCPU, err = b.apiserverCPU(ctx, func() error { return sleep(ctx, idleWindow) })
+	f.apiserverCPU, err = b.apiserverIdle(ctx)
 	if err != nil {
 		return f, err
 	}
@@ -224,7 +224,7 @@ func (b *watcherBench) poll(ctx context.Context) (watcherFigures, error) {
 	}
 	_, before := snapshot()
 	var err error
-	f.apiserverCPU, err = b.apiserverCPU(ctx, func() error { return sleep(ctx, idleWindow) })
+	f.apiserverCPU, err = b.apiserverIdle(ctx)
 	if err != nil {
 		return f, err
 	}
@@ -278,9 +278,9 @@ func (b *watcherBench) latencies(ctx context.Context, seen func(missing bool) (t
 	return out, nil
 }
 
-// apiserverCPU runs do and returns the API server's CPU meanwhile, in cores.
-func (b *watcherBench) apiserverCPU(_ context.Context, do func() error) (float64, error) {
-	return cpuDuring(b.apiserver, do)
+// apiserverIdle is the API server's CPU, in cores, over idleWindow.
+func (b *watcherBench) apiserverIdle(ctx context.Context) (float64, error) {
+	return cpuDuring(b.apiserver, func() error { return sleep(ctx, idleWindow) })
 }
 
 // cpuDuring runs do and returns the process' CPU meanwhile, in cores.
