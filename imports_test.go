@@ -62,3 +62,22 @@ func TestCommandsImportNoJudge(t *testing.T) {
 		}
 	}
 }
+
+// The informer factory of client-go (k8s.io/client-go/informers), used to
+// make an informer, links the informers and listers of every API group:
+// 12 MB of binary, which the kernel maps into serve's resident memory whole.
+// gpuops watches a handful of kinds and makes their informers one by one.
+func TestNoPackageUsesTheInformerFactory(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, _ := strings.Cut(line, " ")
+		for _, imp := range strings.Fields(imports) {
+			if imp == "k8s.io/client-go/informers" {
+				t.Errorf("%s imports %s; make the informers of the kinds watched (k8s.io/client-go/informers/<group>/<version>)", pkg, imp)
+			}
+		}
+	}
+}

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/informers"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
@@ -81,10 +83,9 @@ func Wait(ctx context.Context, client kubernetes.Interface, ns string, names []s
 		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
 		defer cancel()
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
-	nodes := factory.Core().V1().Nodes().Informer()
-	pods := factory.Core().V1().Pods().Informer()
-	dss := factory.Apps().V1().DaemonSets().Informer()
+	nodes := coreinformers.NewNodeInformer(client, 0, cache.Indexers{})
+	pods := coreinformers.NewPodInformer(client, ns, 0, cache.Indexers{})
+	dss := appsinformers.NewDaemonSetInformer(client, ns, 0, cache.Indexers{})
 
 	// A one-slot channel coalesces bursts of events into one judgement.
 	changed := make(chan struct{}, 1)
@@ -107,11 +108,14 @@ func Wait(ctx context.Context, client kubernetes.Interface, ns string, names []s
 		}
 		synced = append(synced, reg.HasSyncedChecker())
 	}
-	stop := make(chan struct{})
-	factory.Start(stop)
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, inf := range []cache.SharedIndexInformer{nodes, pods, dss} {
+		wg.Go(func() { inf.RunWithContext(runCtx) })
+	}
 	defer func() {
-		close(stop)
-		factory.Shutdown() // waits for the informers to stop
+		stop()
+		wg.Wait() // the informers stopped
 	}()
 
 	// An informer reports synced from a goroutine of its own, possibly after
