@@ -1,9 +1,11 @@
 package openreports_test
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -358,4 +360,47 @@ func nodesOf(r *outcome.Result) []openreports.Node {
 // command judged named nodes).
 func reportsOf(r *outcome.Result, perNode bool) []v1alpha1.ClusterReport {
 	return openreports.Assemble(nodesOf(r), "", perNode, openreports.MaxBytes)
+}
+
+// BenchmarkDigest digests the reports of 5,000 nodes, one per node, as
+// serve does with the reports it makes and those it lists; against its
+// baseline in the same run: the same digest made from a copy of each
+// result as JSON, as Digest did before it encoded into the hash.
+func BenchmarkDigest(b *testing.B) {
+	r, _ := serveScope.Judge(labNodes(5000, false), now)
+	reports := reportsOf(r, true)
+	copied := func(r *v1alpha1.ClusterReport) [sha256.Size]byte {
+		h := sha256.New()
+		head, _ := json.Marshal(struct {
+			Name        string
+			Labels      map[string]string
+			Annotations map[string]string
+			Source      string
+			Summary     v1alpha1.ReportSummary
+			Scope       []corev1.ObjectReference
+		}{r.Name, r.Labels, r.Annotations, r.Source, r.Summary, []corev1.ObjectReference{*r.Scope}})
+		h.Write(head)
+		for _, res := range r.Results {
+			res.Timestamp = metav1.Timestamp{}
+			key, _ := json.Marshal(res)
+			h.Write([]byte(string(key)))
+		}
+		return [sha256.Size]byte(h.Sum(nil))
+	}
+	allocated := func(digest func(*v1alpha1.ClusterReport) [sha256.Size]byte) float64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := range reports {
+			digest(&reports[i])
+		}
+		runtime.ReadMemStats(&after)
+		return float64(after.TotalAlloc-before.TotalAlloc) / float64(len(reports))
+	}
+	var encoded, baseline float64
+	b.ResetTimer()
+	for range b.N {
+		encoded, baseline = allocated(openreports.Digest), allocated(copied)
+	}
+	b.ReportMetric(encoded, "B/report")
+	b.ReportMetric(baseline, "baseline-B/report")
 }

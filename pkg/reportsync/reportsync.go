@@ -182,38 +182,59 @@ func (s *Sync) Judged(b verdict.Batch) {
 	// findings come and go: once split, it stays split down to 3/4 of it.
 	was := s.split
 	s.split = s.total > s.opts.MaxBytes || s.split && s.total > s.opts.MaxBytes*3/4
-	if was && s.split {
+	switch {
+	case was && s.split:
 		// Split before and after: only the changed nodes' reports change
 		// (at 5,000 nodes, rebuilding them all took 35 ms a batch).
 		for name, n := range changed {
 			s.set(name, n)
 		}
-		return
-	}
-	names := slices.SortedFunc(maps.Keys(s.nodes), judge.NaturalCompare)
-	nodes := make([]openreports.Node, len(names))
-	for i, name := range names {
-		if n, ok := changed[name]; ok {
-			nodes[i] = n
-		} else {
-			nodes[i] = s.results(name)
+	case s.split:
+		// Newly split (the first batch of a big cluster): every node's
+		// report is made and digested in turn, not all at once, which at
+		// 5,000 realistic nodes held some 50 MB for the batch and set
+		// serve's peak.
+		old := s.desired
+		s.desired = make(map[string]wanted, len(s.nodes))
+		for _, name := range slices.SortedFunc(maps.Keys(s.nodes), judge.NaturalCompare) {
+			n, ok := changed[name]
+			if !ok {
+				n = s.results(name)
+			}
+			s.set(name, n)
 		}
+		s.queueGone(old)
+	default:
+		// One report, of at most MaxBytes: made whole.
+		names := slices.SortedFunc(maps.Keys(s.nodes), judge.NaturalCompare)
+		nodes := make([]openreports.Node, len(names))
+		for i, name := range names {
+			if n, ok := changed[name]; ok {
+				nodes[i] = n
+			} else {
+				nodes[i] = s.results(name)
+			}
+		}
+		old := s.desired
+		s.desired = map[string]wanted{}
+		for _, r := range openreports.Assemble(nodes, "", false, s.opts.MaxBytes) {
+			w := wantedOf(&r)
+			if was, ok := old[r.Name]; !ok || was.digest != w.digest {
+				s.queue.AddAfter(r.Name, s.opts.Delay)
+			}
+			s.desired[r.Name] = w
+		}
+		s.queueGone(old)
 	}
-	desired := map[string]wanted{}
-	for _, r := range openreports.Assemble(nodes, "", s.split, s.opts.MaxBytes) {
-		desired[r.Name] = wantedOf(&r)
-	}
-	for name, w := range desired {
-		if was, ok := s.desired[name]; !ok || was.digest != w.digest {
+}
+
+// queueGone queues the reports of old no longer desired, to be deleted.
+func (s *Sync) queueGone(old map[string]wanted) {
+	for name := range old {
+		if _, ok := s.desired[name]; !ok {
 			s.queue.AddAfter(name, s.opts.Delay)
 		}
 	}
-	for name := range s.desired {
-		if _, ok := desired[name]; !ok {
-			s.queue.AddAfter(name, s.opts.Delay)
-		}
-	}
-	s.desired = desired
 }
 
 func wantedOf(r *v1alpha1.ClusterReport) wanted {
@@ -315,23 +336,37 @@ func (s *Sync) run(ctx context.Context) {
 // every report that is there or should be: one someone else deleted or
 // changed is written again, one no verdict makes is deleted.
 func (s *Sync) relist(ctx context.Context) error {
-	list, err := s.client.List(ctx, metav1.ListOptions{LabelSelector: Owned})
-	if err != nil {
-		return fmt.Errorf("list clusterreports: %w", err)
+	written := map[string][sha256.Size]byte{}
+	o := metav1.ListOptions{LabelSelector: Owned, Limit: relistPage}
+	for {
+		list, err := s.client.List(ctx, o)
+		if err != nil {
+			return fmt.Errorf("list clusterreports: %w", err)
+		}
+		for i := range list.Items {
+			written[list.Items[i].Name] = openreports.Digest(&list.Items[i])
+		}
+		if o.Continue = list.Continue; o.Continue == "" {
+			break
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.written = map[string][sha256.Size]byte{}
-	for i := range list.Items {
-		r := &list.Items[i]
-		s.written[r.Name] = openreports.Digest(r)
-		s.queue.Add(r.Name)
+	s.written = written
+	for name := range written {
+		s.queue.Add(name)
 	}
 	for name := range s.desired {
 		s.queue.Add(name)
 	}
 	return nil
 }
+
+// relistPage is the reports listed at once. Split per node at 5,000
+// realistic nodes they are some 25 MB of JSON; read in one response, with
+// the objects decoded from it, they set serve's peak memory at its start
+// and at each resync.
+const relistPage = 250
 
 // next writes one queued report; false once the queue shuts down.
 func (s *Sync) next(ctx context.Context) bool {
