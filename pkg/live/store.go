@@ -1,6 +1,9 @@
 package live
 
 import (
+	"slices"
+	"strings"
+	"sync"
 	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -52,10 +55,11 @@ func keep(m metav1.ObjectMeta) key {
 // tainted the node.
 func trimNode(read read.Options, labels pipeline.Labels) cache.TransformFunc {
 	trace := read.Traced()
+	sets := &labelSets{m: map[string]map[string]string{}}
 	return func(obj any) (any, error) {
 		if n, ok := obj.(*corev1.Node); ok {
 			node := snapshot.NodeFrom(n)
-			node.Labels = kept(node.Labels, labels.Keep)
+			node.Labels = kept(node.Labels, labels.Keep, sets)
 			if trace != nil {
 				if keys := snapshot.TracedKeys(node.Labels, trace); len(keys) > 0 {
 					node.LabelChanges = snapshot.LabelChangesFrom(n.ManagedFields, keys)
@@ -143,16 +147,46 @@ func eventNode(obj any) ([]string, error) {
 }
 
 // kept copies the labels that keep picks, each key and value interned
-// (unique.Make); nil if it picks none.
-func kept(labels map[string]string, keep func(key string) bool) map[string]string {
-	var out map[string]string
+// (unique.Make), into the map of sets for that set of labels; nil if it
+// picks none.
+func kept(labels map[string]string, keep func(key string) bool, sets *labelSets) map[string]string {
+	var picked []string
 	for k, v := range labels {
 		if keep(k) {
-			if out == nil {
-				out = make(map[string]string, 16)
-			}
-			out[intern(k)] = intern(v)
+			picked = append(picked, k+"="+v)
 		}
 	}
-	return out
+	if len(picked) == 0 {
+		return nil
+	}
+	slices.Sort(picked)
+	key := strings.Join(picked, "\x00")
+	sets.mu.Lock()
+	defer sets.mu.Unlock()
+	if m, ok := sets.m[key]; ok {
+		return m
+	}
+	m := make(map[string]string, len(picked))
+	for _, kv := range picked {
+		k, v, _ := strings.Cut(kv, "=") // a label key has no "="
+		m[intern(k)] = intern(v)
+	}
+	if len(sets.m) >= maxLabelSets {
+		clear(sets.m) // the maps held stay; new nodes share new ones
+	}
+	sets.m[key] = m
+	return m
 }
+
+// labelSets are the kept labels' maps, one per set of labels, which the
+// nodes that carry it share: a fleet's nodes mostly carry the same kept
+// labels (their deploy labels, the GPU's), and a map of their own was
+// 1.3 KB of each realistic node held (a heap profile of serve at 5,000
+// nodes, 2026-12-04). Nothing writes to a node's labels once it is stored.
+type labelSets struct {
+	mu sync.Mutex
+	m  map[string]map[string]string
+}
+
+// maxLabelSets bounds the sets remembered, under a churn of labels.
+const maxLabelSets = 4096

@@ -1,6 +1,7 @@
 package live
 
 import (
+	"fmt"
 	"maps"
 	"reflect"
 	"strings"
@@ -68,6 +69,35 @@ func TestTrimNodeInternsLabels(t *testing.T) {
 			if unsafe.StringData(k) != unsafe.StringData(k2) || unsafe.StringData(v) != unsafe.StringData(v2) {
 				t.Errorf("label %s=%s is stored twice", k, v)
 			}
+		}
+	}
+}
+
+// Nodes that carry the same kept labels share one map of them, and a node
+// whose labels change takes the map of its new set; past maxLabelSets sets
+// each node still gets its own labels.
+func TestTrimNodeSharesLabelMaps(t *testing.T) {
+	trim := trimNode(read.Options{}, pipeline.Options{}.LabelsRead(nil))
+	key := operand.Lab.Driver().LabelKey()
+	labels := func(name, value string) map[string]string {
+		got, err := trim(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{key: value, "unread": name}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.(*stored[snapshot.Node]).Of.Labels
+	}
+	same := func(a, b map[string]string) bool { return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() }
+	one, two, off := labels("gpu-1", "true"), labels("gpu-2", "true"), labels("gpu-3", "false")
+	if !same(one, two) || same(one, off) {
+		t.Errorf("gpu-1 and gpu-2 share their labels' map: %v, gpu-1 and gpu-3 do not: %v", same(one, two), !same(one, off))
+	}
+	if again := labels("gpu-1", "false"); !same(again, off) || !reflect.DeepEqual(again, map[string]string{key: "false"}) || one[key] != "true" {
+		t.Errorf("gpu-1 relabelled keeps %v (shared with gpu-3: %v), and gpu-2 %v", again, same(again, off), one)
+	}
+	for i := range maxLabelSets + 1 {
+		v := fmt.Sprint(i)
+		if got := labels(fmt.Sprintf("gpu-%d", i), v); got[key] != v {
+			t.Fatalf("set %d: kept %v", i, got)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"slices"
+	"sync"
 
 	resourcev1 "k8s.io/api/resource/v1"
 
@@ -75,14 +76,42 @@ func RunsDRA(daemonSets []DaemonSet) bool {
 // slice). A watch keeps slices trimmed so.
 func TrimSlice(s *resourcev1.ResourceSlice) resourcev1.ResourceSliceSpec {
 	out := resourcev1.ResourceSliceSpec{Driver: s.Spec.Driver, NodeName: s.Spec.NodeName, Pool: s.Spec.Pool}
+	out.Devices = make([]resourcev1.Device, 0, len(s.Spec.Devices))
 	for _, d := range s.Spec.Devices {
 		dev := resourcev1.Device{Name: d.Name, Taints: d.Taints}
 		if t, ok := d.Attributes[DeviceTypeAttr]; ok {
-			dev.Attributes = map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{DeviceTypeAttr: t}
+			dev.Attributes = typeAttribute(t)
 		}
 		out.Devices = append(out.Devices, dev)
 	}
 	return out
+}
+
+// typeAttributes are the attribute maps TrimSlice gives devices, one per
+// device type, which the devices of that type share (nothing writes to
+// them): a map each was most of what a watch held of the slices, and a
+// fleet has a few types. Types past maxTypes get maps of their own.
+var typeAttributes = struct {
+	sync.Mutex
+	m map[string]map[resourcev1.QualifiedName]resourcev1.DeviceAttribute
+}{m: map[string]map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{}}
+
+const maxTypes = 64
+
+func typeAttribute(t resourcev1.DeviceAttribute) map[resourcev1.QualifiedName]resourcev1.DeviceAttribute {
+	if t.StringValue == nil || t.IntValue != nil || t.BoolValue != nil || t.VersionValue != nil {
+		return map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{DeviceTypeAttr: t} // not a type's name
+	}
+	typeAttributes.Lock()
+	defer typeAttributes.Unlock()
+	if m, ok := typeAttributes.m[*t.StringValue]; ok {
+		return m
+	}
+	own := map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{DeviceTypeAttr: t}
+	if len(typeAttributes.m) < maxTypes {
+		typeAttributes.m[*t.StringValue] = own
+	}
+	return own
 }
 
 // AddSlice folds one ResourceSlice of the DRA driver into pools, by node: a

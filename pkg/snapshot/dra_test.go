@@ -82,3 +82,19 @@ func TestAddSlice(t *testing.T) {
 		})
 	}
 }
+
+// TestTrimSliceSharesTypes: devices of one type, in one slice or two, share
+// one attribute map, and each keeps its own type.
+func TestTrimSliceSharesTypes(t *testing.T) {
+	a := snapshot.TrimSlice(slice(snapshot.DRADriverName, "gpu-1", 1, 1, device("gpu-0", "gpu"), device("gpu-1", "gpu"), device("mig-0", "mig")))
+	b := snapshot.TrimSlice(slice(snapshot.DRADriverName, "gpu-2", 1, 1, device("gpu-0", "gpu")))
+	attrs := func(d resourcev1.Device) uintptr { return reflect.ValueOf(d.Attributes).Pointer() }
+	if attrs(a.Devices[0]) != attrs(a.Devices[1]) || attrs(a.Devices[0]) != attrs(b.Devices[0]) || attrs(a.Devices[0]) == attrs(a.Devices[2]) {
+		t.Errorf("the gpu devices do not share one map, or share the mig device's")
+	}
+	for _, d := range append(a.Devices, b.Devices...) {
+		if got, want := *d.Attributes[snapshot.DeviceTypeAttr].StringValue, d.Name[:3]; got != want {
+			t.Errorf("%s: type %s, want %s", d.Name, got, want)
+		}
+	}
+}
