@@ -87,7 +87,6 @@ type serveFigures struct {
 	name           string // the fleet's cluster
 	nodes          int
 	serve, floor   processFigures
-	paced          processFigures  // serve at Go's default pace of its GC (GOGC=100), as long as the floor
 	toMetric       []time.Duration // probe sent → its series in /metrics
 	toWatch        []time.Duration // probe sent → the bench's watch sees it
 	scrapes        []time.Duration // each /metrics scrape while a probe was out
@@ -173,25 +172,13 @@ func (b *serveBench) run(ctx context.Context) (*serveFigures, error) {
 		return nil, fmt.Errorf("the informers: %w", err)
 	}
 	logf("serve: gpuops serve, %s of churn at %d changes a second", b.window, b.rate)
-	f.serve, err = b.process(ctx, b.window, f, b.gpuops, serveArgs...)
+	f.serve, err = b.process(ctx, b.window, f, b.gpuops, "serve", "--listen", "127.0.0.1:0", "--all-rules", "--reports", "--quarantine=dry-run")
 	if err != nil {
 		return nil, fmt.Errorf("gpuops serve: %w", err)
-	}
-	// The baseline of serve's own pace of its garbage collector
-	// (cmd/gpuops gc.go): the same serve at Go's default, on the same churn.
-	logf("serve: gpuops serve at GOGC=100, %s of churn", b.floorFor)
-	paced := *b
-	paced.env = append(slices.Clone(b.env), "GOGC=100")
-	f.paced, err = paced.process(ctx, b.floorFor, nil, b.gpuops, serveArgs...)
-	if err != nil {
-		return nil, fmt.Errorf("gpuops serve at GOGC=100: %w", err)
 	}
 	f.load[1] = loadAverage()
 	return f, nil
 }
-
-// serveArgs are serve with every judgement on.
-var serveArgs = []string{"serve", "--listen", "127.0.0.1:0", "--all-rules", "--reports", "--quarantine=dry-run"}
 
 // process starts a program, waits for it to be ready, lets it settle, then
 // churns for window and measures it; with probes (serve), one change a
@@ -677,27 +664,19 @@ func (f *serveFigures) markdown(level int) string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "\n%s `gpuops serve` under churn: %s (%d nodes)\n\n", strings.Repeat("#", level), f.name, f.nodes)
 	fmt.Fprintf(&s, "serve with every judgement on (`--all-rules --reports --quarantine=dry-run`; health, the rollout, the offers), "+
-		"%d changes a second for %s (serve at GOGC=100 and the informers alone: %s each); one a second a probe made with `kubectl label`, timed from when kubectl sent its PATCH. "+
+		"%d changes a second for %s (the informers alone: %s); one a second a probe made with `kubectl label`, timed from when kubectl sent its PATCH. "+
 		"Load average (1 min) %s before, %s after.\n\n", f.rate, f.window, f.floorW, f.load[0], f.load[1])
-	s.WriteString("| | `gpuops serve` | serve at GOGC=100 (Go's default pace) | the informers alone (floor) | serve ÷ floor |\n|---|---:|---:|---:|---:|\n")
-	row := func(what string, v func(processFigures) float64, unit string, digits int, ratio bool) {
-		r := ""
-		if ratio {
-			r = fmt.Sprintf("%.2f", v(f.serve)/v(f.floor))
-		}
-		fmt.Fprintf(&s, "| %s | %.*f%s | %.*f%s | %.*f%s | %s |\n", what, digits, v(f.serve), unit, digits, v(f.paced), unit, digits, v(f.floor), unit, r)
-	}
-	mb := func(b int64) float64 { return float64(b >> 20) }
-	row("start to ready (/readyz; floor: synced)", func(p processFigures) float64 { return p.ready.Seconds() }, " s", 2, true)
-	row("steady RSS (median under churn)", func(p processFigures) float64 { return mb(p.rss) }, " MB", 0, true)
-	row("of it anonymous (heap, stacks: the binary's pages left out)", func(p processFigures) float64 { return mb(p.anon) }, " MB", 0, true)
-	row("peak RSS (start-up included)", func(p processFigures) float64 { return mb(p.peak) }, " MB", 0, true)
-	row("its CPU under churn", func(p processFigures) float64 { return p.cpu }, " cores", 3, false)
-	row("its CPU per change", perChange, " ms", 2, false)
-	row("kube-apiserver CPU meanwhile", func(p processFigures) float64 { return p.apiserverCPU }, " cores", 3, false)
-	row("changes made", func(p processFigures) float64 { return float64(p.changes) }, "", 0, false)
+	s.WriteString("| | `gpuops serve` | the informers alone (floor) | ratio |\n|---|---:|---:|---:|\n")
+	fmt.Fprintf(&s, "| start to ready (/readyz; floor: synced) | %.2f s | %.2f s | %.2f |\n", f.serve.ready.Seconds(), f.floor.ready.Seconds(), f.serve.ready.Seconds()/f.floor.ready.Seconds())
+	fmt.Fprintf(&s, "| steady RSS (median under churn) | %d MB | %d MB | %.2f |\n", f.serve.rss>>20, f.floor.rss>>20, float64(f.serve.rss)/float64(f.floor.rss))
+	fmt.Fprintf(&s, "| of it anonymous (heap, stacks: the binary's pages left out) | %d MB | %d MB | %.2f |\n", f.serve.anon>>20, f.floor.anon>>20, float64(f.serve.anon)/float64(f.floor.anon))
+	fmt.Fprintf(&s, "| peak RSS (start-up included) | %d MB | %d MB | %.2f |\n", f.serve.peak>>20, f.floor.peak>>20, float64(f.serve.peak)/float64(f.floor.peak))
+	fmt.Fprintf(&s, "| its CPU under churn | %.3f cores | %.3f cores | |\n", f.serve.cpu, f.floor.cpu)
+	fmt.Fprintf(&s, "| its CPU per change | %.2f ms | %.2f ms | |\n", perChange(f.serve), perChange(f.floor))
+	fmt.Fprintf(&s, "| kube-apiserver CPU meanwhile | %.3f cores | %.3f cores | |\n", f.serve.apiserverCPU, f.floor.apiserverCPU)
+	fmt.Fprintf(&s, "| changes made | %d | %d | |\n", f.serve.changes, f.floor.changes)
 	if f.serve.batches > 0 {
-		fmt.Fprintf(&s, "| batches judged, mean judging time | %d, %.2f ms | — | — | |\n", f.serve.batches, float64(f.serve.judged.Microseconds())/1000/float64(f.serve.batches))
+		fmt.Fprintf(&s, "| batches judged, mean judging time | %d, %.2f ms | — | |\n", f.serve.batches, float64(f.serve.judged.Microseconds())/1000/float64(f.serve.batches))
 	}
 	s.WriteString("\n| probe (kubectl label) → | p50 | p99 | max | n |\n|---|---:|---:|---:|---:|\n")
 	fmt.Fprintf(&s, "| its series in serve's /metrics | %s | %s | %s | %d |\n", ms(percentile(f.toMetric, .5)), ms(percentile(f.toMetric, .99)), ms(percentile(f.toMetric, 1)), len(f.toMetric))

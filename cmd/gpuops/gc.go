@@ -20,20 +20,9 @@ func oneShotGC() {
 
 // defaultGC is Go's own pace, for the commands that hold the cluster's
 // objects while they wait or watch: provisioning until the fleet settles,
-// and watch.
+// watch and serve.
 func defaultGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(100)
-	}
-}
-
-// serveGC is the pace of serve, which holds the fleet's objects, trimmed,
-// and their verdicts all day: collecting at 1.5x the live heap instead of
-// Go's 2x costs a collection more often for less memory held between them.
-// bench:serve measures serve at Go's default pace beside it, on the same
-// churn (bench/RESULTS.md). A GOGC the user set wins.
-func serveGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(50)
 	}
 }

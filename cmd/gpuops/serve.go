@@ -90,7 +90,7 @@ func (o *serveOptions) Validate() error {
 }
 
 func (o *serveOptions) Run(ctx context.Context) error {
-	serveGC()
+	defaultGC()
 	j, cl, err := newTracker(&o.Judging, live.Options{Options: o.Opts}, false)
 	if err != nil {
 		return err
