@@ -225,19 +225,24 @@ func Digest(r *v1alpha1.ClusterReport) [sha256.Size]byte {
 	// and every one it lists, and a copy of each as JSON was most of what
 	// its first batch allocated at 5,000 nodes (BenchmarkDigest).
 	enc := json.NewEncoder(h)
-	// JSON of maps is in key order, so equal maps hash alike.
-	_ = enc.Encode(struct { // strings, maps and structs of them: never fails
+	_ = enc.Encode(head(r)) // strings, maps and structs of them: never fails
+	for i := range r.Results {
+		writeKey(enc, r.Results[i])
+	}
+	return [sha256.Size]byte(h.Sum(nil))
+}
+
+// head is what a Digest reads of a report besides its results. JSON of
+// maps is in key order, so equal maps hash alike.
+func head(r *v1alpha1.ClusterReport) any {
+	return struct {
 		Name        string
 		Labels      map[string]string
 		Annotations map[string]string
 		Source      string
 		Summary     v1alpha1.ReportSummary
 		Scope       []corev1.ObjectReference
-	}{r.Name, r.Labels, r.Annotations, r.Source, r.Summary, refs(r.Scope)})
-	for i := range r.Results {
-		writeKey(enc, r.Results[i])
-	}
-	return [sha256.Size]byte(h.Sum(nil))
+	}{r.Name, r.Labels, r.Annotations, r.Source, r.Summary, refs(r.Scope)}
 }
 
 func refs(r *corev1.ObjectReference) []corev1.ObjectReference {

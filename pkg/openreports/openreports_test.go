@@ -371,14 +371,7 @@ func BenchmarkDigest(b *testing.B) {
 	reports := reportsOf(r, true)
 	copied := func(r *v1alpha1.ClusterReport) [sha256.Size]byte {
 		h := sha256.New()
-		head, _ := json.Marshal(struct {
-			Name        string
-			Labels      map[string]string
-			Annotations map[string]string
-			Source      string
-			Summary     v1alpha1.ReportSummary
-			Scope       []corev1.ObjectReference
-		}{r.Name, r.Labels, r.Annotations, r.Source, r.Summary, []corev1.ObjectReference{*r.Scope}})
+		head, _ := json.Marshal(openreports.Head(r))
 		h.Write(head)
 		for _, res := range r.Results {
 			res.Timestamp = metav1.Timestamp{}

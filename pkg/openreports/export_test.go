@@ -1,0 +1,4 @@
+package openreports
+
+// Head is head, for BenchmarkDigest's baseline.
+var Head = head
