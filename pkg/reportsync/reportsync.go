@@ -191,9 +191,8 @@ func (s *Sync) Judged(b verdict.Batch) {
 		}
 	case s.split:
 		// Newly split (the first batch of a big cluster): every node's
-		// report is made and digested in turn, not all at once, which at
-		// 5,000 realistic nodes held some 50 MB for the batch and set
-		// serve's peak.
+		// report is made and digested in turn, not all at once, so the
+		// batch holds one report, not the fleet's.
 		old := s.desired
 		s.desired = make(map[string]wanted, len(s.nodes))
 		for _, name := range slices.SortedFunc(maps.Keys(s.nodes), judge.NaturalCompare) {
@@ -363,9 +362,9 @@ func (s *Sync) relist(ctx context.Context) error {
 }
 
 // relistPage is the reports listed at once. Split per node at 5,000
-// realistic nodes they are some 25 MB of JSON; read in one response, with
-// the objects decoded from it, they set serve's peak memory at its start
-// and at each resync.
+// realistic nodes they are some 25 MB of JSON, which one response would
+// hold whole, with the objects decoded from it, at serve's start and at
+// each resync.
 const relistPage = 250
 
 // next writes one queued report; false once the queue shuts down.
