@@ -86,7 +86,9 @@ func TestTrimNodeSharesLabelMaps(t *testing.T) {
 		}
 		return got.(*stored[snapshot.Node]).Of.Labels
 	}
-	same := func(a, b map[string]string) bool { return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() }
+	same := func(a, b map[string]string) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
 	one, two, off := labels("gpu-1", "true"), labels("gpu-2", "true"), labels("gpu-3", "false")
 	if !same(one, two) || same(one, off) {
 		t.Errorf("gpu-1 and gpu-2 share their labels' map: %v, gpu-1 and gpu-3 do not: %v", same(one, two), !same(one, off))

@@ -20,7 +20,9 @@ import (
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
-// Exporter is a prometheus.Collector of one live tracker's verdict.
+// Exporter exports one live tracker's verdict: its families (a series or
+// more per GPU node) as text written straight from the verdicts (Handler),
+// the watches' and the judge's metrics as a prometheus.Collector.
 type Exporter struct {
 	synced func() map[string]bool
 
@@ -30,67 +32,100 @@ type Exporter struct {
 	rules      []operand.Rule
 	lastChange time.Time
 	rollout    *upgrade.Rollout // the last batch's, when the tracker judges upgrades
+	order      []string         // the verdicts' nodes by name, for the scrape
+	reorder    bool             // a node came or went since order was made
+
+	scrape sync.Mutex // one scrape at a time writes text
+	text   text
 
 	duration    prometheus.Histogram
 	watchErrors *prometheus.CounterVec
 }
 
-var (
-	missingDesc = prometheus.NewDesc("gpuops_operand_missing",
-		"1 while an operand that the node's deploy label asks for has no Running pod there.",
-		[]string{"node", "operand"}, nil)
-	stuckDesc = prometheus.NewDesc("gpuops_operand_stuck",
-		"1 while a helper's pause of an operand on the node has lasted longer than --stuck-after (audit's STUCK).",
-		[]string{"node", "operand"}, nil)
-	usableDesc = prometheus.NewDesc("gpuops_node_usable",
-		"1 while the GPU node can run GPU work (gpuops health READY), 0 while it cannot; nodes without a GPU have no series.",
-		[]string{"node"}, nil)
-	causeDesc = prometheus.NewDesc("gpuops_node_unusable_cause",
-		"1 for each root cause that makes a GPU node unusable: a code of gpuops health and the operand (empty for the node itself).",
-		[]string{"node", "code", "operand"}, nil)
-	reasonDesc = prometheus.NewDesc("gpuops_operand_missing_reason",
-		"1 for each reason why an operand is missing on a node (the codes of gpuops audit --explain).",
-		[]string{"node", "operand", "reason"}, nil)
-	violationDesc = prometheus.NewDesc("gpuops_order_violation",
-		"1 while a node runs an operand without the one it needs (a rule of the start-up order is broken).",
-		[]string{"node", "rule", "operand", "needs"}, nil)
-	nodesDesc = prometheus.NewDesc("gpuops_nodes",
-		"Nodes judged, by state: ok, or finding (an operand missing or stuck, or a rule broken).",
-		[]string{"state"}, nil)
-	desiredDesc = prometheus.NewDesc("gpuops_operand_desired_nodes",
-		"Nodes whose deploy label asks for the operand (value exactly \"true\").",
-		[]string{"operand"}, nil)
-	runningDesc = prometheus.NewDesc("gpuops_operand_running_nodes",
-		"Nodes with a Running pod of the operand.",
-		[]string{"operand"}, nil)
-	lastChangeDesc = prometheus.NewDesc("gpuops_last_change_timestamp_seconds",
-		"When a finding last started or ended on any node (the first verdict counts), in Unix seconds.",
-		nil, nil)
-	upgradeDesc = prometheus.NewDesc("gpuops_driver_upgrade_node",
-		"1 for each node in the driver rollout: its verdict (done, in-progress, waiting, stuck, failed, skipped, left-cordoned, outdated) and its nvidia.com/gpu-driver-upgrade-state (empty without one).",
-		[]string{"node", "verdict", "state"}, nil)
-	upgradeSinceDesc = prometheus.NewDesc("gpuops_driver_upgrade_state_since_timestamp_seconds",
-		"When the node entered its driver upgrade state (the state label's last write), in Unix seconds.",
-		[]string{"node"}, nil)
-	upgradeNodesDesc = prometheus.NewDesc("gpuops_driver_upgrade_nodes",
-		"Nodes of the driver rollout by verdict, per upgrade policy (ClusterPolicy, NVIDIADriver/<name> for its pool, or none where no ClusterPolicy was read).",
-		[]string{"policy", "verdict"}, nil)
-	upgradeBudgetDesc = prometheus.NewDesc("gpuops_driver_upgrade_budget",
-		"The upgrade policy's budget as the controller counts it: max_parallel (maxParallelUpgrades, 0 for no limit), max_unavailable (resolved to nodes), available (upgrades it may start now), in_progress, unavailable (nodes using maxUnavailable).",
-		[]string{"policy", "kind"}, nil)
-	outOfServiceDesc = prometheus.NewDesc("gpuops_node_out_of_service",
-		"1 for each GPU node taken out of service (cordoned, or tainted against new work), by who took it out: upgrade-controller, driver-manager, nvsentinel, kured, gpuops, person or unknown.",
-		[]string{"node", "actor"}, nil)
-	outOfServiceNodesDesc = prometheus.NewDesc("gpuops_out_of_service_nodes",
-		"GPU nodes out of service, by who took them out (every actor, 0 for none).",
-		[]string{"actor"}, nil)
-	upgradeBudgetUsedDesc = prometheus.NewDesc("gpuops_driver_upgrade_budget_used",
-		"Nodes of the upgrade policy's maxUnavailable each actor holds (the controller counts every cordoned or NotReady node against it; NotReady counts as unknown).",
-		[]string{"policy", "actor"}, nil)
-	syncedDesc = prometheus.NewDesc("gpuops_informer_synced",
-		"1 once the watch of the resource has delivered its initial list.",
-		[]string{"resource"}, nil)
+// The verdict's families, written as text by write (text.go). Their label
+// names are listed as client_golang orders them, by name, so a series reads
+// the same as it did when client_golang wrote it.
+const (
+	missingFam family = iota
+	stuckFam
+	usableFam
+	causeFam
+	reasonFam
+	violationFam
+	nodesFam
+	desiredFam
+	runningFam
+	lastChangeFam
+	upgradeFam
+	upgradeSinceFam
+	upgradeNodesFam
+	upgradeBudgetFam
+	outOfServiceFam
+	outOfServiceNodesFam
+	upgradeBudgetUsedFam
+	nFamilies
 )
+
+var families = [nFamilies]struct {
+	name, help string
+	labels     []string
+}{
+	missingFam: {"gpuops_operand_missing",
+		"1 while an operand that the node's deploy label asks for has no Running pod there.",
+		[]string{"node", "operand"}},
+	stuckFam: {"gpuops_operand_stuck",
+		"1 while a helper's pause of an operand on the node has lasted longer than --stuck-after (audit's STUCK).",
+		[]string{"node", "operand"}},
+	usableFam: {"gpuops_node_usable",
+		"1 while the GPU node can run GPU work (gpuops health READY), 0 while it cannot; nodes without a GPU have no series.",
+		[]string{"node"}},
+	causeFam: {"gpuops_node_unusable_cause",
+		"1 for each root cause that makes a GPU node unusable: a code of gpuops health and the operand (empty for the node itself).",
+		[]string{"code", "node", "operand"}},
+	reasonFam: {"gpuops_operand_missing_reason",
+		"1 for each reason why an operand is missing on a node (the codes of gpuops audit --explain).",
+		[]string{"node", "operand", "reason"}},
+	violationFam: {"gpuops_order_violation",
+		"1 while a node runs an operand without the one it needs (a rule of the start-up order is broken).",
+		[]string{"needs", "node", "operand", "rule"}},
+	nodesFam: {"gpuops_nodes",
+		"Nodes judged, by state: ok, or finding (an operand missing or stuck, or a rule broken).",
+		[]string{"state"}},
+	desiredFam: {"gpuops_operand_desired_nodes",
+		"Nodes whose deploy label asks for the operand (value exactly \"true\").",
+		[]string{"operand"}},
+	runningFam: {"gpuops_operand_running_nodes",
+		"Nodes with a Running pod of the operand.",
+		[]string{"operand"}},
+	lastChangeFam: {"gpuops_last_change_timestamp_seconds",
+		"When a finding last started or ended on any node (the first verdict counts), in Unix seconds.",
+		nil},
+	upgradeFam: {"gpuops_driver_upgrade_node",
+		"1 for each node in the driver rollout: its verdict (done, in-progress, waiting, stuck, failed, skipped, left-cordoned, outdated) and its nvidia.com/gpu-driver-upgrade-state (empty without one).",
+		[]string{"node", "state", "verdict"}},
+	upgradeSinceFam: {"gpuops_driver_upgrade_state_since_timestamp_seconds",
+		"When the node entered its driver upgrade state (the state label's last write), in Unix seconds.",
+		[]string{"node"}},
+	upgradeNodesFam: {"gpuops_driver_upgrade_nodes",
+		"Nodes of the driver rollout by verdict, per upgrade policy (ClusterPolicy, NVIDIADriver/<name> for its pool, or none where no ClusterPolicy was read).",
+		[]string{"policy", "verdict"}},
+	upgradeBudgetFam: {"gpuops_driver_upgrade_budget",
+		"The upgrade policy's budget as the controller counts it: max_parallel (maxParallelUpgrades, 0 for no limit), max_unavailable (resolved to nodes), available (upgrades it may start now), in_progress, unavailable (nodes using maxUnavailable).",
+		[]string{"kind", "policy"}},
+	outOfServiceFam: {"gpuops_node_out_of_service",
+		"1 for each GPU node taken out of service (cordoned, or tainted against new work), by who took it out: upgrade-controller, driver-manager, nvsentinel, kured, gpuops, person or unknown.",
+		[]string{"actor", "node"}},
+	outOfServiceNodesFam: {"gpuops_out_of_service_nodes",
+		"GPU nodes out of service, by who took them out (every actor, 0 for none).",
+		[]string{"actor"}},
+	upgradeBudgetUsedFam: {"gpuops_driver_upgrade_budget_used",
+		"Nodes of the upgrade policy's maxUnavailable each actor holds (the controller counts every cordoned or NotReady node against it; NotReady counts as unknown).",
+		[]string{"actor", "policy"}},
+}
+
+var syncedDesc = prometheus.NewDesc("gpuops_informer_synced",
+	"1 once the watch of the resource has delivered its initial list.",
+	[]string{"resource"}, nil)
 
 // New makes an exporter of a live tracker's verdicts, fed by its hooks
 // (Judged, WatchFailed); synced is the tracker's Synced.
@@ -129,11 +164,13 @@ func (e *Exporter) Judged(b verdict.Batch) {
 	e.rollout = b.Rollout
 	changed := b.Initial
 	for _, c := range b.Changes {
+		_, had := e.verdicts[c.Node()]
 		if c.After == nil {
 			delete(e.verdicts, c.Node())
 		} else {
 			e.verdicts[c.Node()] = c.After
 		}
+		e.reorder = e.reorder || had != (c.After != nil)
 		changed = changed || !sameFindings(c.Before, c.After)
 	}
 	if changed {
@@ -164,36 +201,43 @@ func causeOf(v *verdict.Verdict) health.Cause {
 	return c
 }
 
-// Describe sends the descriptors of every metric.
+// Describe sends the descriptors of the metrics that go through
+// client_golang: the watches' and the judge's, not the verdict's families.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{missingDesc, stuckDesc, usableDesc, causeDesc, reasonDesc, violationDesc, nodesDesc, desiredDesc, runningDesc, lastChangeDesc, syncedDesc, upgradeDesc, upgradeSinceDesc, upgradeNodesDesc, upgradeBudgetDesc, outOfServiceDesc, outOfServiceNodesDesc, upgradeBudgetUsedDesc} {
-		ch <- d
-	}
+	ch <- syncedDesc
 	e.duration.Describe(ch)
 	e.watchErrors.Describe(ch)
 }
 
-// Collect computes the metrics from the current verdicts.
+// Collect sends the watches' and the judge's metrics.
 func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
-	}
 	for r, ok := range e.synced() {
-		gauge(syncedDesc, bool01(ok), r)
+		ch <- prometheus.MustNewConstMetric(syncedDesc, prometheus.GaugeValue, bool01(ok), r)
 	}
 	e.duration.Collect(ch)
 	e.watchErrors.Collect(ch)
+}
 
+// fill writes the verdict's families into e.text, nodes in name order.
+func (e *Exporter) fill() {
+	t := &e.text
+	t.reset()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.lastChange.IsZero() {
 		return // no verdict yet: no counts rather than zeros that read as "all fine"
 	}
-	gauge(lastChangeDesc, float64(e.lastChange.UnixNano())/1e9)
+	if e.reorder {
+		e.order = slices.AppendSeq(e.order[:0], maps.Keys(e.verdicts))
+		slices.Sort(e.order)
+		e.reorder = false
+	}
+	t.gauge(lastChangeFam, float64(e.lastChange.UnixNano())/1e9)
 	desired, running := map[string]int{}, map[string]int{}
 	ok, finding := 0, 0
 	ledgered := map[string]*ledger.Entry{}
-	for _, v := range e.verdicts {
+	for _, name := range e.order {
+		v := e.verdicts[name]
 		for _, o := range v.Audit.Asked {
 			desired[o]++
 		}
@@ -203,21 +247,22 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 		if h := v.Health; h != nil && h.Judged {
-			gauge(usableDesc, bool01(h.Usable), v.Node)
+			t.gauge(usableFam, bool01(h.Usable), v.Node)
 			if e := h.OutOfService; e != nil {
 				ledgered[v.Node] = e
-				gauge(outOfServiceDesc, 1, v.Node, e.Actor)
+				t.gauge(outOfServiceFam, 1, e.Actor, v.Node)
 			}
 			if h.Cause != nil {
-				for _, c := range append([]health.Cause{*h.Cause}, h.Also...) {
-					gauge(causeDesc, 1, v.Node, c.Code, c.Operand)
+				t.gauge(causeFam, 1, h.Cause.Code, v.Node, h.Cause.Operand)
+				for _, c := range h.Also {
+					t.gauge(causeFam, 1, c.Code, v.Node, c.Operand)
 				}
 			}
 		}
 		if u := v.Upgrade; u != nil {
-			gauge(upgradeDesc, 1, v.Node, u.Verdict, u.State)
+			t.gauge(upgradeFam, 1, v.Node, u.State, u.Verdict)
 			if u.Since != nil {
-				gauge(upgradeSinceDesc, float64(u.Since.Unix()), v.Node)
+				t.gauge(upgradeSinceFam, float64(u.Since.Unix()), v.Node)
 			}
 		}
 		if v.OK() {
@@ -226,43 +271,43 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		}
 		finding++
 		for _, o := range v.Audit.Missing {
-			gauge(missingDesc, 1, v.Node, o)
+			t.gauge(missingFam, 1, v.Node, o)
 		}
 		for _, o := range v.Audit.Stuck {
-			gauge(stuckDesc, 1, v.Node, o)
+			t.gauge(stuckFam, 1, v.Node, o)
 		}
 		for _, m := range v.Explain.Missing {
 			var seen []string
 			for _, r := range m.Reasons {
 				if !slices.Contains(seen, r.Code) {
 					seen = append(seen, r.Code)
-					gauge(reasonDesc, 1, v.Node, m.Operand, r.Code)
+					t.gauge(reasonFam, 1, v.Node, m.Operand, r.Code)
 				}
 			}
 		}
 		for _, f := range v.Order.Findings {
 			r := verdict.RuleOf(e.rules, f)
-			gauge(violationDesc, 1, v.Node, f, r.Operand, r.Needs)
+			t.gauge(violationFam, 1, r.Needs, v.Node, r.Operand, f)
 		}
 	}
-	gauge(nodesDesc, float64(ok), "ok")
-	gauge(nodesDesc, float64(finding), "finding")
+	t.gauge(nodesFam, float64(ok), "ok")
+	t.gauge(nodesFam, float64(finding), "finding")
 	for _, o := range e.roster {
-		gauge(desiredDesc, float64(desired[o.Name]), o.Name)
-		gauge(runningDesc, float64(running[o.Name]), o.Name)
+		t.gauge(desiredFam, float64(desired[o.Name]), o.Name)
+		t.gauge(runningFam, float64(running[o.Name]), o.Name)
 	}
 	for actor, n := range ledger.Count(slices.Collect(maps.Values(ledgered))) {
-		gauge(outOfServiceNodesDesc, float64(n), actor)
+		t.gauge(outOfServiceNodesFam, float64(n), actor)
 	}
 	if r := e.rollout; r != nil {
 		switch {
 		case r.Policy != nil:
-			rolloutGauges(gauge, "ClusterPolicy", r.Counts, r.Budget, ledgered)
+			rolloutGauges(t, "ClusterPolicy", r.Counts, r.Budget, ledgered)
 		case len(r.Pools) == 0: // no policy read: the counts still say where the nodes are
-			rolloutGauges(gauge, "none", r.Counts, r.Budget, ledgered)
+			rolloutGauges(t, "none", r.Counts, r.Budget, ledgered)
 		}
 		for _, p := range r.Pools {
-			rolloutGauges(gauge, "NVIDIADriver/"+p.Name, p.Counts, p.Budget, ledgered)
+			rolloutGauges(t, "NVIDIADriver/"+p.Name, p.Counts, p.Budget, ledgered)
 		}
 	}
 }
@@ -270,16 +315,16 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 // rolloutGauges are one upgrade policy's counts by verdict (a zero for
 // each verdict it has none of, so a count can be watched from 0), its
 // budget and who uses maxUnavailable (the ledger's entries by node).
-func rolloutGauges(gauge func(*prometheus.Desc, float64, ...string), policy string, counts map[string]int, b upgrade.Budget, ledgered map[string]*ledger.Entry) {
+func rolloutGauges(t *text, policy string, counts map[string]int, b upgrade.Budget, ledgered map[string]*ledger.Entry) {
 	for actor, n := range ledger.BudgetOf(b.MaxUnavailable, b.Unavailable, ledgered).ByActor {
-		gauge(upgradeBudgetUsedDesc, float64(n), policy, actor)
+		t.gauge(upgradeBudgetUsedFam, float64(n), actor, policy)
 	}
 	for _, v := range upgrade.Verdicts {
-		gauge(upgradeNodesDesc, float64(counts[v]), policy, v)
+		t.gauge(upgradeNodesFam, float64(counts[v]), policy, v)
 	}
 	for kind, n := range map[string]int{"max_parallel": b.MaxParallel, "max_unavailable": b.MaxUnavailable, "available": b.Available,
 		"in_progress": len(b.InProgress), "unavailable": len(b.Unavailable)} {
-		gauge(upgradeBudgetDesc, float64(n), policy, kind)
+		t.gauge(upgradeBudgetFam, float64(n), kind, policy)
 	}
 }
 

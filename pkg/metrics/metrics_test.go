@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 
 	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/health"
@@ -61,7 +59,7 @@ const names = "gpuops_operand_missing gpuops_operand_missing_reason gpuops_order
 
 func check(t *testing.T, e *metrics.Exporter, want string) {
 	t.Helper()
-	if err := testutil.CollectAndCompare(e, strings.NewReader(want), strings.Fields(names)...); err != nil {
+	if err := compare(t, e, want, strings.Fields(names)...); err != nil {
 		t.Error(err)
 	}
 }
@@ -146,23 +144,14 @@ gpuops_operand_running_nodes{operand="device-plugin"} 1
 `)
 }
 
-// family gathers one metric family of the exporter, through a registry
-// that checks names, help and label consistency.
+// family is one metric family of the exporter's /metrics.
 func family(t *testing.T, e *metrics.Exporter, name string) *dto.MetricFamily {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(e)
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	f, ok := scrape(t, e)[name]
+	if !ok {
+		t.Fatalf("no metric %s", name)
 	}
-	for _, f := range families {
-		if f.GetName() == name {
-			return f
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return nil
+	return f
 }
 
 func TestHistogramCountsBatches(t *testing.T) {
@@ -186,20 +175,22 @@ func TestDocsListEveryMetric(t *testing.T) {
 	ch := make(chan *prometheus.Desc, 100)
 	metrics.New(synced).Describe(ch)
 	close(ch)
-	name := regexp.MustCompile(`fqName: "([^"]+)"`)
-	n := 0
+	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
+	names := metrics.FamilyNames()
 	for d := range ch {
-		m := name.FindStringSubmatch(d.String())
+		m := fqName.FindStringSubmatch(d.String())
 		if m == nil {
 			t.Fatalf("no name in %s", d)
 		}
-		n++
-		if !strings.Contains(string(docs), "| `"+m[1]+"` |") {
-			t.Errorf("docs/metrics.md has no row for %s", m[1])
+		names = append(names, m[1])
+	}
+	for _, name := range names {
+		if !strings.Contains(string(docs), "| `"+name+"` |") {
+			t.Errorf("docs/metrics.md has no row for %s", name)
 		}
 	}
-	if n != 20 {
-		t.Errorf("%d metrics described, want 20", n)
+	if len(names) != 20 {
+		t.Errorf("%d metrics, want 20", len(names))
 	}
 }
 
@@ -219,7 +210,7 @@ gpuops_operand_stuck{node="c",operand="device-plugin"} 1
 gpuops_nodes{state="finding"} 1
 gpuops_nodes{state="ok"} 1
 `
-	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuops_operand_stuck", "gpuops_nodes"); err != nil {
+	if err := compare(t, e, want, "gpuops_operand_stuck", "gpuops_nodes"); err != nil {
 		t.Error(err)
 	}
 }
@@ -244,7 +235,7 @@ gpuops_node_usable{node="d"} 0
 # TYPE gpuops_node_unusable_cause gauge
 gpuops_node_unusable_cause{code="gpus-not-advertised",node="d",operand="device-plugin"} 1
 `
-	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuops_node_usable", "gpuops_node_unusable_cause"); err != nil {
+	if err := compare(t, e, want, "gpuops_node_usable", "gpuops_node_unusable_cause"); err != nil {
 		t.Error(err)
 	}
 }
@@ -271,19 +262,10 @@ gpuops_driver_upgrade_node{node="b",state="upgrade-failed",verdict="failed"} 1
 # TYPE gpuops_driver_upgrade_state_since_timestamp_seconds gauge
 gpuops_driver_upgrade_state_since_timestamp_seconds{node="b"} 1.6999964e+09
 `
-	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuops_driver_upgrade_node", "gpuops_driver_upgrade_state_since_timestamp_seconds"); err != nil {
+	if err := compare(t, e, want, "gpuops_driver_upgrade_node", "gpuops_driver_upgrade_state_since_timestamp_seconds"); err != nil {
 		t.Error(err)
 	}
-	counts := map[string]float64{}
-	mfs, err := testutil.CollectAndFormat(e, expfmtText, "gpuops_driver_upgrade_nodes", "gpuops_driver_upgrade_budget")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(mfs), "\n") {
-		if f := strings.Fields(line); len(f) == 2 && !strings.HasPrefix(line, "#") {
-			counts[f[0]] = parse(t, f[1])
-		}
-	}
+	counts := values(t, e, "gpuops_driver_upgrade_nodes", "gpuops_driver_upgrade_budget")
 	for series, want := range map[string]float64{
 		`gpuops_driver_upgrade_nodes{policy="ClusterPolicy",verdict="done"}`:          1,
 		`gpuops_driver_upgrade_nodes{policy="ClusterPolicy",verdict="failed"}`:        1,
@@ -302,7 +284,7 @@ gpuops_driver_upgrade_state_since_timestamp_seconds{node="b"} 1.6999964e+09
 
 	// Without a ClusterPolicy (none read) the counts come under policy "none".
 	e.Judged(verdict.Batch{Time: t0, Roster: roster, Rules: rules, Rollout: &upgrade.Rollout{Counts: map[string]int{upgrade.Waiting: 1}}})
-	if err := testutil.CollectAndCompare(e, strings.NewReader(`
+	if err := compare(t, e, `
 # HELP gpuops_driver_upgrade_nodes Nodes of the driver rollout by verdict, per upgrade policy (ClusterPolicy, NVIDIADriver/<name> for its pool, or none where no ClusterPolicy was read).
 # TYPE gpuops_driver_upgrade_nodes gauge
 gpuops_driver_upgrade_nodes{policy="none",verdict="done"} 0
@@ -313,19 +295,17 @@ gpuops_driver_upgrade_nodes{policy="none",verdict="outdated"} 0
 gpuops_driver_upgrade_nodes{policy="none",verdict="skipped"} 0
 gpuops_driver_upgrade_nodes{policy="none",verdict="stuck"} 0
 gpuops_driver_upgrade_nodes{policy="none",verdict="waiting"} 1
-`), "gpuops_driver_upgrade_nodes"); err != nil {
+`, "gpuops_driver_upgrade_nodes"); err != nil {
 		t.Error(err)
 	}
 
 	fixed := *b
 	fixed.Upgrade = &upgrade.Node{Node: "b", State: "upgrade-done", Verdict: upgrade.Done}
 	e.Judged(verdict.Batch{Time: t0.Add(time.Minute), Roster: roster, Rules: rules, Changes: []verdict.Change{{Before: b, After: &fixed}}, Rollout: ro})
-	if n := testutil.CollectAndCount(e, "gpuops_driver_upgrade_node"); n != 2 {
+	if n := len(scrape(t, e)["gpuops_driver_upgrade_node"].GetMetric()); n != 2 {
 		t.Errorf("%d node series after b's change, want 2 (one a node)", n)
 	}
 }
-
-const expfmtText = expfmt.TypeTextPlain
 
 func parse(t *testing.T, s string) float64 {
 	t.Helper()
@@ -354,19 +334,10 @@ func TestOutOfService(t *testing.T) {
 gpuops_node_out_of_service{actor="gpuops",node="q"} 1
 gpuops_node_out_of_service{actor="person",node="c"} 1
 `
-	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpuops_node_out_of_service"); err != nil {
+	if err := compare(t, e, want, "gpuops_node_out_of_service"); err != nil {
 		t.Error(err)
 	}
-	got := map[string]float64{}
-	text, err := testutil.CollectAndFormat(e, expfmtText, "gpuops_out_of_service_nodes", "gpuops_driver_upgrade_budget_used")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(text), "\n") {
-		if f := strings.Fields(line); len(f) == 2 && !strings.HasPrefix(line, "#") {
-			got[f[0]] = parse(t, f[1])
-		}
-	}
+	got := values(t, e, "gpuops_out_of_service_nodes", "gpuops_driver_upgrade_budget_used")
 	for series, want := range map[string]float64{
 		`gpuops_out_of_service_nodes{actor="person"}`:                               1,
 		`gpuops_out_of_service_nodes{actor="gpuops"}`:                               1,

@@ -1,0 +1,118 @@
+package metrics_test
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/gpuops/gpuops/pkg/metrics"
+)
+
+// exposition is the exporter's /metrics, its Collect gathered by a
+// registry that checks names, help and label consistency.
+func exposition(t testing.TB, e *metrics.Exporter) string {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(e)
+	rec := httptest.NewRecorder()
+	e.Handler(reg).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != 200 {
+		t.Fatalf("/metrics: %d %s", rec.Code, rec.Body)
+	}
+	together(t, rec.Body.String())
+	return rec.Body.String()
+}
+
+// together fails unless each family's series follow its TYPE line, all
+// of them, as the text format asks (Prometheus' parser does not check).
+func together(t testing.TB, s string) {
+	t.Helper()
+	seen, current := map[string]bool{}, ""
+	for _, line := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
+		if name, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			current, _, _ = strings.Cut(name, " ")
+			if seen[current] {
+				t.Fatalf("%s typed twice in\n%s", current, s)
+			}
+			seen[current] = true
+		} else if !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, current) {
+			t.Fatalf("%q apart from its family, under %s", line, current)
+		}
+	}
+}
+
+// scrape reads the exporter's /metrics with Prometheus' text parser.
+func scrape(t testing.TB, e *metrics.Exporter) map[string]*dto.MetricFamily {
+	t.Helper()
+	return parseText(t, exposition(t, e))
+}
+
+func parseText(t testing.TB, s string) map[string]*dto.MetricFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := p.TextToMetricFamilies(strings.NewReader(s))
+	if err != nil {
+		t.Fatalf("parsing %q: %v", s, err)
+	}
+	return families
+}
+
+// compare is whether the named families of the exporter's /metrics are
+// those of want, in any order of series.
+func compare(t *testing.T, e *metrics.Exporter, want string, names ...string) error {
+	t.Helper()
+	got, wanted := scrape(t, e), parseText(t, want)
+	var errs []error
+	for _, name := range names {
+		if g, w := normal(got[name]), normal(wanted[name]); g != w {
+			errs = append(errs, fmt.Errorf("%s:\ngot:\n%swant:\n%s", name, g, w))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// normal is a family as text, its series in the order of their labels.
+func normal(f *dto.MetricFamily) string {
+	if f == nil {
+		return ""
+	}
+	key := func(m *dto.Metric) string {
+		slices.SortFunc(m.Label, func(a, b *dto.LabelPair) int { return cmp.Compare(a.GetName(), b.GetName()) })
+		var k strings.Builder
+		for _, l := range m.Label {
+			k.WriteString(l.GetName() + "=" + l.GetValue() + ",")
+		}
+		return k.String()
+	}
+	slices.SortFunc(f.Metric, func(a, b *dto.Metric) int { return cmp.Compare(key(a), key(b)) })
+	var s strings.Builder
+	if _, err := expfmt.MetricFamilyToText(&s, f); err != nil {
+		return err.Error()
+	}
+	return s.String()
+}
+
+// values are the named families' series (as written) and their values.
+func values(t *testing.T, e *metrics.Exporter, names ...string) map[string]float64 {
+	t.Helper()
+	got := map[string]float64{}
+	for _, line := range strings.Split(exposition(t, e), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if name, _, _ := strings.Cut(f[0], "{"); slices.Contains(names, name) {
+			got[f[0]] = parse(t, f[1])
+		}
+	}
+	return got
+}
