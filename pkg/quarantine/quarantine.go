@@ -235,7 +235,15 @@ type Decision struct {
 // Decide decides what to do now.
 func Decide(in Input) Decision {
 	d := Decision{Max: in.Settings.MaxFor(len(in.Nodes))}
-	nodes := slices.Clone(in.Nodes)
+	// A node usable, in service and without a record comes to nothing
+	// below: only the others are sorted. They are few, where every GPU node
+	// is an input and the actor decides each second (BenchmarkDecide).
+	var nodes []Node
+	for _, n := range in.Nodes {
+		if !n.Usable || n.Held != nil || n.Recorded {
+			nodes = append(nodes, n)
+		}
+	}
 	slices.SortFunc(nodes, func(a, b Node) int { return judge.NaturalCompare(a.Name, b.Name) })
 	recent := 0
 	for _, n := range nodes {

@@ -274,3 +274,31 @@ func TestOrder(t *testing.T) {
 		t.Errorf("quarantined %v, want n1 n2 n3", got)
 	}
 }
+
+// BenchmarkDecide: a second's decision over 5,000 GPU nodes, three of them
+// unusable, against the decision over those three alone (what it costs
+// beyond them).
+func BenchmarkDecide(b *testing.B) {
+	var all, few []quarantine.Node
+	for i := range 5000 {
+		n := fine(fmt.Sprintf("gpu-node-%04d", i), time.Hour)
+		if i%1700 == 0 {
+			n = broken(n.Name, time.Hour)
+			few = append(few, n)
+		}
+		all = append(all, n)
+	}
+	for _, c := range []struct {
+		name  string
+		nodes []quarantine.Node
+	}{{"5000", all}, {"the unusable", few}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if d := decide(c.nodes); len(d.Quarantine) != 3 {
+					b.Fatalf("quarantined %v", quarantined(d))
+				}
+			}
+		})
+	}
+}

@@ -353,6 +353,7 @@ func (a *Actor) input(now time.Time) quarantine.Input {
 		}
 	}
 	slices.Sort(in.Certain.Unsynced)
+	in.Nodes = make([]quarantine.Node, 0, len(a.nodes))
 	for name, s := range a.nodes {
 		n := s.node
 		if o, ok := a.overlay[name]; ok {
