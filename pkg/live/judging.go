@@ -239,10 +239,27 @@ func (t *Tracker) base() *snapshot.Snapshot {
 	return s
 }
 
-// verdictsOf judges the named nodes through the pipeline, from a snapshot of
-// them, their pods and the DaemonSets; a node gone has no verdict. A pause
-// that is not stuck yet is queued again for when it will be.
+// judgeChunk is how many nodes verdictsOf judges from one snapshot. A
+// node's verdict reads its own objects only, so a batch of every node (the
+// first, a new plan) is judged a chunk at a time: each chunk's snapshot and
+// the judge's working state are garbage before the next, not all held at
+// once beside the stores.
+const judgeChunk = 500
+
+// verdictsOf judges the named nodes through the pipeline, from snapshots of
+// them, their pods and the DaemonSets, judgeChunk nodes at a time; a node
+// gone has no verdict. A pause that is not stuck yet is queued again for
+// when it will be.
 func (t *Tracker) verdictsOf(names []string, now time.Time) map[string]*verdict.Verdict {
+	out := make(map[string]*verdict.Verdict, len(names))
+	for chunk := range slices.Chunk(names, judgeChunk) {
+		t.judgeInto(out, chunk, now)
+	}
+	return out
+}
+
+// judgeInto sets the named nodes' verdicts into out.
+func (t *Tracker) judgeInto(out map[string]*verdict.Verdict, names []string, now time.Time) {
 	s := t.base()
 	s.DevicePools = t.devicePools(names)
 	for _, name := range names {
@@ -267,7 +284,6 @@ func (t *Tracker) verdictsOf(names []string, now time.Time) map[string]*verdict.
 			}
 		}
 	}
-	out := map[string]*verdict.Verdict{}
 	// Judge fails only on a rule about an operand not in the roster, which
 	// the plan's rules never are.
 	r, _ := t.plan.Judge(s, now)
@@ -276,5 +292,4 @@ func (t *Tracker) verdictsOf(names []string, now time.Time) map[string]*verdict.
 			out[r.Nodes[i].Node] = &r.Nodes[i]
 		}
 	}
-	return out
 }

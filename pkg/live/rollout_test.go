@@ -2,6 +2,7 @@ package live
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -123,5 +124,22 @@ func BenchmarkBatch(b *testing.B) {
 				tr.judge(names[42:43], false, force)
 			}
 		})
+	}
+}
+
+// A batch of more nodes than a chunk judges every one of them, each as a
+// batch of that node alone would.
+func TestBatchJudgedInChunks(t *testing.T) {
+	n := 2*judgeChunk + 1
+	tr, names := fleetTracker(t, n)
+	if len(tr.verdicts) != n {
+		t.Fatalf("%d verdicts of %d nodes", len(tr.verdicts), n)
+	}
+	for _, name := range []string{names[0], names[judgeChunk], names[n-1]} {
+		alone := tr.verdictsOf([]string{name}, tr.rolledAt)[name]
+		alone.Upgrade = tr.verdicts[name].Upgrade // the rollout's part, set by the batch
+		if !reflect.DeepEqual(alone, tr.verdicts[name]) {
+			t.Errorf("%s: judged in the batch %+v, alone %+v", name, tr.verdicts[name], alone)
+		}
 	}
 }
