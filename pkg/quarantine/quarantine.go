@@ -236,15 +236,15 @@ type Decision struct {
 func Decide(in Input) Decision {
 	d := Decision{Max: in.Settings.MaxFor(len(in.Nodes))}
 	// A node usable, in service and without a record comes to nothing
-	// below: only the others are sorted. They are few, where every GPU node
-	// is an input and the actor decides each second (BenchmarkDecide).
-	var nodes []Node
-	for _, n := range in.Nodes {
-		if !n.Usable || n.Held != nil || n.Recorded {
+	// below: only the others are sorted, by reference. The actor decides
+	// each second over every GPU node (BenchmarkDecide).
+	var nodes []*Node
+	for i := range in.Nodes {
+		if n := &in.Nodes[i]; !n.Usable || n.Held != nil || n.Recorded {
 			nodes = append(nodes, n)
 		}
 	}
-	slices.SortFunc(nodes, func(a, b Node) int { return judge.NaturalCompare(a.Name, b.Name) })
+	slices.SortFunc(nodes, func(a, b *Node) int { return judge.NaturalCompare(a.Name, b.Name) })
 	recent := 0
 	for _, n := range nodes {
 		if n.Ours() {
@@ -254,14 +254,14 @@ func Decide(in Input) Decision {
 			}
 		}
 	}
-	hold := func(n Node, reason string) { d.Held = append(d.Held, Hold{Node: n.Name, Reason: reason}) }
+	hold := func(n *Node, reason string) { d.Held = append(d.Held, Hold{Node: n.Name, Reason: reason}) }
 	stop := ""
 	if d.Uncertain = in.Certain.Uncertain(in.Now); d.Uncertain != "" {
 		stop = Uncertain
 	} else if in.Fuse.Tripped {
 		stop = FuseTripped
 	}
-	var due []Node
+	var due []*Node
 	for _, n := range nodes {
 		since := in.Certain.since(n.Since)
 		if n.Recorded && !n.Ours() && stop == "" {
@@ -293,7 +293,7 @@ func Decide(in Input) Decision {
 		}
 	}
 	// The longest unusable first: the rate and the limit keep the worst.
-	slices.SortStableFunc(due, func(a, b Node) int { return cmp.Compare(a.Since.UnixNano(), b.Since.UnixNano()) })
+	slices.SortStableFunc(due, func(a, b *Node) int { return cmp.Compare(a.Since.UnixNano(), b.Since.UnixNano()) })
 	for i, n := range due {
 		switch {
 		case len(d.Owned)+len(d.Quarantine) >= d.Max:

@@ -64,11 +64,14 @@ type Actor struct {
 	opts    Options
 	cluster cluster
 
-	mu      sync.Mutex
-	nodes   map[string]*state // every GPU node, from the verdicts
-	judged  bool              // the first batch came
-	failed  time.Time         // the last failed list or watch
-	skipped []string          // resources not watched (forbidden)
+	mu    sync.Mutex
+	nodes map[string]*state // every GPU node, from the verdicts
+	// inputs are the last input's nodes, made again in place: each second
+	// reads every GPU node, and Decide and Collect keep none of them.
+	inputs  []quarantine.Node
+	judged  bool      // the first batch came
+	failed  time.Time // the last failed list or watch
+	skipped []string  // resources not watched (forbidden)
 	leading bool
 	lost    bool // it led before: the lease was lost
 	fuse    quarantine.Fuse
@@ -353,7 +356,7 @@ func (a *Actor) input(now time.Time) quarantine.Input {
 		}
 	}
 	slices.Sort(in.Certain.Unsynced)
-	in.Nodes = make([]quarantine.Node, 0, len(a.nodes))
+	in.Nodes = a.inputs[:0]
 	for name, s := range a.nodes {
 		n := s.node
 		if o, ok := a.overlay[name]; ok {
@@ -361,6 +364,7 @@ func (a *Actor) input(now time.Time) quarantine.Input {
 		}
 		in.Nodes = append(in.Nodes, n)
 	}
+	a.inputs = in.Nodes
 	return in
 }
 
