@@ -441,15 +441,16 @@ func (c *churner) next() func(context.Context) error {
 	}
 }
 
-// restore sets back the dcgm-exporter labels the churn left "false".
+// restore sets back the dcgm-exporter label of every node the churn
+// touched: two changes of one node in flight at once may land in either
+// order, so what the churn meant last is not always what the node holds (a
+// fleet was left a pod short, and the next run waited for it).
 func (c *churner) restore(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for node, off := range c.off {
-		if off {
-			if err := patchLabel(ctx, c.b.client.CoreV1().Nodes(), node, c.b.probeLabel, "true"); err != nil {
-				logf("serve: set %s back on %s: %v", c.b.probeLabel, node, err)
-			}
+	for node := range c.off {
+		if err := patchLabel(ctx, c.b.client.CoreV1().Nodes(), node, c.b.probeLabel, "true"); err != nil {
+			logf("serve: set %s back on %s: %v", c.b.probeLabel, node, err)
 		}
 	}
 }

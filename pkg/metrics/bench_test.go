@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/metrics"
+	"github.com/gpuops/gpuops/pkg/promtext"
 	"github.com/gpuops/gpuops/pkg/upgrade"
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
@@ -36,7 +37,7 @@ func BenchmarkScrape(b *testing.B) {
 		Rollout: &upgrade.Rollout{Counts: map[string]int{upgrade.Done: 5000}}})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(e)
-	text := e.Handler(reg)
+	text := promtext.Handler(reg, e)
 
 	consts := prometheus.NewRegistry()
 	consts.MustRegister(constCollector(scrape(b, e)))

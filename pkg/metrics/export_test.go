@@ -4,7 +4,7 @@ package metrics
 func FamilyNames() []string {
 	var names []string
 	for _, f := range families {
-		names = append(names, f.name)
+		names = append(names, f.Name)
 	}
 	return names
 }

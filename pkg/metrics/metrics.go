@@ -6,6 +6,7 @@
 package metrics
 
 import (
+	"io"
 	"maps"
 	"slices"
 	"sync"
@@ -16,13 +17,15 @@ import (
 	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/ledger"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/promtext"
 	"github.com/gpuops/gpuops/pkg/upgrade"
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
 // Exporter exports one live tracker's verdict: its families (a series or
-// more per GPU node) as text written straight from the verdicts (Handler),
-// the watches' and the judge's metrics as a prometheus.Collector.
+// more per GPU node) as text written straight from the verdicts
+// (WriteText), the watches' and the judge's metrics as a
+// prometheus.Collector.
 type Exporter struct {
 	synced func() map[string]bool
 
@@ -36,17 +39,16 @@ type Exporter struct {
 	reorder    bool             // a node came or went since order was made
 
 	scrape sync.Mutex // one scrape at a time writes text
-	text   text
+	text   *promtext.Series
 
 	duration    prometheus.Histogram
 	watchErrors *prometheus.CounterVec
 }
 
-// The verdict's families, written as text by write (text.go). Their label
-// names are listed as client_golang orders them, by name, so a series reads
-// the same as it did when client_golang wrote it.
+// The verdict's families, written as text (pkg/promtext) straight from the
+// verdicts at each scrape.
 const (
-	missingFam family = iota
+	missingFam = iota
 	stuckFam
 	usableFam
 	causeFam
@@ -63,64 +65,60 @@ const (
 	outOfServiceFam
 	outOfServiceNodesFam
 	upgradeBudgetUsedFam
-	nFamilies
 )
 
-var families = [nFamilies]struct {
-	name, help string
-	labels     []string
-}{
-	missingFam: {"gpuops_operand_missing",
-		"1 while an operand that the node's deploy label asks for has no Running pod there.",
-		[]string{"node", "operand"}},
-	stuckFam: {"gpuops_operand_stuck",
-		"1 while a helper's pause of an operand on the node has lasted longer than --stuck-after (audit's STUCK).",
-		[]string{"node", "operand"}},
-	usableFam: {"gpuops_node_usable",
-		"1 while the GPU node can run GPU work (gpuops health READY), 0 while it cannot; nodes without a GPU have no series.",
-		[]string{"node"}},
-	causeFam: {"gpuops_node_unusable_cause",
-		"1 for each root cause that makes a GPU node unusable: a code of gpuops health and the operand (empty for the node itself).",
-		[]string{"code", "node", "operand"}},
-	reasonFam: {"gpuops_operand_missing_reason",
-		"1 for each reason why an operand is missing on a node (the codes of gpuops audit --explain).",
-		[]string{"node", "operand", "reason"}},
-	violationFam: {"gpuops_order_violation",
-		"1 while a node runs an operand without the one it needs (a rule of the start-up order is broken).",
-		[]string{"needs", "node", "operand", "rule"}},
-	nodesFam: {"gpuops_nodes",
-		"Nodes judged, by state: ok, or finding (an operand missing or stuck, or a rule broken).",
-		[]string{"state"}},
-	desiredFam: {"gpuops_operand_desired_nodes",
-		"Nodes whose deploy label asks for the operand (value exactly \"true\").",
-		[]string{"operand"}},
-	runningFam: {"gpuops_operand_running_nodes",
-		"Nodes with a Running pod of the operand.",
-		[]string{"operand"}},
-	lastChangeFam: {"gpuops_last_change_timestamp_seconds",
-		"When a finding last started or ended on any node (the first verdict counts), in Unix seconds.",
-		nil},
-	upgradeFam: {"gpuops_driver_upgrade_node",
-		"1 for each node in the driver rollout: its verdict (done, in-progress, waiting, stuck, failed, skipped, left-cordoned, outdated) and its nvidia.com/gpu-driver-upgrade-state (empty without one).",
-		[]string{"node", "state", "verdict"}},
-	upgradeSinceFam: {"gpuops_driver_upgrade_state_since_timestamp_seconds",
-		"When the node entered its driver upgrade state (the state label's last write), in Unix seconds.",
-		[]string{"node"}},
-	upgradeNodesFam: {"gpuops_driver_upgrade_nodes",
-		"Nodes of the driver rollout by verdict, per upgrade policy (ClusterPolicy, NVIDIADriver/<name> for its pool, or none where no ClusterPolicy was read).",
-		[]string{"policy", "verdict"}},
-	upgradeBudgetFam: {"gpuops_driver_upgrade_budget",
-		"The upgrade policy's budget as the controller counts it: max_parallel (maxParallelUpgrades, 0 for no limit), max_unavailable (resolved to nodes), available (upgrades it may start now), in_progress, unavailable (nodes using maxUnavailable).",
-		[]string{"kind", "policy"}},
-	outOfServiceFam: {"gpuops_node_out_of_service",
-		"1 for each GPU node taken out of service (cordoned, or tainted against new work), by who took it out: upgrade-controller, driver-manager, nvsentinel, kured, gpuops, person or unknown.",
-		[]string{"actor", "node"}},
-	outOfServiceNodesFam: {"gpuops_out_of_service_nodes",
-		"GPU nodes out of service, by who took them out (every actor, 0 for none).",
-		[]string{"actor"}},
-	upgradeBudgetUsedFam: {"gpuops_driver_upgrade_budget_used",
-		"Nodes of the upgrade policy's maxUnavailable each actor holds (the controller counts every cordoned or NotReady node against it; NotReady counts as unknown).",
-		[]string{"actor", "policy"}},
+var families = []promtext.Family{
+	missingFam: {Name: "gpuops_operand_missing",
+		Help:   "1 while an operand that the node's deploy label asks for has no Running pod there.",
+		Labels: []string{"node", "operand"}},
+	stuckFam: {Name: "gpuops_operand_stuck",
+		Help:   "1 while a helper's pause of an operand on the node has lasted longer than --stuck-after (audit's STUCK).",
+		Labels: []string{"node", "operand"}},
+	usableFam: {Name: "gpuops_node_usable",
+		Help:   "1 while the GPU node can run GPU work (gpuops health READY), 0 while it cannot; nodes without a GPU have no series.",
+		Labels: []string{"node"}},
+	causeFam: {Name: "gpuops_node_unusable_cause",
+		Help:   "1 for each root cause that makes a GPU node unusable: a code of gpuops health and the operand (empty for the node itself).",
+		Labels: []string{"code", "node", "operand"}},
+	reasonFam: {Name: "gpuops_operand_missing_reason",
+		Help:   "1 for each reason why an operand is missing on a node (the codes of gpuops audit --explain).",
+		Labels: []string{"node", "operand", "reason"}},
+	violationFam: {Name: "gpuops_order_violation",
+		Help:   "1 while a node runs an operand without the one it needs (a rule of the start-up order is broken).",
+		Labels: []string{"needs", "node", "operand", "rule"}},
+	nodesFam: {Name: "gpuops_nodes",
+		Help:   "Nodes judged, by state: ok, or finding (an operand missing or stuck, or a rule broken).",
+		Labels: []string{"state"}},
+	desiredFam: {Name: "gpuops_operand_desired_nodes",
+		Help:   "Nodes whose deploy label asks for the operand (value exactly \"true\").",
+		Labels: []string{"operand"}},
+	runningFam: {Name: "gpuops_operand_running_nodes",
+		Help:   "Nodes with a Running pod of the operand.",
+		Labels: []string{"operand"}},
+	lastChangeFam: {Name: "gpuops_last_change_timestamp_seconds",
+		Help:   "When a finding last started or ended on any node (the first verdict counts), in Unix seconds.",
+		Labels: nil},
+	upgradeFam: {Name: "gpuops_driver_upgrade_node",
+		Help:   "1 for each node in the driver rollout: its verdict (done, in-progress, waiting, stuck, failed, skipped, left-cordoned, outdated) and its nvidia.com/gpu-driver-upgrade-state (empty without one).",
+		Labels: []string{"node", "state", "verdict"}},
+	upgradeSinceFam: {Name: "gpuops_driver_upgrade_state_since_timestamp_seconds",
+		Help:   "When the node entered its driver upgrade state (the state label's last write), in Unix seconds.",
+		Labels: []string{"node"}},
+	upgradeNodesFam: {Name: "gpuops_driver_upgrade_nodes",
+		Help:   "Nodes of the driver rollout by verdict, per upgrade policy (ClusterPolicy, NVIDIADriver/<name> for its pool, or none where no ClusterPolicy was read).",
+		Labels: []string{"policy", "verdict"}},
+	upgradeBudgetFam: {Name: "gpuops_driver_upgrade_budget",
+		Help:   "The upgrade policy's budget as the controller counts it: max_parallel (maxParallelUpgrades, 0 for no limit), max_unavailable (resolved to nodes), available (upgrades it may start now), in_progress, unavailable (nodes using maxUnavailable).",
+		Labels: []string{"kind", "policy"}},
+	outOfServiceFam: {Name: "gpuops_node_out_of_service",
+		Help:   "1 for each GPU node taken out of service (cordoned, or tainted against new work), by who took it out: upgrade-controller, driver-manager, nvsentinel, kured, gpuops, person or unknown.",
+		Labels: []string{"actor", "node"}},
+	outOfServiceNodesFam: {Name: "gpuops_out_of_service_nodes",
+		Help:   "GPU nodes out of service, by who took them out (every actor, 0 for none).",
+		Labels: []string{"actor"}},
+	upgradeBudgetUsedFam: {Name: "gpuops_driver_upgrade_budget_used",
+		Help:   "Nodes of the upgrade policy's maxUnavailable each actor holds (the controller counts every cordoned or NotReady node against it; NotReady counts as unknown).",
+		Labels: []string{"actor", "policy"}},
 }
 
 var syncedDesc = prometheus.NewDesc("gpuops_informer_synced",
@@ -133,6 +131,7 @@ func New(synced func() map[string]bool) *Exporter {
 	e := &Exporter{
 		synced:   synced,
 		verdicts: map[string]*verdict.Verdict{},
+		text:     promtext.New(families...),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "gpuops_judgement_duration_seconds",
 			Help:    "Time to judge one batch of nodes: every node after the first sync, then the nodes each burst of events touched.",
@@ -218,10 +217,18 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	e.watchErrors.Collect(ch)
 }
 
-// fill writes the verdict's families into e.text, nodes in name order.
+// WriteText writes the verdict's families, nodes in name order.
+func (e *Exporter) WriteText(w io.Writer) error {
+	e.scrape.Lock()
+	defer e.scrape.Unlock()
+	e.fill()
+	return e.text.Write(w)
+}
+
+// fill makes e.text the verdict's series.
 func (e *Exporter) fill() {
-	t := &e.text
-	t.reset()
+	t := e.text
+	t.Reset()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.lastChange.IsZero() {
@@ -232,7 +239,7 @@ func (e *Exporter) fill() {
 		slices.Sort(e.order)
 		e.reorder = false
 	}
-	t.gauge(lastChangeFam, float64(e.lastChange.UnixNano())/1e9)
+	t.Gauge(lastChangeFam, float64(e.lastChange.UnixNano())/1e9)
 	desired, running := map[string]int{}, map[string]int{}
 	ok, finding := 0, 0
 	ledgered := map[string]*ledger.Entry{}
@@ -247,22 +254,22 @@ func (e *Exporter) fill() {
 			}
 		}
 		if h := v.Health; h != nil && h.Judged {
-			t.gauge(usableFam, bool01(h.Usable), v.Node)
+			t.Gauge(usableFam, bool01(h.Usable), v.Node)
 			if e := h.OutOfService; e != nil {
 				ledgered[v.Node] = e
-				t.gauge(outOfServiceFam, 1, e.Actor, v.Node)
+				t.Gauge(outOfServiceFam, 1, e.Actor, v.Node)
 			}
 			if h.Cause != nil {
-				t.gauge(causeFam, 1, h.Cause.Code, v.Node, h.Cause.Operand)
+				t.Gauge(causeFam, 1, h.Cause.Code, v.Node, h.Cause.Operand)
 				for _, c := range h.Also {
-					t.gauge(causeFam, 1, c.Code, v.Node, c.Operand)
+					t.Gauge(causeFam, 1, c.Code, v.Node, c.Operand)
 				}
 			}
 		}
 		if u := v.Upgrade; u != nil {
-			t.gauge(upgradeFam, 1, v.Node, u.State, u.Verdict)
+			t.Gauge(upgradeFam, 1, v.Node, u.State, u.Verdict)
 			if u.Since != nil {
-				t.gauge(upgradeSinceFam, float64(u.Since.Unix()), v.Node)
+				t.Gauge(upgradeSinceFam, float64(u.Since.Unix()), v.Node)
 			}
 		}
 		if v.OK() {
@@ -271,33 +278,40 @@ func (e *Exporter) fill() {
 		}
 		finding++
 		for _, o := range v.Audit.Missing {
-			t.gauge(missingFam, 1, v.Node, o)
+			t.Gauge(missingFam, 1, v.Node, o)
 		}
 		for _, o := range v.Audit.Stuck {
-			t.gauge(stuckFam, 1, v.Node, o)
+			t.Gauge(stuckFam, 1, v.Node, o)
 		}
 		for _, m := range v.Explain.Missing {
 			var seen []string
 			for _, r := range m.Reasons {
 				if !slices.Contains(seen, r.Code) {
 					seen = append(seen, r.Code)
-					t.gauge(reasonFam, 1, v.Node, m.Operand, r.Code)
+					t.Gauge(reasonFam, 1, v.Node, m.Operand, r.Code)
 				}
 			}
 		}
 		for _, f := range v.Order.Findings {
 			r := verdict.RuleOf(e.rules, f)
-			t.gauge(violationFam, 1, r.Needs, v.Node, r.Operand, f)
+			t.Gauge(violationFam, 1, r.Needs, v.Node, r.Operand, f)
 		}
 	}
-	t.gauge(nodesFam, float64(ok), "ok")
-	t.gauge(nodesFam, float64(finding), "finding")
+	// The counts in the order of their labels, as client_golang wrote them.
+	t.Gauge(nodesFam, float64(finding), "finding")
+	t.Gauge(nodesFam, float64(ok), "ok")
+	operands := make([]string, 0, len(e.roster))
 	for _, o := range e.roster {
-		t.gauge(desiredFam, float64(desired[o.Name]), o.Name)
-		t.gauge(runningFam, float64(running[o.Name]), o.Name)
+		operands = append(operands, o.Name)
 	}
-	for actor, n := range ledger.Count(slices.Collect(maps.Values(ledgered))) {
-		t.gauge(outOfServiceNodesFam, float64(n), actor)
+	slices.Sort(operands)
+	for _, o := range operands {
+		t.Gauge(desiredFam, float64(desired[o]), o)
+		t.Gauge(runningFam, float64(running[o]), o)
+	}
+	byActor := ledger.Count(slices.Collect(maps.Values(ledgered)))
+	for _, actor := range slices.Sorted(maps.Keys(byActor)) {
+		t.Gauge(outOfServiceNodesFam, float64(byActor[actor]), actor)
 	}
 	if r := e.rollout; r != nil {
 		switch {
@@ -315,16 +329,18 @@ func (e *Exporter) fill() {
 // rolloutGauges are one upgrade policy's counts by verdict (a zero for
 // each verdict it has none of, so a count can be watched from 0), its
 // budget and who uses maxUnavailable (the ledger's entries by node).
-func rolloutGauges(t *text, policy string, counts map[string]int, b upgrade.Budget, ledgered map[string]*ledger.Entry) {
-	for actor, n := range ledger.BudgetOf(b.MaxUnavailable, b.Unavailable, ledgered).ByActor {
-		t.gauge(upgradeBudgetUsedFam, float64(n), actor, policy)
+func rolloutGauges(t *promtext.Series, policy string, counts map[string]int, b upgrade.Budget, ledgered map[string]*ledger.Entry) {
+	used := ledger.BudgetOf(b.MaxUnavailable, b.Unavailable, ledgered).ByActor
+	for _, actor := range slices.Sorted(maps.Keys(used)) {
+		t.Gauge(upgradeBudgetUsedFam, float64(used[actor]), actor, policy)
 	}
 	for _, v := range upgrade.Verdicts {
-		t.gauge(upgradeNodesFam, float64(counts[v]), policy, v)
+		t.Gauge(upgradeNodesFam, float64(counts[v]), policy, v)
 	}
-	for kind, n := range map[string]int{"max_parallel": b.MaxParallel, "max_unavailable": b.MaxUnavailable, "available": b.Available,
-		"in_progress": len(b.InProgress), "unavailable": len(b.Unavailable)} {
-		t.gauge(upgradeBudgetFam, float64(n), kind, policy)
+	budget := map[string]int{"max_parallel": b.MaxParallel, "max_unavailable": b.MaxUnavailable, "available": b.Available,
+		"in_progress": len(b.InProgress), "unavailable": len(b.Unavailable)}
+	for _, kind := range slices.Sorted(maps.Keys(budget)) {
+		t.Gauge(upgradeBudgetFam, float64(budget[kind]), kind, policy)
 	}
 }
 

@@ -353,4 +353,9 @@ gpuops_node_out_of_service{actor="person",node="c"} 1
 	if n := len(got); n != 2*len(ledger.Actors) {
 		t.Errorf("%d series, want %d (every actor, twice)", n, 2*len(ledger.Actors))
 	}
+	// Written from maps, the counts still come in one order: a scrape
+	// reads as the one before when nothing changed.
+	if a, b := exposition(t, e), exposition(t, e); a != b {
+		t.Errorf("two scrapes of the same verdicts differ:\n%s\n%s", a, b)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/gpuops/gpuops/pkg/metrics"
+	"github.com/gpuops/gpuops/pkg/promtext"
 )
 
 // exposition is the exporter's /metrics, its Collect gathered by a
@@ -24,7 +25,7 @@ func exposition(t testing.TB, e *metrics.Exporter) string {
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(e)
 	rec := httptest.NewRecorder()
-	e.Handler(reg).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	promtext.Handler(reg, e).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	if rec.Code != 200 {
 		t.Fatalf("/metrics: %d %s", rec.Code, rec.Body)
 	}

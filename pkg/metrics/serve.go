@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/gpuops/gpuops/pkg/live"
+	"github.com/gpuops/gpuops/pkg/promtext"
 )
 
 // DefaultAddress is where gpuops serve listens: 9402 is free in Prometheus'
@@ -19,8 +20,9 @@ import (
 const DefaultAddress = ":9402"
 
 // Handler sets up the exporter of t (call it before t runs) and serves
-// /metrics (the verdict, the other collectors' metrics — the quarantine's —
-// and the process' Go and OS metrics), /healthz (the process answers) and
+// /metrics (the verdict, the other collectors' metrics — the quarantine's,
+// with the families it writes as text when it is a promtext.Writer — and
+// the process' Go and OS metrics), /healthz (the process answers) and
 // /readyz (503 until the first full verdict, then 200).
 func Handler(t *live.Tracker, others ...prometheus.Collector) http.Handler {
 	e := New(t.Synced)
@@ -28,8 +30,14 @@ func Handler(t *live.Tracker, others ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(e, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(others...)
+	writers := []promtext.Writer{e}
+	for _, c := range others {
+		if w, ok := c.(promtext.Writer); ok {
+			writers = append(writers, w)
+		}
+	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", e.Handler(reg))
+	mux.Handle("GET /metrics", promtext.Handler(reg, writers...))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !t.Ready() {

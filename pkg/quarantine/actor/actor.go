@@ -29,6 +29,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/live"
 	"github.com/gpuops/gpuops/pkg/oneline"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/promtext"
 	"github.com/gpuops/gpuops/pkg/quarantine"
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
@@ -83,6 +84,9 @@ type Actor struct {
 	last    quarantine.Decision
 	wake    chan struct{}
 	counts  map[string]float64 // actions done (or, dry-run, that would be), by kind
+
+	scrape sync.Mutex // one scrape at a time writes text
+	text   *promtext.Series
 }
 
 // state is one GPU node as the verdicts say.
@@ -98,7 +102,8 @@ func New(client kubernetes.Interface, opts Options) *Actor {
 		opts.Identity = fmt.Sprintf("%s_%d", host, os.Getpid())
 	}
 	return &Actor{opts: opts, cluster: cluster{client: client, namespace: opts.Namespace}, nodes: map[string]*state{},
-		overlay: map[string]*ledger.Entry{}, wake: make(chan struct{}, 1), counts: map[string]float64{}}
+		overlay: map[string]*ledger.Entry{}, wake: make(chan struct{}, 1), counts: map[string]float64{},
+		text: promtext.New(families...)}
 }
 
 // Hooks are the tracker's hooks the actor follows.

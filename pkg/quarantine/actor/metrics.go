@@ -1,11 +1,13 @@
 package actor
 
 import (
+	"io"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpuops/gpuops/pkg/ledger"
+	"github.com/gpuops/gpuops/pkg/promtext"
 )
 
 var (
@@ -19,18 +21,30 @@ var (
 		"How many nodes the quarantine may hold at once (--quarantine-max, or 10 % of the GPU nodes, at least 1).", nil, nil)
 	uncertainDesc = prometheus.NewDesc("gpuops_quarantine_uncertain",
 		"1 while the verdicts are uncertain (a watch not synced, a resource forbidden, a list or watch failed lately): nothing is done.", nil, nil)
-	quarantinedDesc = prometheus.NewDesc("gpuops_quarantined_node",
-		"1 for each node gpuops's quarantine holds (on) or would hold (dry-run), as the acting replica sees it.", []string{"node", "mode"}, nil)
-	heldDesc = prometheus.NewDesc("gpuops_quarantine_held_node",
-		"1 for each unusable GPU node the quarantine leaves in service, or of its own keeps, and why: held-by-other, in-driver-upgrade, not-yet, not-ready, rate, max, fuse-tripped, uncertain.",
-		[]string{"node", "reason"}, nil)
 	actionsDesc = prometheus.NewDesc("gpuops_quarantine_actions_total",
 		"Actions done by this replica (dry-run: that would be), by kind: quarantine, release, forget (a stale record), trip.", []string{"action", "mode"}, nil)
 )
 
-// Describe sends the descriptors of the actor's metrics.
+// The families of a series per node, written as text (WriteText): every
+// unusable GPU node may be held, thousands of series at 5,000 nodes.
+const (
+	quarantinedFam = iota
+	heldFam
+)
+
+var families = []promtext.Family{
+	quarantinedFam: {Name: "gpuops_quarantined_node",
+		Help:   "1 for each node gpuops's quarantine holds (on) or would hold (dry-run), as the acting replica sees it.",
+		Labels: []string{"mode", "node"}},
+	heldFam: {Name: "gpuops_quarantine_held_node",
+		Help:   "1 for each unusable GPU node the quarantine leaves in service, or of its own keeps, and why: held-by-other, in-driver-upgrade, not-yet, not-ready, rate, max, fuse-tripped, uncertain.",
+		Labels: []string{"node", "reason"}},
+}
+
+// Describe sends the descriptors of the actor's metrics but those it
+// writes as text.
 func (a *Actor) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{modeDesc, leaderDesc, fuseDesc, maxDesc, uncertainDesc, quarantinedDesc, heldDesc, actionsDesc} {
+	for _, d := range []*prometheus.Desc{modeDesc, leaderDesc, fuseDesc, maxDesc, uncertainDesc, actionsDesc} {
 		ch <- d
 	}
 }
@@ -58,14 +72,27 @@ func (a *Actor) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(maxDesc, float64(a.last.Max))
 	gauge(uncertainDesc, bool01(a.last.Uncertain != ""))
-	for _, n := range a.input(time.Now()).Nodes {
-		if n.Held != nil && n.Held.Actor == ledger.Gpuops {
-			gauge(quarantinedDesc, 1, n.Name, mode)
+}
+
+// WriteText writes the nodes the actor holds or would hold and those it
+// leaves in service, as its last decision saw them, while it leads.
+func (a *Actor) WriteText(w io.Writer) error {
+	a.scrape.Lock()
+	defer a.scrape.Unlock()
+	a.text.Reset()
+	a.mu.Lock()
+	if a.leading && a.judged {
+		for _, n := range a.input(time.Now()).Nodes {
+			if n.Held != nil && n.Held.Actor == ledger.Gpuops {
+				a.text.Gauge(quarantinedFam, 1, a.opts.Mode, n.Name)
+			}
+		}
+		for _, h := range a.last.Held {
+			a.text.Gauge(heldFam, 1, h.Node, h.Reason)
 		}
 	}
-	for _, h := range a.last.Held {
-		gauge(heldDesc, 1, h.Node, h.Reason)
-	}
+	a.mu.Unlock()
+	return a.text.Write(w)
 }
 
 func bool01(b bool) float64 {
