@@ -68,7 +68,7 @@ type Actor struct {
 	mu    sync.Mutex
 	nodes map[string]*state // every GPU node, from the verdicts
 	// inputs are the last input's nodes, made again in place: each second
-	// reads every GPU node, and Decide and Collect keep none of them.
+	// reads every GPU node, and Decide keeps none of them.
 	inputs  []quarantine.Node
 	judged  bool      // the first batch came
 	failed  time.Time // the last failed list or watch

@@ -2,11 +2,9 @@ package actor
 
 import (
 	"io"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gpuops/gpuops/pkg/ledger"
 	"github.com/gpuops/gpuops/pkg/promtext"
 )
 
@@ -75,17 +73,16 @@ func (a *Actor) Collect(ch chan<- prometheus.Metric) {
 }
 
 // WriteText writes the nodes the actor holds or would hold and those it
-// leaves in service, as its last decision saw them, while it leads.
+// leaves in service, as its last decision saw them (not an input made
+// again over every node at each scrape), while it leads.
 func (a *Actor) WriteText(w io.Writer) error {
 	a.scrape.Lock()
 	defer a.scrape.Unlock()
 	a.text.Reset()
 	a.mu.Lock()
 	if a.leading && a.judged {
-		for _, n := range a.input(time.Now()).Nodes {
-			if n.Held != nil && n.Held.Actor == ledger.Gpuops {
-				a.text.Gauge(quarantinedFam, 1, a.opts.Mode, n.Name)
-			}
+		for _, n := range a.last.Owned {
+			a.text.Gauge(quarantinedFam, 1, a.opts.Mode, n)
 		}
 		for _, h := range a.last.Held {
 			a.text.Gauge(heldFam, 1, h.Node, h.Reason)
