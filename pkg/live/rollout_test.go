@@ -143,3 +143,24 @@ func TestBatchJudgedInChunks(t *testing.T) {
 		}
 	}
 }
+
+// A node's part in the rollout points into no pass's Nodes, which would
+// keep every node's part of that pass alive for as long as the node goes
+// unjudged; a part that reads the same as before is the one kept.
+func TestRolloutPartsAreTheNodesOwn(t *testing.T) {
+	tr, names := fleetTracker(t, 4)
+	kept := tr.verdicts[names[0]].Upgrade
+	setNode(t, tr, withLabel(t, tr, names[2], operand.UpgradeStateLabel, operand.UpgradeRequired))
+	tr.judge(names[2:3], false, false)
+	ro := tr.rolled
+	for name, v := range tr.verdicts {
+		for i := range ro.Nodes {
+			if v.Upgrade == &ro.Nodes[i] {
+				t.Errorf("%s's part points into the pass's Nodes", name)
+			}
+		}
+	}
+	if tr.verdicts[names[0]].Upgrade != kept {
+		t.Error("a part that reads the same was made again")
+	}
+}
