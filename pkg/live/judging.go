@@ -314,7 +314,15 @@ func (t *Tracker) judgeInto(out map[string]*verdict.Verdict, names []string, now
 	r, _ := t.plan.Judge(s, now)
 	if r != nil {
 		for i := range r.Nodes {
-			out[r.Nodes[i].Node] = &r.Nodes[i]
+			// A verdict, and its health, are their own allocations: pointing
+			// into the batch's arrays kept every verdict of the batch alive
+			// until each of its nodes had been judged again.
+			v := r.Nodes[i]
+			if v.Health != nil {
+				h := *v.Health
+				v.Health = &h
+			}
+			out[v.Node] = &v
 		}
 	}
 }

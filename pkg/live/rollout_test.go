@@ -3,7 +3,10 @@ package live
 import (
 	"fmt"
 	"reflect"
+	"runtime"
+	"slices"
 	"testing"
+	"weak"
 
 	corev1 "k8s.io/api/core/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -11,9 +14,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
 // fleetTracker is a tracker whose stores hold n lab nodes, each running
@@ -163,4 +168,32 @@ func TestRolloutPartsAreTheNodesOwn(t *testing.T) {
 	if tr.verdicts[names[0]].Upgrade != kept {
 		t.Error("a part that reads the same was made again")
 	}
+}
+
+// A verdict judged again lets the one it replaces go, and its health too,
+// whichever nodes were judged beside it in a batch.
+func TestReplacedVerdictIsFreed(t *testing.T) {
+	tr, names := fleetTracker(t, 4)
+	tr.opts.Health, tr.plan.Health = true, true
+	tr.judge(slices.Clone(names), false, true) // the four in one batch, with health
+	old, oldHealth := weakVerdict(tr, names[0])
+	setNode(t, tr, withLabel(t, tr, names[0], operand.Lab.DCGMExporter().LabelKey(), "false"))
+	tr.judge(names[:1], false, false)
+	runtime.GC()
+	if old.Value() != nil {
+		t.Error("the replaced verdict is kept alive")
+	}
+	if oldHealth.Value() != nil {
+		t.Error("the replaced verdict's health is kept alive")
+	}
+	runtime.KeepAlive(tr) // its verdicts, which must not keep the old ones
+}
+
+// weakVerdict is weak pointers to a node's verdict and its health.
+func weakVerdict(tr *Tracker, name string) (weak.Pointer[verdict.Verdict], weak.Pointer[health.Node]) {
+	v := tr.verdicts[name]
+	if v.Health == nil {
+		panic("no health judged for " + name)
+	}
+	return weak.Make(v), weak.Make(v.Health)
 }
