@@ -31,25 +31,38 @@ import (
 )
 
 type config struct {
-	nodes    int
-	rounds   int
-	scripts  int    // timed rounds of the scripts (slow at 5,000 nodes); -1: rounds
-	recipe   bool   // also time the kubectl+jq recipe
-	script   bool   // also time operand-audit.sh
-	baseline string // another gpuops binary whose audit, matrix and health are timed beside
-	cluster  string
-	keep     bool // leave the cluster running at the end
-	reuse    bool // measure a fleet an earlier -keep run left, without setup
-	up       bool // settle the fleet with `gpuops up` (and time it)
-	upRuns   int  // rounds of `gpuops up` against its floor (with up)
-	watcher  bool // also measure gpuops serve (bench/watcher.go)
-	small    bool // lab-sized objects: nodes and pod templates not dressed (fleettest)
-	pause    bool // stop every measured fleet's KWOK controller during the rounds (simulators.go)
-	offers   bool // the fleet dressed as an install sharing, partitioning and DRA-publishing GPUs (offers.go)
-	serve    bool // measure gpuops serve under churn instead of the judges (serve.go)
-	churn    int  // changes a second, with serve
-	churnFor time.Duration
-	results  string
+	nodes       int
+	rounds      int
+	scripts     int    // timed rounds of the scripts (slow at 5,000 nodes); -1: rounds
+	recipe      bool   // also time the kubectl+jq recipe
+	script      bool   // also time operand-audit.sh
+	baseline    string // another gpuops binary whose audit, matrix and health are timed beside
+	cluster     string
+	keep        bool // leave the cluster running at the end
+	reuse       bool // measure a fleet an earlier -keep run left, without setup
+	up          bool // settle the fleet with `gpuops up` (and time it)
+	upRuns      int  // rounds of `gpuops up` against its floor (with up)
+	watcher     bool // also measure gpuops serve (bench/watcher.go)
+	small       bool // lab-sized objects: nodes and pod templates not dressed (fleettest)
+	pause       bool // stop every measured fleet's KWOK controller during the rounds (simulators.go)
+	pauseOthers bool // and the fleets not being measured whole
+	offers      bool // the fleet dressed as an install sharing, partitioning and DRA-publishing GPUs (offers.go)
+	serve       bool // measure gpuops serve under churn instead of the judges (serve.go)
+	churn       int  // changes a second, with serve
+	churnFor    time.Duration
+	results     string
+}
+
+// clusters are the fleets the run measures, in turn.
+func (c config) clusters() []string { return strings.Split(c.cluster, ",") }
+
+// stopped are the fleets stopped whole while measured is: with
+// -pause-others every other one, else none.
+func (c config) stopped(measured string) []string {
+	if !c.pauseOthers {
+		return nil
+	}
+	return others(c.clusters(), measured)
 }
 
 func main() {
@@ -68,6 +81,7 @@ func main() {
 	flag.BoolVar(&cfg.small, "small", false, "a fleet of lab-sized objects: nodes with only their lab labels and the DaemonSets' pods as the bases render them (default: dressed as a cloud GPU fleet's, internal/fleettest)")
 	flag.BoolVar(&cfg.watcher, "watcher", true, "also measure `gpuops serve` against `gpuops audit` run back to back (CPU, memory, label change to verdict)")
 	flag.BoolVar(&cfg.pause, "pause-simulators", false, "with -reuse: stop the KWOK controllers of every fleet named by -cluster while a fleet's rounds run (SIGSTOP, then SIGCONT), and wait for them to catch up before the next fleet's: the simulated kubelets' work is the bench machine's, not the API server's (bench/simulators.go)")
+	flag.BoolVar(&cfg.pauseOthers, "pause-others", false, "with -pause-simulators: also stop the fleets not being measured whole, their control planes too (etcd, API server, controller manager, scheduler), while a fleet is measured: their API servers' own work is not the measured cluster's (bench/simulators.go)")
 	flag.BoolVar(&cfg.offers, "offers", false, "dress the fleet as a GPU Operator install whose nodes offer their GPUs in every way health reads: a ClusterPolicy naming a sharing ConfigMap and a MIG ConfigMap, a tenth of the nodes time-slicing, a tenth MIG-partitioned, a tenth running the DRA kubelet plugin with a ResourceSlice of 8 GPUs (bench/offers.go); the floor then also lists the ResourceSlices. With -reuse: every fleet must have been built with -offers (a fleet that was is measured with its offers either way)")
 	flag.BoolVar(&cfg.serve, "serve", false, "measure `gpuops serve` with every judgement on under a churn of changes, against the same informers alone (the memory floor) and the API server's watch (the latency floor), instead of the judges (bench/serve.go)")
 	flag.IntVar(&cfg.churn, "churn", 20, "with -serve: changes a second, one of them a timed probe made with kubectl")
@@ -86,6 +100,10 @@ func main() {
 	}
 	if cfg.pause && !cfg.reuse {
 		fmt.Fprintln(os.Stderr, "bench: error: -pause-simulators pauses kept fleets: add -reuse")
+		os.Exit(2)
+	}
+	if cfg.pauseOthers && !cfg.pause {
+		fmt.Fprintln(os.Stderr, "bench: error: -pause-others stops the other fleets with the simulators: add -pause-simulators")
 		os.Exit(2)
 	}
 	if strings.Contains(cfg.cluster, ",") && !cfg.reuse {
@@ -134,7 +152,7 @@ func run(ctx context.Context, cfg config) (err error) {
 
 	var reps []report
 	var failed error
-	for _, name := range strings.Split(cfg.cluster, ",") {
+	for _, name := range cfg.clusters() {
 		rep, err := benchFleet(ctx, cfg, name, root, env, bin, tmp)
 		if err != nil {
 			failed = fmt.Errorf("cluster %s: %w", name, err)
@@ -238,7 +256,7 @@ func benchFleet(ctx context.Context, cfg config, cluster, root string, env []str
 	resume := func() {}
 	if cfg.pause {
 		var note string
-		if resume, note, err = pauseSimulators(ctx, root, strings.Split(cfg.cluster, ",")); err != nil {
+		if resume, note, err = pauseSimulators(ctx, root, cfg.clusters(), cfg.stopped(cluster)); err != nil {
 			return rep, err
 		}
 		defer resume() // on an early return too; twice does no harm

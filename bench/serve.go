@@ -99,19 +99,14 @@ type serveFigures struct {
 const probeTimeout = 30 * time.Second
 
 // benchServe measures serve on one fleet. With -pause-simulators the other
-// kept fleets' KWOK controllers are stopped meanwhile; this fleet's runs,
-// since the churn's pods need their simulated kubelet.
+// kept fleets' KWOK controllers are stopped meanwhile (with -pause-others
+// the whole fleets); this fleet's runs, since the churn's pods need their
+// simulated kubelet.
 func benchServe(ctx context.Context, cfg config, root, cluster, kubeconfig string, client kubernetes.Interface, env []string, bin func(string) string, server string, fleet []fleetNode, setup []string) (report, error) {
 	rep := report{nodes: len(fleet), when: time.Now().UTC(), machine: machine(server), revision: revision(ctx, root), setup: setup}
 	rep.running, rep.pending = expectedPods(fleet)
-	var others []string
-	for _, c := range strings.Split(cfg.cluster, ",") {
-		if c != cluster {
-			others = append(others, c)
-		}
-	}
-	if cfg.pause && len(others) > 0 {
-		resume, note, err := pauseSimulators(ctx, root, others)
+	if others := others(cfg.clusters(), cluster); cfg.pause && len(others) > 0 {
+		resume, note, err := pauseSimulators(ctx, root, others, cfg.stopped(cluster))
 		if err != nil {
 			return rep, err
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -16,18 +17,33 @@ import (
 // server's. So with -pause-simulators every simulator of this repository's
 // clusters is stopped (SIGSTOP) while a fleet's rounds run and resumed
 // after, and the next fleet's rounds wait until the simulators have caught
-// up with the heartbeats due meanwhile. The control planes (etcd, the API
-// servers, controller managers and schedulers) run throughout. The bench's
-// clusters stretch their heartbeats 30 times (a lease of 20 minutes, the
-// same grace period), so a fleet paused for one fleet's rounds stays Ready.
+// up with the heartbeats due meanwhile. The bench's clusters stretch their
+// heartbeats 30 times (a lease of 20 minutes, the same grace period), so a
+// fleet paused for one fleet's rounds stays Ready.
+//
+// The other fleets' control planes burn CPU too: after a serve run at
+// 5,000 realistic nodes its API server used 92% of a core for a minute with
+// its simulator stopped (2026-12-05), while a lab-sized fleet's whole
+// rounds take 0.2-0.4 s. A real cluster's API server has no other
+// cluster's beside it on the client's cores; so with -pause-others the
+// fleets not being measured are stopped whole (etcd, API server,
+// controller manager, scheduler), and resumed with the simulators. kwokctl
+// runs the controller manager and the scheduler without leader election,
+// so a stopped control plane has no lease to lose.
 
-// simulators are the KWOK controllers of the fleets a run measures.
-type simulators []int
+// controlPlane are the components of a kwokctl cluster besides its KWOK
+// controller, as kwokctl names their pid files.
+var controlPlane = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+
+// procs are processes the bench stops and resumes: the KWOK controllers of
+// the fleets a run measures, and with -pause-others the other fleets' control
+// planes.
+type procs []int
 
 // findSimulators reads the KWOK controllers' pids of the named clusters,
 // from the pid files kwokctl keeps (as benchWatcher reads the API server's).
-func findSimulators(root string, clusters []string) (simulators, error) {
-	var out simulators
+func findSimulators(root string, clusters []string) (procs, error) {
+	var out procs
 	for _, c := range clusters {
 		pid, err := readPID(pidFile(root, c, "kwok-controller"))
 		if err != nil {
@@ -38,10 +54,10 @@ func findSimulators(root string, clusters []string) (simulators, error) {
 	return out, nil
 }
 
-func (s simulators) signal(sig syscall.Signal) error {
+func (s procs) signal(sig syscall.Signal) error {
 	for _, pid := range s {
 		if err := syscall.Kill(pid, sig); err != nil {
-			return fmt.Errorf("KWOK controller %d: %v: %w", pid, sig, err)
+			return fmt.Errorf("process %d: %v: %w", pid, sig, err)
 		}
 	}
 	return nil
@@ -49,11 +65,11 @@ func (s simulators) signal(sig syscall.Signal) error {
 
 // pause stops the simulators; resume, which the caller defers, lets them
 // go on.
-func (s simulators) pause() error  { return s.signal(syscall.SIGSTOP) }
-func (s simulators) resume() error { return s.signal(syscall.SIGCONT) }
+func (s procs) pause() error  { return s.signal(syscall.SIGSTOP) }
+func (s procs) resume() error { return s.signal(syscall.SIGCONT) }
 
-// cpu is the CPU time the simulators have used.
-func (s simulators) cpu() (time.Duration, error) {
+// cpu is the CPU time the processes have used.
+func (s procs) cpu() (time.Duration, error) {
 	var sum time.Duration
 	for _, pid := range s {
 		t, err := cpuTime(pid)
@@ -77,7 +93,7 @@ const (
 // waitQuiet waits, after a resume, until the simulators' CPU over a window
 // is under quietShare of a core, or limit has passed; it returns how long
 // it waited and whether they were quiet by then.
-func (s simulators) waitQuiet(ctx context.Context, limit time.Duration) (time.Duration, bool, error) {
+func (s procs) waitQuiet(ctx context.Context, limit time.Duration) (time.Duration, bool, error) {
 	start := time.Now()
 	for time.Since(start) < limit {
 		before, err := s.cpu()
@@ -104,32 +120,60 @@ func (s simulators) waitQuiet(ctx context.Context, limit time.Duration) (time.Du
 // rounds.
 const catchUp = 5 * time.Minute
 
-// pauseSimulators waits until the named clusters' simulators are quiet (a
-// fleet measured before may have resumed them moments ago), stops them, and
-// returns the func that resumes them and a note on the wait for the
-// report.
-func pauseSimulators(ctx context.Context, root string, clusters []string) (resume func(), note string, err error) {
-	sims, err := findSimulators(root, clusters)
+// pauseSimulators waits until the simulators of the clusters sims names
+// are quiet (a fleet measured before may have resumed them moments ago),
+// stops them and the control planes of the clusters stopped names, and
+// returns the func that resumes them all and a note on it for the report.
+func pauseSimulators(ctx context.Context, root string, sims, stopped []string) (resume func(), note string, err error) {
+	sim, err := findSimulators(root, sims)
 	if err != nil {
 		return nil, "", err
 	}
-	logf("waiting for the %d KWOK controllers to be quiet", len(sims))
-	waited, quiet, err := sims.waitQuiet(ctx, catchUp)
+	planes, err := findControlPlanes(root, stopped)
 	if err != nil {
 		return nil, "", err
 	}
-	if err := sims.pause(); err != nil {
-		sims.resume()
+	logf("waiting for the %d KWOK controllers to be quiet", len(sim))
+	waited, quiet, err := sim.waitQuiet(ctx, catchUp)
+	if err != nil {
+		return nil, "", err
+	}
+	all := slices.Concat(sim, planes)
+	if err := all.pause(); err != nil {
+		all.resume()
 		return nil, "", err
 	}
 	wait := fmt.Sprintf("after %.0f s waiting for them to use under %.0f%% of a core", waited.Seconds(), quietShare*100)
 	if !quiet {
 		wait = fmt.Sprintf("still busy after %.0f s of waiting", waited.Seconds())
 	}
-	note = fmt.Sprintf("the KWOK controllers of the %d fleets stopped during the rounds (`-pause-simulators`), %s", len(sims), wait)
+	note = fmt.Sprintf("the KWOK controllers of the %d fleets stopped during the rounds (`-pause-simulators`), %s", len(sim), wait)
+	if len(stopped) > 0 {
+		note += fmt.Sprintf("; the other %d fleets stopped whole meanwhile, their control planes too (`-pause-others`)", len(stopped))
+	}
 	return func() {
-		if err := sims.resume(); err != nil {
-			logf("resuming the KWOK controllers: %v (kill -CONT %v)", err, []int(sims))
+		if err := all.resume(); err != nil {
+			logf("resuming the paused processes: %v (kill -CONT %v)", err, []int(all))
 		}
 	}, note, nil
+}
+
+// findControlPlanes reads the pids of the named clusters' control planes.
+func findControlPlanes(root string, clusters []string) (procs, error) {
+	var out procs
+	for _, c := range clusters {
+		for _, comp := range controlPlane {
+			pid, err := readPID(pidFile(root, c, comp))
+			if err != nil {
+				return nil, fmt.Errorf("-pause-others: the %s of cluster %s: %w", comp, c, err)
+			}
+			out = append(out, pid)
+		}
+	}
+	return out, nil
+}
+
+// others are the clusters of the run but the one measured.
+func others(all []string, measured string) []string {
+	return slices.DeleteFunc(slices.Clone(all), func(c string) bool { return c == measured })
 }

@@ -310,8 +310,11 @@ func (t *Tracker) judgeInto(out map[string]*verdict.Verdict, names []string, now
 		}
 	}
 	// Judge fails only on a rule about an operand not in the roster, which
-	// the plan's rules never are.
-	r, _ := t.plan.Judge(s, now)
+	// the plan's rules never are. The rollout spans every node held, not a
+	// chunk: it is made once a batch (rollout), so the chunks leave it out.
+	sc := t.plan
+	sc.Upgrades = false
+	r, _ := sc.Judge(s, now)
 	if r != nil {
 		for i := range r.Nodes {
 			// A verdict, and its health, are their own allocations: pointing
