@@ -24,7 +24,7 @@ func TestVariantsCountAsTheOperand(t *testing.T) {
 	if a := judge.Audit(s, roster); !a[0].OK() {
 		t.Errorf("audit with the variant: %+v, want OK", a)
 	}
-	if m := judge.NewIndex(s).Matrix(roster); !m.Rows[0].Present["driver"] {
+	if m := judge.NewIndex(s).Matrix(roster); !m.Rows[0].Present.Has("driver") {
 		t.Errorf("matrix with the variant: %+v, want driver=yes", m.Rows[0])
 	}
 }

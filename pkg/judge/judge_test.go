@@ -1,7 +1,9 @@
 package judge_test
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -269,7 +271,7 @@ func TestMatrix(t *testing.T) {
 	for _, r := range m.Rows {
 		row := []string{r.Node + ":"}
 		for _, c := range m.Columns {
-			if r.Present[c] {
+			if r.Present.Has(c) {
 				row = append(row, c)
 			}
 		}
@@ -308,8 +310,41 @@ func TestMatrixTotalPods(t *testing.T) {
 	if m.TotalPods != 3 {
 		t.Errorf("TotalPods = %d, want 3", m.TotalPods)
 	}
-	if got := m.Rows[0].Present; !got["device-plugin"] || got["toolkit"] || got["driver"] || got["gfd"] {
+	if got := m.Rows[0].Present.Map(); !got["device-plugin"] || got["toolkit"] || got["driver"] || got["gfd"] {
 		t.Errorf("row n = %v, want only device-plugin", got)
+	}
+}
+
+// A row's presence reads and writes as the map of column to bool it stands
+// for, a roster longer than 64 operands (a discovered one) included.
+func TestPresentIsItsMap(t *testing.T) {
+	for _, n := range []int{0, 5, 64, 65, 130} {
+		var columns, present []string
+		want := map[string]bool{}
+		for i := range n {
+			c := fmt.Sprintf("op-%d", i)
+			columns = append(columns, c)
+			want[c] = i%3 == 0 || i == n-1
+			if want[c] {
+				present = append(present, c)
+			}
+		}
+		p := judge.NewPresent(columns, present...)
+		for c, w := range want {
+			if p.Has(c) != w {
+				t.Errorf("%d columns: Has(%q) = %v, want %v", n, c, !w, w)
+			}
+		}
+		if p.Has("not-a-column") {
+			t.Errorf("%d columns: a column not in the matrix is present", n)
+		}
+		got, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w, _ := json.Marshal(want); string(got) != string(w) {
+			t.Errorf("%d columns: JSON %s, want %s", n, got, w)
+		}
 	}
 }
 

@@ -249,7 +249,7 @@ func (e *Exporter) fill() {
 			desired[o]++
 		}
 		for _, o := range e.roster {
-			if v.Row.Present[o.Column] {
+			if v.Row.Present.Has(o.Column) {
 				running[o.Name]++
 			}
 		}

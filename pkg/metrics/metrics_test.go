@@ -28,10 +28,7 @@ func node(name string, asked, missing, findings, present []string, reasons ...ex
 		Node:  name,
 		Audit: judge.NodeAudit{Node: name, Missing: missing, Asked: asked},
 		Order: judge.OrderVerdict{Node: name, Findings: findings},
-		Row:   judge.MatrixRow{Node: name, Present: map[string]bool{}},
-	}
-	for _, c := range present {
-		v.Row.Present[c] = true
+		Row:   judge.MatrixRow{Node: name, Present: judge.NewPresent(present, present...)},
 	}
 	for _, m := range missing {
 		v.Explain.Missing = append(v.Explain.Missing, explain.Missing{Node: name, Operand: m, Reasons: reasons})

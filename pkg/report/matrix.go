@@ -18,7 +18,7 @@ func (m matrixView) lines() []string {
 		var b strings.Builder
 		b.WriteString(v.Node)
 		for _, o := range m.r.Roster {
-			fmt.Fprintf(&b, " %s=%s", o.Column, yesNo(v.Row.Present[o.Column]))
+			fmt.Fprintf(&b, " %s=%s", o.Column, yesNo(v.Row.Present.Has(o.Column)))
 		}
 		out = append(out, b.String())
 	}
@@ -34,7 +34,7 @@ func (m matrixView) blocks(bool) []block {
 	for _, v := range m.r.Nodes {
 		row := []cell{{text: v.Node}}
 		for _, o := range m.r.Roster {
-			if v.Row.Present[o.Column] {
+			if v.Row.Present.Has(o.Column) {
 				row = append(row, cell{"yes", green})
 			} else {
 				row = append(row, cell{"no", faint})

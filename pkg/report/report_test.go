@@ -25,8 +25,8 @@ var (
 	matrix = judge.Matrix{
 		Columns: []string{"driver", "device-plugin"},
 		Rows: []judge.MatrixRow{
-			{Node: "n-2", Present: map[string]bool{"driver": true, "device-plugin": false}},
-			{Node: "n-10", Present: map[string]bool{"driver": false, "device-plugin": true}},
+			{Node: "n-2", Present: judge.NewPresent([]string{"driver", "device-plugin"}, "driver")},
+			{Node: "n-10", Present: judge.NewPresent([]string{"driver", "device-plugin"}, "device-plugin")},
 		},
 		TotalPods: 2,
 	}

@@ -133,7 +133,7 @@ func jsonChange(t time.Time, c verdict.Change) watchLine {
 		asked = []string{} // "asked": [], as for a deleted node
 	}
 	return watchLine{Time: t, Node: v.Node, OK: v.OK(), Asked: asked, Missing: v.Audit.Missing, Stuck: v.Audit.Stuck, Findings: v.Order.Findings,
-		Present: v.Row.Present, Explain: v.Explain}
+		Present: v.Row.Present.Map(), Explain: v.Explain}
 }
 
 // table writes the whole table (redraw) or the header once and a row per
@@ -191,7 +191,7 @@ func watchRow(v *verdict.Verdict, node string, roster []operand.Operand) []cell 
 		switch {
 		case slices.Contains(v.Audit.Missing, o.Name):
 			row = append(row, cell{"MISSING", red})
-		case v.Row.Present[o.Column]:
+		case v.Row.Present.Has(o.Column):
 			row = append(row, cell{"yes", green})
 		default:
 			row = append(row, cell{"no", faint})

@@ -322,7 +322,7 @@ func Build(s *snapshot.Snapshot, verdicts []verdict.Verdict, roster []operand.Op
 			g.Upgrades[v.Upgrade.Verdict]++
 		}
 		for j, o := range roster {
-			c := cellOf(l, o, v.Row.Present[o.Column])
+			c := cellOf(l, o, v.Row.Present.Has(o.Column))
 			n.Cells[j] = c
 			for _, st := range States {
 				if c.Has(st) {
