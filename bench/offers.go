@@ -111,6 +111,14 @@ func (f fleetNode) offerCause() (code, op string) {
 // plugin, GFD, the MIG manager and the operator's labeller would write.
 func (f fleetNode) dressOffer(n *corev1.Node) {
 	if f.offer == plain {
+		// The device plugin's plain GPUs, where it runs: a node whose plugin
+		// is ready and advertises none is unusable to health
+		// (gpus-not-advertised), as most of the fleets built before
+		// 2026-12-05 were.
+		if f.role == gpu && f.asks(operand.Lab.DevicePlugin()) {
+			n.Status.Capacity[snapshot.GPUResource] = *resource.NewQuantity(gpusPerNode, resource.DecimalSI)
+			n.Status.Allocatable[snapshot.GPUResource] = n.Status.Capacity[snapshot.GPUResource]
+		}
 		return
 	}
 	n.Labels[operand.GPUCountLabel] = fmt.Sprint(gpusPerNode)
@@ -230,17 +238,19 @@ var offerCodes = []string{health.SharingConfigUnknown, health.SharingNotApplied,
 	health.MIGConfigUnknown, health.MIGFailed, health.MIGStuck, health.MIGLayoutMismatch,
 	health.DevicesNotPublished, health.PoolIncomplete, health.DevicesTainted}
 
-// checkHealth checks health's text against the offers: each node of an
-// offer READY, or the cause its breakage must give, and no offer cause on
-// any other node.
+// checkHealth checks health's text against the fleet: each healthy GPU
+// node READY, each node of an offer READY or the cause its breakage must
+// give, and no offer cause on any other node.
 func checkHealth(fleet []fleetNode) func([]byte) string {
 	return func(out []byte) string {
 		lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
 		byName := map[string]fleetNode{}
 		offered := 0
 		for _, f := range fleet {
-			if f.offer != plain {
+			if f.role == gpu {
 				byName[f.name] = f
+			}
+			if f.offer != plain {
 				offered++
 			}
 		}
@@ -266,9 +276,9 @@ func checkHealth(fleet []fleetNode) func([]byte) string {
 				return fmt.Sprintf("**WRONG** at line %d: got %q, want %q", i+1, line, want)
 			}
 		}
-		if seen != offered {
-			return fmt.Sprintf("**WRONG**: %d of the %d nodes of an offer judged", seen, offered)
+		if seen != len(byName) {
+			return fmt.Sprintf("**WRONG**: %d of the %d healthy GPU nodes judged", seen, len(byName))
 		}
-		return fmt.Sprintf("as expected (%d lines; the %d nodes of an offer checked)", len(lines), offered)
+		return fmt.Sprintf("as expected (%d lines; the %d GPU nodes checked, %d of them of an offer)", len(lines), seen, offered)
 	}
 }

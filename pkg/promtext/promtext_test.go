@@ -1,11 +1,14 @@
 package promtext_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/gpuops/gpuops/pkg/promtext"
 )
@@ -58,4 +61,26 @@ func TestGaugeWantsEveryLabel(t *testing.T) {
 	}()
 	// One value too many: without the check it would be left out unseen.
 	promtext.New(promtext.Family{Name: "x", Labels: []string{"node", "why"}}).Gauge(0, 1, "n1", "because", "extra")
+}
+
+// A value is written as client_golang's expfmt writes it, whole numbers
+// (written without the float formatting) and the rest alike.
+func TestValuesAsClientGolang(t *testing.T) {
+	for _, v := range []float64{0, math.Copysign(0, -1), 1, -1, 3, 5000, 999999, 1e6, -123456, 1764900000, 0.5, 2.5e-7, 1e21,
+		math.NaN(), math.Inf(1), math.Inf(-1)} {
+		s := promtext.New(promtext.Family{Name: "g", Help: "h"})
+		s.Gauge(0, v)
+		var got strings.Builder
+		if err := s.Write(&got); err != nil {
+			t.Fatal(err)
+		}
+		var want strings.Builder
+		if _, err := expfmt.MetricFamilyToText(&want, &dto.MetricFamily{Name: proto.String("g"), Help: proto.String("h"),
+			Type: dto.MetricType_GAUGE.Enum(), Metric: []*dto.Metric{{Gauge: &dto.Gauge{Value: proto.Float64(v)}}}}); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Errorf("%v: wrote\n%s\nclient_golang writes\n%s", v, got.String(), want.String())
+		}
+	}
 }
