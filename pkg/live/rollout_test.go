@@ -176,7 +176,7 @@ func TestReplacedVerdictIsFreed(t *testing.T) {
 	tr, names := fleetTracker(t, 4)
 	tr.opts.Health, tr.plan.Health = true, true
 	tr.judge(slices.Clone(names), false, true) // the four in one batch, with health
-	old, oldHealth := weakVerdict(tr, names[0])
+	old, oldHealth := weakVerdict(t, tr, names[0])
 	setNode(t, tr, withLabel(t, tr, names[0], operand.Lab.DCGMExporter().LabelKey(), "false"))
 	tr.judge(names[:1], false, false)
 	runtime.GC()
@@ -190,10 +190,11 @@ func TestReplacedVerdictIsFreed(t *testing.T) {
 }
 
 // weakVerdict is weak pointers to a node's verdict and its health.
-func weakVerdict(tr *Tracker, name string) (weak.Pointer[verdict.Verdict], weak.Pointer[health.Node]) {
+func weakVerdict(tb testing.TB, tr *Tracker, name string) (weak.Pointer[verdict.Verdict], weak.Pointer[health.Node]) {
+	tb.Helper()
 	v := tr.verdicts[name]
 	if v.Health == nil {
-		panic("no health judged for " + name)
+		tb.Fatalf("no health judged for %s", name)
 	}
 	return weak.Make(v), weak.Make(v.Health)
 }
