@@ -106,7 +106,7 @@ func benchServe(ctx context.Context, cfg config, root, cluster, kubeconfig strin
 	rep := report{nodes: len(fleet), when: time.Now().UTC(), machine: machine(server), revision: revision(ctx, root), setup: setup}
 	rep.running, rep.pending = expectedPods(fleet)
 	if others := others(cfg.clusters(), cluster); cfg.pause && len(others) > 0 {
-		resume, note, err := pauseSimulators(ctx, root, others, cfg.stopped(cluster))
+		resume, note, err := pauseSimulators(ctx, root, others, cfg.stopped(cluster)) // stopped: others, with -pause-others
 		if err != nil {
 			return rep, err
 		}

@@ -40,16 +40,19 @@ var controlPlane = []string{"etcd", "kube-apiserver", "kube-controller-manager",
 // planes.
 type procs []int
 
-// findSimulators reads the KWOK controllers' pids of the named clusters,
-// from the pid files kwokctl keeps (as benchWatcher reads the API server's).
-func findSimulators(root string, clusters []string) (procs, error) {
+// findProcs reads the pids of the named components of the named clusters,
+// from the pid files kwokctl keeps (as benchWatcher reads the API
+// server's); flag names the flag that asked, for the error.
+func findProcs(root, flag string, clusters, components []string) (procs, error) {
 	var out procs
 	for _, c := range clusters {
-		pid, err := readPID(pidFile(root, c, "kwok-controller"))
-		if err != nil {
-			return nil, fmt.Errorf("-pause-simulators: the KWOK controller of cluster %s: %w", c, err)
+		for _, comp := range components {
+			pid, err := readPID(pidFile(root, c, comp))
+			if err != nil {
+				return nil, fmt.Errorf("%s: the %s of cluster %s: %w", flag, comp, c, err)
+			}
+			out = append(out, pid)
 		}
-		out = append(out, pid)
 	}
 	return out, nil
 }
@@ -125,11 +128,11 @@ const catchUp = 5 * time.Minute
 // stops them and the control planes of the clusters stopped names, and
 // returns the func that resumes them all and a note on it for the report.
 func pauseSimulators(ctx context.Context, root string, sims, stopped []string) (resume func(), note string, err error) {
-	sim, err := findSimulators(root, sims)
+	sim, err := findProcs(root, "-pause-simulators", sims, []string{"kwok-controller"})
 	if err != nil {
 		return nil, "", err
 	}
-	planes, err := findControlPlanes(root, stopped)
+	planes, err := findProcs(root, "-pause-others", stopped, controlPlane)
 	if err != nil {
 		return nil, "", err
 	}
@@ -156,21 +159,6 @@ func pauseSimulators(ctx context.Context, root string, sims, stopped []string) (
 			logf("resuming the paused processes: %v (kill -CONT %v)", err, []int(all))
 		}
 	}, note, nil
-}
-
-// findControlPlanes reads the pids of the named clusters' control planes.
-func findControlPlanes(root string, clusters []string) (procs, error) {
-	var out procs
-	for _, c := range clusters {
-		for _, comp := range controlPlane {
-			pid, err := readPID(pidFile(root, c, comp))
-			if err != nil {
-				return nil, fmt.Errorf("-pause-others: the %s of cluster %s: %w", comp, c, err)
-			}
-			out = append(out, pid)
-		}
-	}
-	return out, nil
 }
 
 // others are the clusters of the run but the one measured.
