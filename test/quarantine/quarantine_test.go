@@ -82,7 +82,9 @@ func TestHandsOff(t *testing.T) {
 	names := []string{person, upgrading, tainted, personFine}
 	before := map[string]untouched{}
 	for _, n := range names {
-		before[n] = stateOf(f.get(t, n))
+		// The node lifecycle controller taints a cordoned node a moment
+		// after the cordon: that change is not gpuops', so wait for it.
+		before[n] = stateOf(f.waitNode(t, n, taintedIfCordoned))
 	}
 	s := f.serve(t, "--quarantine=on", "--quarantine-after", "3s", "--release-after", "2s")
 	m := s.waitFor(t, "the three held by others", func(m metrics) bool {
@@ -104,6 +106,14 @@ func TestHandsOff(t *testing.T) {
 	if got := f.get(t, person); !got.Spec.Unschedulable {
 		t.Errorf("quarantine release uncordoned %s", person)
 	}
+}
+
+// taintedIfCordoned: a cordoned node carries the taint the node lifecycle
+// controller adds for it.
+func taintedIfCordoned(n *corev1.Node) bool {
+	return !n.Spec.Unschedulable || slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
+		return t.Key == corev1.TaintNodeUnschedulable
+	})
 }
 
 // The fuse: with --quarantine-max 2 and four nodes breaking, exactly two
