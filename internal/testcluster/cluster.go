@@ -267,6 +267,25 @@ func tail(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// lines returns the last n lines of a component's log, of a cluster this
+// binary started, that pick picks; "" when there are none.
+func (c *cluster) lines(component string, pick func(line string) bool, n int) string {
+	if c.name == "" {
+		return ""
+	}
+	data, err := os.ReadFile(filepath.Join(c.root, ".lab", "clusters", "clusters", c.name, "logs", component+".log"))
+	if err != nil {
+		return ""
+	}
+	var lines []string
+	for l := range strings.Lines(string(data)) {
+		if pick(l) {
+			lines = append(lines, strings.TrimRight(l, "\n"))
+		}
+	}
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
 const idAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
 
 // randomID returns n random characters valid in DNS-1123 labels.

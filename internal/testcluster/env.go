@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,6 +97,17 @@ func newEnv(t testing.TB, c *cluster) *Env {
 			return
 		}
 		t.Logf("testcluster: pods of %s at the failure:%s", e.Namespace, describePods(pods.Items))
+		// A pod left Pending on a KWOK node is the simulator's or the
+		// scheduler's doing: their own words on the test's objects (its
+		// nodes and namespace are named after its ID) and their errors.
+		for _, component := range []string{"kwok-controller", "kube-scheduler"} {
+			said := func(l string) bool {
+				return strings.Contains(l, e.ID) || strings.Contains(l, `"level":"ERROR"`) || strings.HasPrefix(l, "E")
+			}
+			if lines := c.lines(component, said, 20); lines != "" {
+				t.Logf("testcluster: %s's last lines on %s or errors:\n%s", component, e.ID, lines)
+			}
+		}
 	})
 	return e
 }
