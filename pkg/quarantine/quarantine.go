@@ -175,8 +175,14 @@ func (c Certainty) since(since time.Time) time.Time {
 
 // Input is everything a decision is made of.
 type Input struct {
-	Now      time.Time
-	Nodes    []Node // every GPU node
+	Now time.Time
+	// Nodes are the GPU nodes a decision may touch: at least every one
+	// unusable, out of service or with gpuops's record on it. A node usable,
+	// in service and without a record comes to nothing, and most of a fleet
+	// is that: the actor holds none of them (their number is GPUNodes).
+	Nodes []Node
+	// GPUNodes is how many GPU nodes there are: the default max is a share.
+	GPUNodes int
 	Settings Settings
 	Fuse     Fuse
 	Certain  Certainty
@@ -234,10 +240,9 @@ type Decision struct {
 
 // Decide decides what to do now.
 func Decide(in Input) Decision {
-	d := Decision{Max: in.Settings.MaxFor(len(in.Nodes))}
+	d := Decision{Max: in.Settings.MaxFor(in.GPUNodes)}
 	// A node usable, in service and without a record comes to nothing
-	// below: only the others are sorted, by reference. The actor decides
-	// each second over every GPU node (BenchmarkDecide).
+	// below: only the others are sorted, by reference.
 	var nodes []*Node
 	for i := range in.Nodes {
 		if n := &in.Nodes[i]; !n.Usable || n.Held != nil || n.Recorded {

@@ -35,7 +35,7 @@ func held(n quarantine.Node, actor string, d time.Duration) quarantine.Node {
 }
 
 func decide(nodes []quarantine.Node, edit ...func(*quarantine.Input)) quarantine.Decision {
-	in := quarantine.Input{Now: now, Nodes: nodes, Settings: settings}
+	in := quarantine.Input{Now: now, Nodes: nodes, GPUNodes: len(nodes), Settings: settings}
 	for _, e := range edit {
 		e(&in)
 	}
@@ -234,6 +234,18 @@ func TestDefaultMax(t *testing.T) {
 	}
 }
 
+// The default max is a share of every GPU node, not of the nodes given: the
+// actor gives only those a decision may touch.
+func TestDefaultMaxOfEveryGPUNode(t *testing.T) {
+	nodes := []quarantine.Node{broken("a", time.Hour), broken("b", time.Hour), broken("c", time.Hour)}
+	for gpus, want := range map[int]int{30: 3, 3: 1} {
+		d := decide(nodes, func(in *quarantine.Input) { in.Settings.Max, in.GPUNodes = 0, gpus })
+		if got := len(d.Quarantine); got != want || d.Max != want {
+			t.Errorf("%d GPU nodes, three unusable given: quarantined %d (max %d), want %d", gpus, got, d.Max, want)
+		}
+	}
+}
+
 // Never more than --quarantine-rate a minute, counting gpuops's own
 // quarantines of the last minute (their records, so a restart counts them).
 func TestRate(t *testing.T) {
@@ -275,9 +287,9 @@ func TestOrder(t *testing.T) {
 	}
 }
 
-// BenchmarkDecide: a second's decision over 5,000 GPU nodes, three of them
-// unusable, against the decision over those three alone (what it costs
-// beyond them).
+// BenchmarkDecide: a decision given all 5,000 GPU nodes, three of them
+// unusable, against one given those three alone, as the actor gives them
+// (what the usable cost it when given).
 func BenchmarkDecide(b *testing.B) {
 	var all, few []quarantine.Node
 	for i := range 5000 {
