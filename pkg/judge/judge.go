@@ -104,19 +104,34 @@ func Audit(s *snapshot.Snapshot, roster []operand.Operand) []NodeAudit {
 	return NewIndex(s).Audit(roster)
 }
 
-// Audit is the package's Audit of the indexed snapshot.
+// Audit is the package's Audit of the indexed snapshot. Nodes that ask for
+// the same operands share one Asked (capacity clipped, so an append
+// copies): serve holds every node's audit, and a slice a node was 1 MB of
+// its heap at 5,000 realistic nodes (a sampled heap profile, 2026-12-05).
 func (x Index) Audit(roster []operand.Operand) []NodeAudit {
 	pres := x.Presence
 	out := make([]NodeAudit, 0, len(x.Nodes))
+	shared := map[uint64][]string{} // by the roster's indices asked, up to 64
+	asked := make([]string, 0, len(roster))
 	for _, n := range x.Nodes {
-		a := NodeAudit{Node: n.Name, Missing: []string{}, Asked: make([]string, 0, len(roster))}
-		for _, o := range roster {
+		a := NodeAudit{Node: n.Name, Missing: []string{}}
+		var set uint64
+		asked = asked[:0]
+		for i, o := range roster {
 			if o.Off != "" || !o.AskedBy(n.Labels) {
 				continue
 			}
-			a.Asked = append(a.Asked, o.Name)
+			asked = append(asked, o.Name)
+			set |= 1 << (i % 64)
 			if pres.On(n.Name, o) == 0 {
 				a.Missing = append(a.Missing, o.Name)
+			}
+		}
+		a.Asked = shared[set]
+		if a.Asked == nil || len(roster) > 64 {
+			a.Asked = slices.Clip(slices.Clone(asked))
+			if len(roster) <= 64 {
+				shared[set] = a.Asked
 			}
 		}
 		out = append(out, a)
