@@ -99,13 +99,10 @@ func newEnv(t testing.TB, c *cluster) *Env {
 		t.Logf("testcluster: pods of %s at the failure:%s", e.Namespace, describePods(pods.Items))
 		// A pod left Pending on a KWOK node is the simulator's or the
 		// scheduler's doing: their own words on the test's objects (its
-		// nodes and namespace are named after its ID) and their errors.
+		// nodes and namespace are named after its ID).
 		for _, component := range []string{"kwok-controller", "kube-scheduler"} {
-			said := func(l string) bool {
-				return strings.Contains(l, e.ID) || strings.Contains(l, `"level":"ERROR"`) || strings.HasPrefix(l, "E")
-			}
-			if lines := c.lines(component, said, 20); lines != "" {
-				t.Logf("testcluster: %s's last lines on %s or errors:\n%s", component, e.ID, lines)
+			if lines := c.lines(component, func(l string) bool { return strings.Contains(l, e.ID) }, 20); lines != "" {
+				t.Logf("testcluster: %s's last lines on %s:\n%s", component, e.ID, lines)
 			}
 		}
 	})
