@@ -149,21 +149,24 @@ func TestBatchJudgedInChunks(t *testing.T) {
 	}
 }
 
-// A node's part in the rollout points into no pass's Nodes, which would
-// keep every node's part of that pass alive for as long as the node goes
-// unjudged; a part that reads the same as before is the one kept.
+// A node's part in the rollout is its own: the pass's Nodes are not kept
+// (a part pointing into them kept every node's part of that pass alive for
+// as long as the node went unjudged); a part that reads the same as before
+// is the one kept.
 func TestRolloutPartsAreTheNodesOwn(t *testing.T) {
 	tr, names := fleetTracker(t, 4)
 	kept := tr.verdicts[names[0]].Upgrade
 	setNode(t, tr, withLabel(t, tr, names[2], operand.UpgradeStateLabel, operand.UpgradeRequired))
 	tr.judge(names[2:3], false, false)
-	ro := tr.rolled
-	for name, v := range tr.verdicts {
-		for i := range ro.Nodes {
-			if v.Upgrade == &ro.Nodes[i] {
-				t.Errorf("%s's part points into the pass's Nodes", name)
-			}
-		}
+	counted := 0
+	for _, n := range tr.rolled.Counts {
+		counted += n
+	}
+	if ro := tr.rolled; ro.Nodes != nil || counted != len(names) {
+		t.Errorf("the pass kept: its Nodes %d (want none), its counts %v (want the %d nodes')", len(ro.Nodes), ro.Counts, len(names))
+	}
+	if v := tr.verdicts[names[2]].Upgrade; v == nil || v.State != operand.UpgradeRequired {
+		t.Errorf("%s's part: %+v", names[2], v)
 	}
 	if tr.verdicts[names[0]].Upgrade != kept {
 		t.Error("a part that reads the same was made again")

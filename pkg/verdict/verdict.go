@@ -60,7 +60,8 @@ type Batch struct {
 	Initial bool
 	Changes []Change // verdicts that differ, in natural node order
 	// Rollout is the driver upgrade of every node the judge holds, when
-	// it judges upgrades: the budget and counts are the fleet's.
+	// it judges upgrades: the budget and counts are the fleet's. Its Nodes
+	// are left out: each node's part is its verdict's Upgrade.
 	Rollout *upgrade.Rollout
 	Judged  int // nodes judged
 	Took    time.Duration
