@@ -176,12 +176,14 @@ func Assemble(nodes []Node, cluster string, perNode bool, maxBytes int) []v1alph
 
 // Found is when each of a node's results was found, by a hash of the
 // result without its time: what the results judged next need of them to
-// keep those times (Carry), in 16 bytes a result rather than the result.
+// keep those times (Carry), in 8 bytes a result rather than the result
+// (serve holds every node's: 16 bytes a result were 0.9 MB at 5,000 nodes).
+// Two results of a node alike in 32 bits would only swap their times.
 type Found []found
 
 type found struct {
-	key uint64
-	at  int64 // Unix seconds
+	key uint32
+	at  uint32 // Unix seconds, up to 2106
 }
 
 // Carry keeps the times of f's results in next's that are the same but for
@@ -192,17 +194,17 @@ func (f Found) Carry(next []v1alpha1.ReportResult) Found {
 	for i := range next {
 		k := hashOf(next[i])
 		if j := slices.IndexFunc(f, func(x found) bool { return x.key == k }); j >= 0 {
-			next[i].Timestamp = metav1.Timestamp{Seconds: f[j].at}
+			next[i].Timestamp = metav1.Timestamp{Seconds: int64(f[j].at)}
 		}
-		out[i] = found{k, next[i].Timestamp.Seconds}
+		out[i] = found{k, uint32(next[i].Timestamp.Seconds)}
 	}
 	return out
 }
 
-func hashOf(r v1alpha1.ReportResult) uint64 {
-	h := fnv.New64a()
+func hashOf(r v1alpha1.ReportResult) uint32 {
+	h := fnv.New32a()
 	writeKey(json.NewEncoder(h), r)
-	return h.Sum64()
+	return h.Sum32()
 }
 
 // Same reports whether two reports say the same, timestamps aside: whether

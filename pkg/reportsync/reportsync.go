@@ -9,7 +9,6 @@ package reportsync
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -100,22 +99,32 @@ type Sync struct {
 	total   int  // the bytes of all their results
 	split   bool // the results are in a report per node
 	desired map[string]wanted
-	written map[string][sha256.Size]byte // what the server holds, as last read or written
+	written map[string]digest // what the server holds, as last read or written
 }
 
 // node is a node's verdict, as last judged, and its results' times.
 type node struct {
 	verdict *verdict.Verdict
-	at      time.Time // when it was judged
 	found   openreports.Found
-	bytes   int
+	at      int64 // when it was judged, Unix seconds (a result's time)
+	bytes   int32
 }
 
 // wanted is a report the verdicts make: its digest, and the node it is of
 // (empty: the cluster's one report).
 type wanted struct {
-	digest [sha256.Size]byte
+	digest digest
 	node   string
+}
+
+// digest is a report's openreports.Digest, its first 128 bits: serve holds
+// two of each node's report, and the whole SHA-256 was 0.3 MB more at
+// 5,000 nodes.
+type digest [16]byte
+
+func digestOf(r *v1alpha1.ClusterReport) digest {
+	d := openreports.Digest(r)
+	return digest(d[:16])
 }
 
 // Start keeps the reports of j's verdicts current until ctx ends: call it
@@ -148,7 +157,7 @@ func StartWith(ctx context.Context, j *live.Tracker, client typed.ClusterReportI
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 5*time.Minute),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "clusterreports"}),
 		limiter: flowcontrol.NewTokenBucketRateLimiter(o.QPS, o.Burst),
-		nodes:   map[string]node{}, desired: map[string]wanted{}, written: map[string][sha256.Size]byte{},
+		nodes:   map[string]node{}, desired: map[string]wanted{}, written: map[string]digest{},
 	}
 	j.Observe(live.Hooks{Judged: s.Judged})
 	context.AfterFunc(ctx, s.queue.ShutDown)
@@ -175,7 +184,7 @@ func (s *Sync) Judged(b verdict.Batch) {
 	keep := len(b.Changes) <= heldChanges
 	for _, c := range b.Changes {
 		name := c.Node()
-		s.total -= s.nodes[name].bytes
+		s.total -= int(s.nodes[name].bytes)
 		if c.After == nil {
 			delete(s.nodes, name)
 			changed[name] = openreports.Node{Name: name}
@@ -183,7 +192,7 @@ func (s *Sync) Judged(b verdict.Batch) {
 		}
 		n := openreports.NodeOf(c.After, s.opts.Namespace, b.Time)
 		found := s.nodes[name].found.Carry(n.Results)
-		s.nodes[name] = node{verdict: c.After, at: b.Time, found: found, bytes: n.Bytes}
+		s.nodes[name] = node{verdict: c.After, found: found, at: b.Time.Unix(), bytes: int32(n.Bytes)}
 		s.total += n.Bytes
 		if keep {
 			changed[name] = n
@@ -246,7 +255,7 @@ func (s *Sync) queueGone(old map[string]wanted) {
 }
 
 func wantedOf(r *v1alpha1.ClusterReport) wanted {
-	w := wanted{digest: openreports.Digest(r)}
+	w := wanted{digest: digestOf(r)}
 	if r.Scope != nil {
 		w.node = r.Scope.Name
 	}
@@ -259,7 +268,7 @@ func (s *Sync) results(name string) openreports.Node {
 	if !ok {
 		return openreports.Node{Name: name}
 	}
-	n := openreports.NodeOf(held.verdict, s.opts.Namespace, held.at)
+	n := openreports.NodeOf(held.verdict, s.opts.Namespace, time.Unix(held.at, 0))
 	held.found.Carry(n.Results)
 	return n
 }
@@ -344,7 +353,7 @@ func (s *Sync) run(ctx context.Context) {
 // every report that is there or should be: one someone else deleted or
 // changed is written again, one no verdict makes is deleted.
 func (s *Sync) relist(ctx context.Context) error {
-	written := map[string][sha256.Size]byte{}
+	written := map[string]digest{}
 	o := metav1.ListOptions{LabelSelector: Owned, Limit: relistPage}
 	for {
 		list, err := s.client.List(ctx, o)
@@ -352,7 +361,7 @@ func (s *Sync) relist(ctx context.Context) error {
 			return fmt.Errorf("list clusterreports: %w", err)
 		}
 		for i := range list.Items {
-			written[list.Items[i].Name] = openreports.Digest(&list.Items[i])
+			written[list.Items[i].Name] = digestOf(&list.Items[i])
 		}
 		if o.Continue = list.Continue; o.Continue == "" {
 			break
@@ -405,14 +414,14 @@ func (s *Sync) write(ctx context.Context, name string) error {
 	}
 	have, held := s.written[name]
 	s.mu.Unlock()
-	var digest [sha256.Size]byte
+	var d digest
 	if want != nil {
-		digest = openreports.Digest(want)
+		d = digestOf(want)
 	}
 	switch {
 	case want == nil && !held:
 		return nil
-	case want != nil && held && have == digest:
+	case want != nil && held && have == d:
 		return nil
 	}
 	if err := s.limiter.Wait(ctx); err != nil {
@@ -437,7 +446,7 @@ func (s *Sync) write(ctx context.Context, name string) error {
 	if want == nil {
 		delete(s.written, name)
 	} else {
-		s.written[name] = digest
+		s.written[name] = d
 	}
 	s.mu.Unlock()
 	return nil
