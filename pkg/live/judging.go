@@ -153,8 +153,10 @@ func (t *Tracker) rollout(judged []string, after map[string]*verdict.Verdict, no
 		}
 		ins[name] = in
 		s.Nodes = append(s.Nodes, inputs)
-		for _, p := range in.pods {
-			s.Pods = append(s.Pods, p.(*stored[snapshot.Pod]).Of)
+		for _, o := range in.objs {
+			if p, ok := o.(*stored[snapshot.Pod]); ok {
+				s.Pods = append(s.Pods, p.Of)
+			}
 		}
 		t.addEvents(s, name)
 	}
@@ -201,9 +203,8 @@ func (t *Tracker) rollout(judged []string, after map[string]*verdict.Verdict, no
 // bytes a node (2.8 MB at 5,000 nodes, a heap profile of a test fleet); a
 // digest colliding would only keep the last rollout until rolloutRefresh.
 type rolloutIn struct {
-	node   uint64
-	pods   []any
-	events []any
+	node uint64
+	objs []any // the pods, then the Events: one slice, 24 bytes less a node
 }
 
 var inputsSeed = maphash.MakeSeed()
@@ -229,11 +230,12 @@ func (t *Tracker) rolloutInputs(name string, reads func(*snapshot.Pod) (bool, bo
 	pods, _ := t.podIndex().ByIndex(nodeIndex, name)
 	for _, p := range pods {
 		if _, read := reads(&p.(*stored[snapshot.Pod]).Of); read {
-			in.pods = append(in.pods, p)
+			in.objs = append(in.objs, p)
 		}
 	}
 	if st := t.store("events"); st != nil {
-		in.events, _ = st.ByIndex(nodeIndex, name)
+		evs, _ := st.ByIndex(nodeIndex, name)
+		in.objs = append(in.objs, evs...)
 	}
 	return in, inputs, true
 }
@@ -255,7 +257,7 @@ func sameRolloutIn(a, b rolloutIn) bool {
 	same := func(x, y []any) bool {
 		return len(x) == len(y) && !slices.ContainsFunc(x, func(o any) bool { return !slices.Contains(y, o) })
 	}
-	return a.node == b.node && same(a.pods, b.pods) && same(a.events, b.events)
+	return a.node == b.node && same(a.objs, b.objs)
 }
 
 // base is a snapshot of what every verdict reads besides nodes and pods.

@@ -106,6 +106,22 @@ func TestRolloutPassOnlyWhenItsInputsChange(t *testing.T) {
 		t.Errorf("the node's new state is not in its part: %+v", v.Upgrade)
 	}
 	again := tr.rolled
+	// A pod the rollout does not read, replaced by its informer, leaves
+	// it; the node's driver pod replaced makes it again.
+	for _, c := range []struct {
+		o     operand.Operand
+		again bool
+	}{{operand.Lab.DCGMExporter(), false}, {operand.Lab.Driver(), true}} {
+		pod := snapshot.Pod{Name: c.o.DaemonSet + "-" + names[3], Node: names[3], DaemonSet: c.o.DaemonSet, Phase: corev1.PodRunning, Health: snapshot.PodHealth{Ready: true}}
+		if err := tr.podIndex().Update(&stored[snapshot.Pod]{key{Name: pod.Name, Namespace: "gpu-operator"}, pod}); err != nil {
+			t.Fatal(err)
+		}
+		tr.judge(names[3:4], false, false)
+		if made := tr.rolled != again; made != c.again {
+			t.Errorf("a %s pod replaced: the rollout made again %v, want %v", c.o.Name, made, c.again)
+		}
+		again = tr.rolled
+	}
 	tr.judge(names[1:2], false, true)
 	if tr.rolled == again {
 		t.Error("a forced batch (a new plan) left the rollout as it was")
