@@ -70,7 +70,7 @@ type Actor struct {
 	// those unusable, out of service, with gpuops's record, or in the
 	// overlay. A usable node in service, most of a fleet, is only counted
 	// (gpuNodes): holding every one cost 1.7 MB of live heap at 5,000 nodes
-	// (a heap profile of serve under bench:serve, 2026-12-05).
+	// (an exact heap profile of serve at 5,000 realistic nodes, 2026-12-05).
 	nodes    map[string]quarantine.Node
 	gpuNodes int
 	// inputs are the last input's nodes, made again in place: Decide keeps
