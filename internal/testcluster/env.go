@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,23 +87,30 @@ func newEnv(t testing.TB, c *cluster) *Env {
 		}
 	})
 	// Runs before the namespace goes (cleanups run last first): a test that
-	// failed on the cluster's state shows its pods as they were.
+	// failed on the cluster's state shows its pods as they were, those of
+	// its namespace and those on its nodes (NodeName) in any namespace.
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
 		}
-		pods, err := e.Client.CoreV1().Pods(e.Namespace).List(context.Background(), metav1.ListOptions{})
+		pods, err := e.Client.CoreV1().Pods(metav1.NamespaceAll).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
-			t.Logf("testcluster: pods of %s at the failure: %v", e.Namespace, err)
+			t.Logf("testcluster: pods of %s at the failure: %v", e.ID, err)
 			return
 		}
-		t.Logf("testcluster: pods of %s at the failure:%s", e.Namespace, describePods(pods.Items))
+		mine := slices.DeleteFunc(pods.Items, func(p corev1.Pod) bool {
+			return p.Namespace != e.Namespace && !strings.HasPrefix(p.Spec.NodeName, e.NodeName(""))
+		})
+		t.Logf("testcluster: pods of %s (its namespace, its nodes) at the failure:%s", e.ID, describePods(mine))
 		// A pod left Pending on a KWOK node is the simulator's or the
 		// scheduler's doing: their own words on the test's objects (its
-		// nodes and namespace are named after its ID).
+		// nodes and namespace are named after its ID, and its pods).
+		said := func(l string) bool {
+			return strings.Contains(l, e.ID) || slices.ContainsFunc(mine, func(p corev1.Pod) bool { return strings.Contains(l, p.Namespace+"/"+p.Name) })
+		}
 		for _, component := range []string{"kwok-controller", "kube-scheduler"} {
-			if lines := c.lines(component, func(l string) bool { return strings.Contains(l, e.ID) }, 20); lines != "" {
-				t.Logf("testcluster: %s's last lines on %s:\n%s", component, e.ID, lines)
+			if lines := c.lines(component, said, 20); lines != "" {
+				t.Logf("testcluster: %s's last lines on them:\n%s", component, lines)
 			}
 		}
 	})
