@@ -28,7 +28,7 @@ func OwnAPIServer(t *testing.T, env *Env) *APIServer {
 	if !ok || filepath.Base(dir) != ".lab" {
 		t.Fatalf("kubeconfig %s is not one of hack/cluster.sh's dedicated clusters", env.Kubeconfig)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "clusters", "clusters", name, "pids", "kube-apiserver.pid"))
+	b, err := os.ReadFile(kwokctlFile(dir, name, "pids", "kube-apiserver.pid"))
 	if err != nil {
 		t.Fatal(err)
 	}

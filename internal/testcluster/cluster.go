@@ -185,12 +185,12 @@ func launch(root, name string, env []string) (*cluster, error) {
 	up.Env = append(append(os.Environ(), "LAB_NODES="), env...)
 	up.Stdout, up.Stderr = logFile, logFile
 	if err := up.Run(); err != nil {
-		return c, fmt.Errorf("%s up %s: %w\n%s", script, name, err, tail(logPath, 30))
+		return c, fmt.Errorf("%s up %s: %w\n%s", script, name, err, tail(logPath, 30, nil))
 	}
 	kc := filepath.Join(root, ".lab", "kubeconfig-"+name)
 	own, err := connect(kc)
 	if err != nil {
-		return c, fmt.Errorf("cluster %s started but %w\n%s", name, err, tail(logPath, 30))
+		return c, fmt.Errorf("cluster %s started but %w\n%s", name, err, tail(logPath, 30, nil))
 	}
 	c.kubeconfig, c.restConfig, c.client = own.kubeconfig, own.restConfig, own.client
 	fmt.Fprintf(os.Stderr, "testcluster: started cluster %s in %.1fs (log %s)\n", name, time.Since(begin).Seconds(), logPath)
@@ -216,7 +216,7 @@ func (c *cluster) delete() error {
 	select {
 	case err := <-done:
 		if err != nil {
-			return fmt.Errorf("deleting cluster %s: %w\n%s", c.name, err, tail(c.log, 30))
+			return fmt.Errorf("deleting cluster %s: %w\n%s", c.name, err, tail(c.log, 30, nil))
 		}
 		os.Remove(c.log)
 		return nil
@@ -254,36 +254,35 @@ func modulePathOf(gomod []byte) string {
 	return ""
 }
 
-// tail returns the last n lines of a file, for error messages.
-func tail(path string, n int) string {
+// tail returns the last n lines of a file, of those pick picks when it is
+// not nil; "" when it cannot be read.
+func tail(path string, n int, pick func(line string) bool) string {
 	data, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// lines returns the last n lines of a component's log, of a cluster this
-// binary started, that pick picks; "" when there are none.
-func (c *cluster) lines(component string, pick func(line string) bool, n int) string {
-	if c.name == "" {
-		return ""
-	}
-	data, err := os.ReadFile(filepath.Join(c.root, ".lab", "clusters", "clusters", c.name, "logs", component+".log"))
 	if err != nil {
 		return ""
 	}
 	var lines []string
 	for l := range strings.Lines(string(data)) {
-		if pick(l) {
+		if pick == nil || pick(l) {
 			lines = append(lines, strings.TrimRight(l, "\n"))
 		}
 	}
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// kwokctlFile is a file kwokctl keeps of a cluster hack/cluster.sh started
+// (dir "pids" or "logs"), under the repo's .lab folder.
+func kwokctlFile(lab, name, dir, file string) string {
+	return filepath.Join(lab, "clusters", "clusters", name, dir, file)
+}
+
+// componentLog is a component's log of a cluster this binary started; ""
+// for one it did not start.
+func (c *cluster) componentLog(component string) string {
+	if c.name == "" {
+		return ""
+	}
+	return kwokctlFile(filepath.Join(c.root, ".lab"), c.name, "logs", component+".log")
 }
 
 const idAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"

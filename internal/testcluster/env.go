@@ -109,7 +109,7 @@ func newEnv(t testing.TB, c *cluster) *Env {
 			return strings.Contains(l, e.ID) || slices.ContainsFunc(mine, func(p corev1.Pod) bool { return strings.Contains(l, p.Namespace+"/"+p.Name) })
 		}
 		for _, component := range []string{"kwok-controller", "kube-scheduler"} {
-			if lines := c.lines(component, said, 20); lines != "" {
+			if lines := tail(c.componentLog(component), 20, said); lines != "" {
 				t.Logf("testcluster: %s's last lines on them:\n%s", component, lines)
 			}
 		}
