@@ -100,6 +100,10 @@ type Node struct {
 	UpgradeState string
 }
 
+// Idle reports whether the node comes to nothing in a decision: usable, in
+// service and without gpuops's record, as most of a fleet is.
+func (n Node) Idle() bool { return n.Usable && n.Held == nil && !n.Recorded }
+
 // Ours reports whether gpuops's quarantine holds the node.
 func (n Node) Ours() bool { return n.Held != nil && n.Held.Actor == ledger.Gpuops }
 
@@ -176,10 +180,9 @@ func (c Certainty) since(since time.Time) time.Time {
 // Input is everything a decision is made of.
 type Input struct {
 	Now time.Time
-	// Nodes are the GPU nodes a decision may touch: at least every one
-	// unusable, out of service or with gpuops's record on it. A node usable,
-	// in service and without a record comes to nothing, and most of a fleet
-	// is that: the actor holds none of them (their number is GPUNodes).
+	// Nodes are the GPU nodes a decision may touch: at least every one not
+	// Idle. An idle node comes to nothing, and most of a fleet is idle: the
+	// actor holds none of them (their number is GPUNodes).
 	Nodes []Node
 	// GPUNodes is how many GPU nodes there are: the default max is a share.
 	GPUNodes int
@@ -241,11 +244,11 @@ type Decision struct {
 // Decide decides what to do now.
 func Decide(in Input) Decision {
 	d := Decision{Max: in.Settings.MaxFor(in.GPUNodes)}
-	// A node usable, in service and without a record comes to nothing
-	// below: only the others are sorted, by reference.
+	// An idle node comes to nothing below: only the others are sorted, by
+	// reference.
 	var nodes []*Node
 	for i := range in.Nodes {
-		if n := &in.Nodes[i]; !n.Usable || n.Held != nil || n.Recorded {
+		if n := &in.Nodes[i]; !n.Idle() {
 			nodes = append(nodes, n)
 		}
 	}

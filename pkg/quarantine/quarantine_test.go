@@ -138,7 +138,8 @@ func TestNeverTouchOthers(t *testing.T) {
 // Never lift what gpuops did not put: a usable node someone else holds
 // stays held; one of gpuops's in a driver upgrade is the controller's to
 // uncordon; one another actor has marked since keeps its cordon (only the
-// record goes); a stale record is taken off without touching the node.
+// record goes); a stale record, of a node someone else holds or of one back
+// in service, is taken off without touching the node.
 func TestOnlyLiftsItsOwn(t *testing.T) {
 	person := held(fine("person", time.Hour), ledger.Person, time.Hour)
 	upgrading := held(fine("upgrading", time.Hour), ledger.Gpuops, time.Hour)
@@ -147,15 +148,17 @@ func TestOnlyLiftsItsOwn(t *testing.T) {
 	marked.Marked = ledger.NVSentinel
 	stale := held(fine("stale", time.Hour), ledger.Person, time.Hour)
 	stale.Recorded = true
-	d := decide([]quarantine.Node{person, upgrading, marked, stale})
+	uncordoned := fine("uncordoned", time.Hour) // by a person, the record left
+	uncordoned.Recorded = true
+	d := decide([]quarantine.Node{person, upgrading, marked, stale, uncordoned})
 	if len(d.Release) != 1 || d.Release[0] != (quarantine.Release{Node: "marked", Uncordon: false}) {
 		t.Errorf("released %+v, want only marked, its cordon kept", d.Release)
 	}
 	if heldFor(d, "upgrading") != quarantine.InUpgrade {
 		t.Errorf("upgrading held for %q", heldFor(d, "upgrading"))
 	}
-	if !slices.Equal(d.Forget, []string{"stale"}) {
-		t.Errorf("forget %v, want stale", d.Forget)
+	if !slices.Equal(d.Forget, []string{"stale", "uncordoned"}) {
+		t.Errorf("forget %v, want stale and uncordoned", d.Forget)
 	}
 	if !slices.Equal(d.Owned, []string{"marked", "upgrading"}) {
 		t.Errorf("owned %v", d.Owned)

@@ -67,9 +67,8 @@ type Actor struct {
 
 	mu sync.Mutex
 	// nodes are the GPU nodes a decision may touch, from the verdicts:
-	// those unusable, out of service, with gpuops's record, or in the
-	// overlay. A usable node in service, most of a fleet, is only counted
-	// (gpuNodes): holding every one cost 1.7 MB of live heap at 5,000 nodes
+	// those not Idle, or in the overlay. An idle node, most of a fleet, is
+	// only counted (gpuNodes): holding every one cost 1.7 MB of live heap
 	// (an exact heap profile of serve at 5,000 realistic nodes, 2026-12-05).
 	nodes    map[string]quarantine.Node
 	gpuNodes int
@@ -167,9 +166,9 @@ func (a *Actor) take(b verdict.Batch) {
 			delete(a.overlay, name) // the verdicts agree now
 		}
 		was, ok := a.nodes[name]
-		if _, overlaid := a.overlay[name]; n.Usable && n.Held == nil && !n.Recorded && !overlaid {
-			// Comes to nothing in a decision; when it turns unusable or
-			// is taken out of service it counts from then, as below.
+		if _, overlaid := a.overlay[name]; n.Idle() && !overlaid {
+			// Not held: when it turns unusable or is taken out of
+			// service it counts from then, as below.
 			if ok {
 				delete(a.nodes, name)
 				decide = true
