@@ -218,10 +218,15 @@ func Same(a, b *v1alpha1.ClusterReport) bool {
 	return Digest(a) == Digest(b)
 }
 
+// Sum is a report's Digest: the first 128 bits of a SHA-256. serve keeps
+// two a node at 5,000 nodes (what it makes, what the server holds), and the
+// whole hash was 0.3 MB more.
+type Sum [16]byte
+
 // Digest is what a report says, timestamps aside, hashed: what a writer
 // keeps of a report the server holds, to tell whether it must write it
 // again, instead of the report itself (at 5,000 nodes, some 25 MB).
-func Digest(r *v1alpha1.ClusterReport) [sha256.Size]byte {
+func Digest(r *v1alpha1.ClusterReport) Sum {
 	h := sha256.New()
 	// Encoded straight into the hash: serve digests every report it makes
 	// and every one it lists, and a copy of each as JSON was most of what
@@ -231,7 +236,7 @@ func Digest(r *v1alpha1.ClusterReport) [sha256.Size]byte {
 	for i := range r.Results {
 		writeKey(enc, r.Results[i])
 	}
-	return [sha256.Size]byte(h.Sum(nil))
+	return Sum(h.Sum(nil))
 }
 
 // head is what a Digest reads of a report besides its results. JSON of

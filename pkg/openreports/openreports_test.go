@@ -369,7 +369,7 @@ func reportsOf(r *outcome.Result, perNode bool) []v1alpha1.ClusterReport {
 func BenchmarkDigest(b *testing.B) {
 	r, _ := serveScope.Judge(labNodes(5000, false), now)
 	reports := reportsOf(r, true)
-	copied := func(r *v1alpha1.ClusterReport) [sha256.Size]byte {
+	copied := func(r *v1alpha1.ClusterReport) openreports.Sum {
 		h := sha256.New()
 		head, _ := json.Marshal(openreports.Head(r))
 		h.Write(head)
@@ -378,9 +378,9 @@ func BenchmarkDigest(b *testing.B) {
 			key, _ := json.Marshal(res)
 			h.Write([]byte(string(key)))
 		}
-		return [sha256.Size]byte(h.Sum(nil))
+		return openreports.Sum(h.Sum(nil))
 	}
-	allocated := func(digest func(*v1alpha1.ClusterReport) [sha256.Size]byte) float64 {
+	allocated := func(digest func(*v1alpha1.ClusterReport) openreports.Sum) float64 {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		for i := range reports {

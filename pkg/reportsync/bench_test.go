@@ -55,7 +55,7 @@ func BenchmarkHeld(b *testing.B) {
 func newSync() *Sync {
 	return &Sync{opts: Options{MaxBytes: 512 << 10, Delay: time.Hour}, judged: make(chan struct{}),
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
-		nodes: map[string]node{}, desired: map[string]wanted{}, written: map[string]digest{}}
+		nodes: map[string]node{}, desired: map[string]wanted{}, written: map[string]openreports.Sum{}}
 }
 
 func labVerdict(name string, missing []string) *verdict.Verdict {
