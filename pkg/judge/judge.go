@@ -111,7 +111,10 @@ func Audit(s *snapshot.Snapshot, roster []operand.Operand) []NodeAudit {
 func (x Index) Audit(roster []operand.Operand) []NodeAudit {
 	pres := x.Presence
 	out := make([]NodeAudit, 0, len(x.Nodes))
-	shared := map[uint64][]string{} // by the roster's indices asked, up to 64
+	var shared map[uint64][]string // by the roster's indices asked; none past 64 operands
+	if len(roster) <= 64 {
+		shared = map[uint64][]string{}
+	}
 	asked := make([]string, 0, len(roster))
 	for _, n := range x.Nodes {
 		a := NodeAudit{Node: n.Name, Missing: []string{}}
@@ -127,10 +130,9 @@ func (x Index) Audit(roster []operand.Operand) []NodeAudit {
 				a.Missing = append(a.Missing, o.Name)
 			}
 		}
-		a.Asked = shared[set]
-		if a.Asked == nil || len(roster) > 64 {
+		if a.Asked = shared[set]; a.Asked == nil {
 			a.Asked = slices.Clip(slices.Clone(asked))
-			if len(roster) <= 64 {
+			if shared != nil {
 				shared[set] = a.Asked
 			}
 		}
