@@ -134,7 +134,7 @@ func NodeOf(v *verdict.Verdict, namespace string, at time.Time) Node {
 	b := builder{node: v.Node, ns: namespace, at: metav1.Timestamp{Seconds: at.Unix()}}
 	b.audit(v)
 	b.order(v)
-	if v.Health != nil && v.Health.Judged {
+	if v.GPU() {
 		b.health(v.Health)
 	}
 	if v.Upgrade != nil {

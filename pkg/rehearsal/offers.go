@@ -197,7 +197,7 @@ func (f *offer) prepare(ctx context.Context, name string) error {
 	}
 	var ready []string
 	for _, v := range r.Nodes {
-		if v.Health != nil && v.Health.Judged && v.Health.Usable && (len(f.o.Nodes) == 0 || slices.Contains(f.o.Nodes, v.Node)) {
+		if v.GPU() && v.Health.Usable && (len(f.o.Nodes) == 0 || slices.Contains(f.o.Nodes, v.Node)) {
 			ready = append(ready, v.Node)
 		}
 	}

@@ -34,6 +34,10 @@ type Verdict struct {
 	Upgrade *upgrade.Node
 }
 
+// GPU reports whether the verdict is of a GPU node: one health judged (a
+// nil verdict, of a node gone, is not).
+func (v *Verdict) GPU() bool { return v != nil && v.Health != nil && v.Health.Judged }
+
 // OK reports whether nothing is missing and no rule is broken.
 func (v *Verdict) OK() bool { return v.Audit.OK() && v.Order.OK() }
 

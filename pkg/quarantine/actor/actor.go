@@ -145,9 +145,9 @@ func (a *Actor) take(b verdict.Batch) {
 	decide := b.Initial
 	for _, c := range b.Changes {
 		name := c.Node()
-		a.gpuNodes += gpu(c.After) - gpu(c.Before)
+		a.gpuNodes += int(bool01(c.After.GPU()) - bool01(c.Before.GPU()))
 		h := c.After
-		if gpu(h) == 0 {
+		if !h.GPU() {
 			if _, ok := a.nodes[name]; ok {
 				delete(a.nodes, name)
 				decide = true
@@ -190,14 +190,6 @@ func (a *Actor) take(b verdict.Batch) {
 	if decide {
 		a.poke()
 	}
-}
-
-// gpu is 1 for the verdict of a GPU node (health judged it), else 0.
-func gpu(v *verdict.Verdict) int {
-	if v == nil || v.Health == nil || !v.Health.Judged {
-		return 0
-	}
-	return 1
 }
 
 func (a *Actor) poke() {
