@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,6 +90,7 @@ type serveFigures struct {
 	serve, floor   processFigures
 	toMetric       []time.Duration // probe sent → its series in /metrics
 	toWatch        []time.Duration // probe sent → the bench's watch sees it
+	sentAt         []time.Time     // when each probe of toMetric was sent
 	scrapes        []time.Duration // each /metrics scrape while a probe was out
 	lost           int             // probes not seen within probeTimeout
 	rate           int
@@ -588,6 +590,7 @@ func (b *serveBench) probe(ctx context.Context, url string, w *probeWatch, f *se
 		}
 		f.toMetric = append(f.toMetric, shown.Sub(sent))
 		f.toWatch = append(f.toWatch, watched.Sub(sent))
+		f.sentAt = append(f.sentAt, sent)
 	}
 }
 
@@ -681,7 +684,26 @@ func (f *serveFigures) markdown(level int) string {
 	if f.lost > 0 {
 		fmt.Fprintf(&s, "- **%d probes not seen within %s**\n", f.lost, probeTimeout)
 	}
+	if slow := f.slowest(5); slow != "" {
+		fmt.Fprintf(&s, "- the slowest probes, when sent (UTC): %s\n", slow)
+	}
 	return s.String()
+}
+
+// slowest lists the n probes slowest to reach /metrics with when they were
+// sent, so that a p99 can be laid beside what else ran at that moment
+// (the API server's and KWOK's logs, the churn).
+func (f *serveFigures) slowest(n int) string {
+	order := make([]int, len(f.toMetric))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(f.toMetric[b], f.toMetric[a]) })
+	var out []string
+	for _, i := range order[:min(n, len(order))] {
+		out = append(out, fmt.Sprintf("%s (serve %s, watch %s)", f.sentAt[i].UTC().Format("15:04:05"), ms(f.toMetric[i]), ms(f.toWatch[i])))
+	}
+	return strings.Join(out, ", ")
 }
 
 // targets says how a fleet's figures stand against the targets.
