@@ -23,18 +23,7 @@ import (
 // same series as client_golang's const metrics behind promhttp (the way
 // the verdict was exported before).
 func BenchmarkScrape(b *testing.B) {
-	e := metrics.New(synced)
-	since := t0
-	var changes []verdict.Change
-	for i := range 5000 {
-		name := fmt.Sprintf("gpu-node-%04d", i)
-		v := node(name, all, []string{}, []string{}, []string{"toolkit", "device-plugin"})
-		v.Health = &health.Node{Node: name, Judged: true, Usable: true}
-		v.Upgrade = &upgrade.Node{Node: name, Verdict: upgrade.Done, State: "upgrade-done", Since: &since}
-		changes = append(changes, verdict.Change{After: v})
-	}
-	e.Judged(verdict.Batch{Time: time.Now(), Initial: true, Roster: roster, Rules: rules, Changes: changes,
-		Rollout: &upgrade.Rollout{Counts: map[string]int{upgrade.Done: 5000}}})
+	e := fleet(5000)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(e)
 	text := promtext.Handler(reg, e)
@@ -58,6 +47,24 @@ func BenchmarkScrape(b *testing.B) {
 			}
 		})
 	}
+}
+
+// fleet is an exporter of n judged GPU nodes in a driver rollout, each
+// with three series.
+func fleet(n int) *metrics.Exporter {
+	e := metrics.New(synced)
+	since := t0
+	var changes []verdict.Change
+	for i := range n {
+		name := fmt.Sprintf("gpu-node-%04d", i)
+		v := node(name, all, []string{}, []string{}, []string{"toolkit", "device-plugin"})
+		v.Health = &health.Node{Node: name, Judged: true, Usable: true}
+		v.Upgrade = &upgrade.Node{Node: name, Verdict: upgrade.Done, State: "upgrade-done", Since: &since}
+		changes = append(changes, verdict.Change{After: v})
+	}
+	e.Judged(verdict.Batch{Time: time.Now(), Initial: true, Roster: roster, Rules: rules, Changes: changes,
+		Rollout: &upgrade.Rollout{Counts: map[string]int{upgrade.Done: n}}})
+	return e
 }
 
 // constCollector sends families as const metrics, made at each Collect.

@@ -38,8 +38,9 @@ type Exporter struct {
 	order      []string         // the verdicts' nodes by name, for the scrape
 	reorder    bool             // a node came or went since order was made
 
-	scrape sync.Mutex // one scrape at a time writes text
-	text   *promtext.Series
+	scrape sync.Mutex         // one scrape at a time writes text
+	text   *promtext.Series   // its buffer
+	nodes  []*verdict.Verdict // its verdicts, in name order
 
 	duration    prometheus.Histogram
 	watchErrors *prometheus.CounterVec
@@ -217,72 +218,103 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	e.watchErrors.Collect(ch)
 }
 
-// WriteText writes the verdict's families, nodes in name order.
+// WriteText writes the verdict's families, nodes in name order, straight
+// to w: the verdicts are taken under the lock (a slice of pointers; a
+// verdict is not changed once judged) and written after it, so that a slow
+// scraper never holds up the judge.
 func (e *Exporter) WriteText(w io.Writer) error {
 	e.scrape.Lock()
 	defer e.scrape.Unlock()
-	e.fill()
-	return e.text.Write(w)
-}
-
-// fill makes e.text the verdict's series.
-func (e *Exporter) fill() {
-	t := e.text
-	t.Reset()
+	e.text.Begin(w)
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.lastChange.IsZero() {
-		return // no verdict yet: no counts rather than zeros that read as "all fine"
+		e.mu.Unlock()
+		return e.text.End() // no verdict yet: no counts rather than zeros that read as "all fine"
 	}
 	if e.reorder {
 		e.order = slices.AppendSeq(e.order[:0], maps.Keys(e.verdicts))
 		slices.Sort(e.order)
 		e.reorder = false
 	}
-	t.Gauge(lastChangeFam, float64(e.lastChange.UnixNano())/1e9)
+	e.nodes = e.nodes[:0]
+	for _, name := range e.order {
+		e.nodes = append(e.nodes, e.verdicts[name])
+	}
+	sc := scrape{nodes: e.nodes, roster: e.roster, rules: e.rules, rollout: e.rollout, lastChange: e.lastChange}
+	e.mu.Unlock()
+	sc.write(e.text)
+	clear(e.nodes) // held until the next scrape, they would keep verdicts judged again since
+	return e.text.End()
+}
+
+// scrape is what one scrape writes: the verdicts of the nodes in name
+// order, and the last batch's roster, rules and rollout.
+type scrape struct {
+	nodes      []*verdict.Verdict
+	roster     []operand.Operand
+	rules      []operand.Rule
+	rollout    *upgrade.Rollout
+	lastChange time.Time
+}
+
+// write writes the families in their order, each over the nodes in turn:
+// a family's lines come together, as the format wants.
+func (sc scrape) write(t *promtext.Series) {
 	desired, running := map[string]int{}, map[string]int{}
 	ok, finding := 0, 0
 	ledgered := map[string]*ledger.Entry{}
-	for _, name := range e.order {
-		v := e.verdicts[name]
+	for _, v := range sc.nodes {
 		for _, o := range v.Audit.Asked {
 			desired[o]++
 		}
-		for _, o := range e.roster {
+		for _, o := range sc.roster {
 			if v.Row.Present.Has(o.Column) {
 				running[o.Name]++
 			}
 		}
-		if h := v.Health; h != nil && h.Judged {
-			t.Gauge(usableFam, bool01(h.Usable), v.Node)
-			if e := h.OutOfService; e != nil {
-				ledgered[v.Node] = e
-				t.Gauge(outOfServiceFam, 1, e.Actor, v.Node)
-			}
-			if h.Cause != nil {
-				t.Gauge(causeFam, 1, h.Cause.Code, v.Node, h.Cause.Operand)
-				for _, c := range h.Also {
-					t.Gauge(causeFam, 1, c.Code, v.Node, c.Operand)
-				}
-			}
-		}
-		if u := v.Upgrade; u != nil {
-			t.Gauge(upgradeFam, 1, v.Node, u.State, u.Verdict)
-			if u.Since != nil {
-				t.Gauge(upgradeSinceFam, float64(u.Since.Unix()), v.Node)
-			}
+		if h := v.Health; h != nil && h.Judged && h.OutOfService != nil {
+			ledgered[v.Node] = h.OutOfService
 		}
 		if v.OK() {
 			ok++
-			continue
+		} else {
+			finding++
 		}
-		finding++
+	}
+	findings := func(each func(v *verdict.Verdict)) {
+		for _, v := range sc.nodes {
+			if !v.OK() {
+				each(v)
+			}
+		}
+	}
+	judged := func(each func(v *verdict.Verdict, h *health.Node)) {
+		for _, v := range sc.nodes {
+			if h := v.Health; h != nil && h.Judged {
+				each(v, h)
+			}
+		}
+	}
+	findings(func(v *verdict.Verdict) {
 		for _, o := range v.Audit.Missing {
 			t.Gauge(missingFam, 1, v.Node, o)
 		}
+	})
+	findings(func(v *verdict.Verdict) {
 		for _, o := range v.Audit.Stuck {
 			t.Gauge(stuckFam, 1, v.Node, o)
 		}
+	})
+	judged(func(v *verdict.Verdict, h *health.Node) { t.Gauge(usableFam, bool01(h.Usable), v.Node) })
+	judged(func(v *verdict.Verdict, h *health.Node) {
+		if h.Cause != nil {
+			t.Gauge(causeFam, 1, h.Cause.Code, v.Node, h.Cause.Operand)
+			for _, c := range h.Also {
+				t.Gauge(causeFam, 1, c.Code, v.Node, c.Operand)
+			}
+		}
+	})
+	findings(func(v *verdict.Verdict) {
 		for _, m := range v.Explain.Missing {
 			var seen []string
 			for _, r := range m.Reasons {
@@ -292,56 +324,95 @@ func (e *Exporter) fill() {
 				}
 			}
 		}
+	})
+	findings(func(v *verdict.Verdict) {
 		for _, f := range v.Order.Findings {
-			r := verdict.RuleOf(e.rules, f)
+			r := verdict.RuleOf(sc.rules, f)
 			t.Gauge(violationFam, 1, r.Needs, v.Node, r.Operand, f)
 		}
-	}
+	})
 	// The counts in the order of their labels, as client_golang wrote them.
 	t.Gauge(nodesFam, float64(finding), "finding")
 	t.Gauge(nodesFam, float64(ok), "ok")
-	operands := make([]string, 0, len(e.roster))
-	for _, o := range e.roster {
+	operands := make([]string, 0, len(sc.roster))
+	for _, o := range sc.roster {
 		operands = append(operands, o.Name)
 	}
 	slices.Sort(operands)
 	for _, o := range operands {
 		t.Gauge(desiredFam, float64(desired[o]), o)
+	}
+	for _, o := range operands {
 		t.Gauge(runningFam, float64(running[o]), o)
 	}
+	t.Gauge(lastChangeFam, float64(sc.lastChange.UnixNano())/1e9)
+	for _, v := range sc.nodes {
+		if u := v.Upgrade; u != nil {
+			t.Gauge(upgradeFam, 1, v.Node, u.State, u.Verdict)
+		}
+	}
+	for _, v := range sc.nodes {
+		if u := v.Upgrade; u != nil && u.Since != nil {
+			t.Gauge(upgradeSinceFam, float64(u.Since.Unix()), v.Node)
+		}
+	}
+	policies := sc.policies()
+	for _, p := range policies {
+		for _, v := range upgrade.Verdicts {
+			t.Gauge(upgradeNodesFam, float64(p.counts[v]), p.name, v)
+		}
+	}
+	for _, p := range policies {
+		budget := map[string]int{"max_parallel": p.budget.MaxParallel, "max_unavailable": p.budget.MaxUnavailable,
+			"available": p.budget.Available, "in_progress": len(p.budget.InProgress), "unavailable": len(p.budget.Unavailable)}
+		for _, kind := range slices.Sorted(maps.Keys(budget)) {
+			t.Gauge(upgradeBudgetFam, float64(budget[kind]), kind, p.name)
+		}
+	}
+	judged(func(v *verdict.Verdict, h *health.Node) {
+		if e := h.OutOfService; e != nil {
+			t.Gauge(outOfServiceFam, 1, e.Actor, v.Node)
+		}
+	})
 	byActor := ledger.Count(slices.Collect(maps.Values(ledgered)))
 	for _, actor := range slices.Sorted(maps.Keys(byActor)) {
 		t.Gauge(outOfServiceNodesFam, float64(byActor[actor]), actor)
 	}
-	if r := e.rollout; r != nil {
-		switch {
-		case r.Policy != nil:
-			rolloutGauges(t, "ClusterPolicy", r.Counts, r.Budget, ledgered)
-		case len(r.Pools) == 0: // no policy read: the counts still say where the nodes are
-			rolloutGauges(t, "none", r.Counts, r.Budget, ledgered)
-		}
-		for _, p := range r.Pools {
-			rolloutGauges(t, "NVIDIADriver/"+p.Name, p.Counts, p.Budget, ledgered)
+	for _, p := range policies {
+		used := ledger.BudgetOf(p.budget.MaxUnavailable, p.budget.Unavailable, ledgered).ByActor
+		for _, actor := range slices.Sorted(maps.Keys(used)) {
+			t.Gauge(upgradeBudgetUsedFam, float64(used[actor]), actor, p.name)
 		}
 	}
 }
 
-// rolloutGauges are one upgrade policy's counts by verdict (a zero for
-// each verdict it has none of, so a count can be watched from 0), its
-// budget and who uses maxUnavailable (the ledger's entries by node).
-func rolloutGauges(t *promtext.Series, policy string, counts map[string]int, b upgrade.Budget, ledgered map[string]*ledger.Entry) {
-	used := ledger.BudgetOf(b.MaxUnavailable, b.Unavailable, ledgered).ByActor
-	for _, actor := range slices.Sorted(maps.Keys(used)) {
-		t.Gauge(upgradeBudgetUsedFam, float64(used[actor]), actor, policy)
+// policy is one upgrade policy of the rollout: its counts by verdict and
+// its budget.
+type policy struct {
+	name   string
+	counts map[string]int
+	budget upgrade.Budget
+}
+
+// policies are the rollout's upgrade policies: the ClusterPolicy's, or
+// none where no policy was read (the counts still say where the nodes
+// are), then each NVIDIADriver's pool.
+func (sc scrape) policies() []policy {
+	r := sc.rollout
+	if r == nil {
+		return nil
 	}
-	for _, v := range upgrade.Verdicts {
-		t.Gauge(upgradeNodesFam, float64(counts[v]), policy, v)
+	var out []policy
+	switch {
+	case r.Policy != nil:
+		out = append(out, policy{"ClusterPolicy", r.Counts, r.Budget})
+	case len(r.Pools) == 0:
+		out = append(out, policy{"none", r.Counts, r.Budget})
 	}
-	budget := map[string]int{"max_parallel": b.MaxParallel, "max_unavailable": b.MaxUnavailable, "available": b.Available,
-		"in_progress": len(b.InProgress), "unavailable": len(b.Unavailable)}
-	for _, kind := range slices.Sorted(maps.Keys(budget)) {
-		t.Gauge(upgradeBudgetFam, float64(budget[kind]), kind, policy)
+	for _, p := range r.Pools {
+		out = append(out, policy{"NVIDIADriver/" + p.Name, p.Counts, p.Budget})
 	}
+	return out
 }
 
 func bool01(b bool) float64 {

@@ -78,18 +78,19 @@ func (a *Actor) Collect(ch chan<- prometheus.Metric) {
 func (a *Actor) WriteText(w io.Writer) error {
 	a.scrape.Lock()
 	defer a.scrape.Unlock()
-	a.text.Reset()
 	a.mu.Lock()
-	if a.leading && a.judged {
-		for _, n := range a.last.Owned {
+	d, write := a.last, a.leading && a.judged // a decision is made anew, never changed
+	a.mu.Unlock()
+	a.text.Begin(w)
+	if write {
+		for _, n := range d.Owned {
 			a.text.Gauge(quarantinedFam, 1, a.opts.Mode, n)
 		}
-		for _, h := range a.last.Held {
+		for _, h := range d.Held {
 			a.text.Gauge(heldFam, 1, h.Node, h.Reason)
 		}
 	}
-	a.mu.Unlock()
-	return a.text.Write(w)
+	return a.text.End()
 }
 
 func bool01(b bool) float64 {
