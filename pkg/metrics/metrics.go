@@ -315,7 +315,7 @@ func (sc scrape) write(t *promtext.Series) {
 		}
 	})
 	findings(func(v *verdict.Verdict) {
-		for _, m := range v.Explain.Missing {
+		for _, m := range v.Why().Missing {
 			var seen []string
 			for _, r := range m.Reasons {
 				if !slices.Contains(seen, r.Code) {

@@ -25,10 +25,11 @@ import (
 
 func node(name string, asked, missing, findings, present []string, reasons ...explain.Reason) *verdict.Verdict {
 	v := &verdict.Verdict{
-		Node:  name,
-		Audit: judge.NodeAudit{Node: name, Missing: missing, Asked: asked},
-		Order: judge.OrderVerdict{Node: name, Findings: findings},
-		Row:   judge.MatrixRow{Node: name, Present: judge.NewPresent(present, present...)},
+		Node:    name,
+		Audit:   judge.NodeAudit{Node: name, Missing: missing, Asked: asked},
+		Order:   judge.OrderVerdict{Node: name, Findings: findings},
+		Row:     judge.MatrixRow{Node: name, Present: judge.NewPresent(present, present...)},
+		Explain: &explain.Report{},
 	}
 	for _, m := range missing {
 		v.Explain.Missing = append(v.Explain.Missing, explain.Missing{Node: name, Operand: m, Reasons: reasons})

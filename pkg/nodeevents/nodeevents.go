@@ -101,7 +101,7 @@ func eventsOf(before, after *verdict.Verdict, rules []operand.Rule) []nodeEvent 
 
 // why is the reasons of a missing operand, if the verdict has them.
 func why(v *verdict.Verdict, op string) string {
-	for _, m := range v.Explain.Missing {
+	for _, m := range v.Why().Missing {
 		if m.Operand == op && len(m.Reasons) > 0 {
 			return " (" + explain.Messages(m.Reasons) + ")"
 		}

@@ -358,7 +358,7 @@ func auditSeverity(op string) v1alpha1.ResultSeverity {
 
 func (b *builder) audit(v *verdict.Verdict) {
 	missing := map[string][]explain.Reason{}
-	for _, m := range v.Explain.Missing {
+	for _, m := range v.Why().Missing {
 		missing[m.Operand] = m.Reasons
 	}
 	for _, op := range v.Audit.Asked {
@@ -382,7 +382,7 @@ func (b *builder) audit(v *verdict.Verdict) {
 	for _, op := range v.Audit.Stuck {
 		props := map[string]string{"operand": op, "label": operand.LabelPrefix + op, "reason": "stuck"}
 		msg := "STUCK " + op
-		for _, w := range v.Explain.Warnings {
+		for _, w := range v.Why().Warnings {
 			if w.Stuck && w.Operand == op {
 				maps.Copy(props, warningProps(w))
 				msg += ": " + w.Message
@@ -390,7 +390,7 @@ func (b *builder) audit(v *verdict.Verdict) {
 		}
 		b.add(Audit, op, auditSeverity(op), Fail, msg, props, "")
 	}
-	for _, w := range v.Explain.Warnings {
+	for _, w := range v.Why().Warnings {
 		if w.Stuck { // said once, as STUCK
 			continue
 		}
@@ -400,7 +400,7 @@ func (b *builder) audit(v *verdict.Verdict) {
 		}
 		b.add(Audit, rule, Low, Warn, w.Message, warningProps(w), "")
 	}
-	for _, u := range v.Explain.Unexpected {
+	for _, u := range v.Why().Unexpected {
 		b.add(Audit, u.Operand, Low, Warn, u.Message,
 			map[string]string{"operand": u.Operand, "reason": explain.UnexpectedOperand, "label": operand.OperandsLabel, "value": "false"}, u.Pod)
 	}

@@ -123,12 +123,12 @@ func TestResultsAreTheVerdicts(t *testing.T) {
 			for _, op := range v.Audit.Stuck {
 				want.fail = append(want.fail, key{v.Node, op})
 			}
-			for _, w := range v.Explain.Warnings {
+			for _, w := range v.Why().Warnings {
 				if !w.Stuck {
 					want.warn = append(want.warn, key{v.Node, cmp(w.Operand, w.Label)})
 				}
 			}
-			for _, u := range v.Explain.Unexpected {
+			for _, u := range v.Why().Unexpected {
 				want.warn = append(want.warn, key{v.Node, u.Operand})
 			}
 			for _, r := range v.Order.Rules {

@@ -162,17 +162,25 @@ func (sc Scope) Judge(s *snapshot.Snapshot, now time.Time) (*outcome.Result, err
 	}
 	if sc.Explain {
 		x := explain.Explain(s, sc.Roster, audits, explain.Clock{Now: now, StuckAfter: sc.StuckAfter})
+		nothing := &explain.Report{Missing: []explain.Missing{}, Warnings: []explain.Warning{}, Unexpected: []explain.Unexpected{}, Disabled: r.Disabled}
 		for i := range r.Nodes {
-			r.Nodes[i].Explain = explain.Report{Missing: []explain.Missing{}, Warnings: []explain.Warning{}, Unexpected: []explain.Unexpected{}, Disabled: r.Disabled}
+			r.Nodes[i].Explain = nothing
+		}
+		own := func(node string) *explain.Report {
+			if v := at[node]; v.Explain == nothing {
+				mine := *nothing
+				v.Explain = &mine
+			}
+			return at[node].Explain
 		}
 		for _, m := range x.Missing {
-			at[m.Node].Explain.Missing = append(at[m.Node].Explain.Missing, m)
+			own(m.Node).Missing = append(own(m.Node).Missing, m)
 		}
 		for _, w := range x.Warnings {
-			at[w.Node].Explain.Warnings = append(at[w.Node].Explain.Warnings, w)
+			own(w.Node).Warnings = append(own(w.Node).Warnings, w)
 		}
 		for _, u := range x.Unexpected {
-			at[u.Node].Explain.Unexpected = append(at[u.Node].Explain.Unexpected, u)
+			own(u.Node).Unexpected = append(own(u.Node).Unexpected, u)
 		}
 	}
 	healthJudged.Wait()

@@ -149,10 +149,41 @@ func TestWhyIsExplainOfTheFleet(t *testing.T) {
 				Unexpected: slices.DeleteFunc(slices.Clone(want.Unexpected), func(u explain.Unexpected) bool { return !of(u.Node) }),
 				Disabled:   want.Disabled,
 			}
-			if !reflect.DeepEqual(v.Explain, mine) || !reflect.DeepEqual(v.Audit, audits[i]) {
-				t.Fatalf("seed %d, node %s:\n got %+v, %+v\nwant %+v, %+v", seed, v.Node, v.Explain, v.Audit, mine, audits[i])
+			if !reflect.DeepEqual(*v.Why(), mine) || !reflect.DeepEqual(v.Audit, audits[i]) {
+				t.Fatalf("seed %d, node %s:\n got %+v, %+v\nwant %+v, %+v", seed, v.Node, v.Why(), v.Audit, mine, audits[i])
 			}
 		}
+	}
+}
+
+// The nodes with nothing to explain share one report (serve holds a
+// verdict of every node); a node with a reason has its own.
+func TestNothingToExplainShared(t *testing.T) {
+	s := &snapshot.Snapshot{Namespace: "gpu-operator", DaemonSets: []snapshot.DaemonSet{{Name: operand.Lab.DevicePlugin().DaemonSet,
+		NodeSelector: map[string]string{operand.Lab.DevicePlugin().LabelKey(): "true"}}}}
+	for _, name := range []string{"plain-1", "plain-2", "asks", "plain-3"} {
+		n := snapshot.Node{Name: name, Ready: true}
+		if name == "asks" {
+			n.Labels = map[string]string{operand.Lab.DevicePlugin().LabelKey(): "true"}
+		}
+		s.Nodes = append(s.Nodes, n)
+	}
+	r, err := pipeline.Decide(s, pipeline.Options{Roster: pipeline.LabRoster, Explain: true}).Judge(s, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := map[string]*explain.Report{}
+	for _, v := range r.Nodes {
+		at[v.Node] = v.Explain
+	}
+	shared := at["plain-1"]
+	for _, name := range []string{"plain-2", "plain-3"} {
+		if at[name] != shared || len(at[name].Missing) != 0 {
+			t.Errorf("%s: a report of its own (%+v), with nothing to explain", name, at[name])
+		}
+	}
+	if len(at["asks"].Missing) != 1 || at["asks"] == shared {
+		t.Errorf("asks: %+v, the shared report: %v", at["asks"], at["asks"] == shared)
 	}
 }
 

@@ -117,9 +117,9 @@ func (a auditView) data(o *Origin) any {
 	for i, v := range a.r.Nodes {
 		audits[i] = v.Audit
 		if why != nil {
-			why.Missing = append(why.Missing, v.Explain.Missing...)
-			why.Warnings = append(why.Warnings, v.Explain.Warnings...)
-			why.Unexpected = append(why.Unexpected, v.Explain.Unexpected...)
+			why.Missing = append(why.Missing, v.Why().Missing...)
+			why.Warnings = append(why.Warnings, v.Why().Warnings...)
+			why.Unexpected = append(why.Unexpected, v.Why().Unexpected...)
 		}
 	}
 	return struct {
@@ -171,7 +171,7 @@ func whyOf(v *verdict.Verdict, explained bool) nodeWhy {
 	if !explained {
 		return nodeWhy{&explain.Report{}}
 	}
-	return nodeWhy{&v.Explain}
+	return nodeWhy{v.Why()}
 }
 
 // missing are the messages of why an operand is MISSING.

@@ -36,6 +36,7 @@ func audited(audits []judge.NodeAudit, why *explain.Report) *outcome.Result {
 	for _, a := range audits {
 		v := verdict.Verdict{Node: a.Node, Audit: a}
 		if why != nil {
+			v.Explain = &explain.Report{}
 			r.Disabled, r.Notes = why.Disabled, why.Notes
 			for _, m := range why.Missing {
 				if m.Node == a.Node {

@@ -95,7 +95,7 @@ func (x *Watch) lines(b *strings.Builder, c verdict.Change) {
 	}
 	a := c.After
 	if c.Before == nil || !slices.Equal(c.Before.Audit.Missing, a.Audit.Missing) || !slices.Equal(c.Before.Audit.Stuck, a.Audit.Stuck) ||
-		(x.explain && !reflect.DeepEqual(c.Before.Explain, a.Explain)) {
+		(x.explain && !reflect.DeepEqual(c.Before.Why(), a.Why())) {
 		b.WriteString(text(auditLines(a, x.explain)))
 	}
 	if c.Before == nil || !slices.Equal(c.Before.Order.Findings, a.Order.Findings) {
@@ -133,7 +133,7 @@ func jsonChange(t time.Time, c verdict.Change) watchLine {
 		asked = []string{} // "asked": [], as for a deleted node
 	}
 	return watchLine{Time: t, Node: v.Node, OK: v.OK(), Asked: asked, Missing: v.Audit.Missing, Stuck: v.Audit.Stuck, Findings: v.Order.Findings,
-		Present: v.Row.Present.Map(), Explain: v.Explain}
+		Present: v.Row.Present.Map(), Explain: *v.Why()}
 }
 
 // table writes the whole table (redraw) or the header once and a row per

@@ -22,7 +22,7 @@ func node(name string, missing []string, findings []string, present ...string) *
 		Audit:   judge.NodeAudit{Node: name, Missing: missing, Asked: []string{"driver", "container-toolkit"}},
 		Order:   judge.OrderVerdict{Node: name, Findings: findings},
 		Row:     judge.MatrixRow{Node: name, Present: judge.NewPresent([]string{"driver", "toolkit", "device-plugin"}, present...)},
-		Explain: explain.Report{Missing: []explain.Missing{}, Warnings: []explain.Warning{}, Unexpected: []explain.Unexpected{}},
+		Explain: &explain.Report{Missing: []explain.Missing{}, Warnings: []explain.Warning{}, Unexpected: []explain.Unexpected{}},
 	}
 	for _, m := range missing {
 		v.Explain.Missing = append(v.Explain.Missing, explain.Missing{Node: name, Operand: m,

@@ -362,7 +362,7 @@ func Build(s *snapshot.Snapshot, verdicts []verdict.Verdict, roster []operand.Op
 }
 
 func missingReasons(v verdict.Verdict, op string) []explain.Reason {
-	for _, m := range v.Explain.Missing {
+	for _, m := range v.Why().Missing {
 		if m.Operand == op {
 			return m.Reasons
 		}
@@ -371,7 +371,7 @@ func missingReasons(v verdict.Verdict, op string) []explain.Reason {
 }
 
 func stuckReasons(v verdict.Verdict, op string) []explain.Reason {
-	for _, w := range v.Explain.Warnings {
+	for _, w := range v.Why().Warnings {
 		if w.Stuck && w.Operand == op {
 			return []explain.Reason{{Code: w.Code, Message: w.Message}}
 		}

@@ -21,7 +21,11 @@ type Verdict struct {
 	Audit   judge.NodeAudit    // operands asked for (Asked) and those not running (Missing)
 	Order   judge.OrderVerdict // broken rules of the start-up order
 	Row     judge.MatrixRow    // which operands run there
-	Explain explain.Report     // why, when asked for; else empty
+	// Explain is why, when asked for: a node with nothing to explain shares
+	// one empty report with the others of its batch (a report inline was
+	// 120 of a verdict's 400 bytes, held for every node by serve). Read it
+	// with Why.
+	Explain *explain.Report
 	// LabelsBreak are the rules the node's deploy labels break, judged on
 	// the labels alone with every rule, as the guard judges a change (with
 	// the pipeline's LabelsOnly).
@@ -37,6 +41,17 @@ type Verdict struct {
 // GPU reports whether the verdict is of a GPU node: one health judged (a
 // nil verdict, of a node gone, is not).
 func (v *Verdict) GPU() bool { return v != nil && v.Health != nil && v.Health.Judged }
+
+// Why is the verdict's explanation, empty when none was asked for (shared:
+// not to be changed).
+func (v *Verdict) Why() *explain.Report {
+	if v.Explain == nil {
+		return &unexplained
+	}
+	return v.Explain
+}
+
+var unexplained explain.Report
 
 // OK reports whether nothing is missing and no rule is broken.
 func (v *Verdict) OK() bool { return v.Audit.OK() && v.Order.OK() }

@@ -84,7 +84,7 @@ func TestNewSelectorLabelReadsTheNodesAgain(t *testing.T) {
 		select {
 		case b := <-batches:
 			for _, c := range b.Changes {
-				for _, m := range c.After.Explain.Missing {
+				for _, m := range c.After.Why().Missing {
 					for _, r := range m.Reasons {
 						if m.Operand == driver.Name && r.Message == want {
 							if n := nodeWatches(); n != 2 {
