@@ -83,7 +83,6 @@ type Tracker struct {
 	// The last rollout and what it read (judging.go's rollout).
 	rolled     *upgrade.Rollout
 	rolledAt   time.Time
-	parts      map[string]*upgrade.Node
 	rolloutIns map[string]rolloutIn
 }
 
