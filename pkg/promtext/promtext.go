@@ -36,7 +36,7 @@ type Writer interface {
 // allocates next to nothing, and nothing of a scrape is held after it. A
 // buffer of each family's lines, kept between scrapes, was 0.8 MB of
 // serve's heap at 5,000 realistic nodes (an exact heap profile,
-// bench/RESULTS.md). Not safe for concurrent use.
+// docs/scale.md). Not safe for concurrent use.
 type Series struct {
 	families []Family
 	w        io.Writer
