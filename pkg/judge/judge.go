@@ -248,15 +248,22 @@ type MatrixRow struct {
 // it runs, and a map a row cost about 300 bytes a node (1.5 MB of heap at
 // 5,000 nodes under bench:serve); this is 56 bytes in the row and no
 // allocation. In JSON it is the object of column to bool a map would be.
+//
+// Its columns are the roster's, the slice the matrix was made of: serve
+// judges a node or a few a batch, and a slice of column names a batch was
+// held by every verdict judged in it, one each after a churn.
 type Present struct {
-	columns []string // the matrix's, shared by its rows
-	low     uint64   // columns 0-63
-	high    []uint64 // columns from 64 on: only a discovered roster is that long
+	roster []operand.Operand // a column an operand, shared by the rows
+	low    uint64            // columns 0-63
+	high   []uint64          // columns from 64 on: only a discovered roster is that long
 }
 
 // NewPresent is a row's presence over columns, the named ones present.
 func NewPresent(columns []string, present ...string) Present {
-	p := Present{columns: columns}
+	p := Present{roster: make([]operand.Operand, len(columns))}
+	for i, c := range columns {
+		p.roster[i].Column = c
+	}
 	for _, c := range present {
 		if i := slices.Index(columns, c); i >= 0 {
 			p.set(i)
@@ -287,8 +294,12 @@ func (p Present) at(i int) bool {
 
 // Has reports whether the operand of the column is present on the node.
 func (p Present) Has(column string) bool {
-	i := slices.Index(p.columns, column)
-	return i >= 0 && p.at(i)
+	for i := range p.roster {
+		if p.roster[i].Column == column {
+			return p.at(i)
+		}
+	}
+	return false
 }
 
 // MarshalJSON writes the row as the map it stands for: an object of column
@@ -297,9 +308,9 @@ func (p Present) MarshalJSON() ([]byte, error) { return json.Marshal(p.Map()) }
 
 // Map is the row as a map of column to presence.
 func (p Present) Map() map[string]bool {
-	m := make(map[string]bool, len(p.columns))
-	for i, c := range p.columns {
-		m[c] = p.at(i)
+	m := make(map[string]bool, len(p.roster))
+	for i, o := range p.roster {
+		m[o.Column] = p.at(i)
 	}
 	return m
 }
@@ -320,7 +331,7 @@ func (x Index) Matrix(roster []operand.Operand) Matrix {
 		m.Columns = append(m.Columns, o.Column)
 	}
 	for _, n := range x.Nodes {
-		row := MatrixRow{Node: n.Name, Present: Present{columns: m.Columns}}
+		row := MatrixRow{Node: n.Name, Present: Present{roster: roster}}
 		for i, o := range roster {
 			if pres.On(n.Name, o) > 0 {
 				row.Present.set(i)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -285,6 +286,29 @@ func TestMatrix(t *testing.T) {
 	if !slices.Equal(m.Columns, []string{"driver", "toolkit", "device-plugin", "gfd", "dcgm"}) || !slices.Equal(got, want) || m.TotalPods != 9 {
 		t.Errorf("matrix: columns %q, rows %q, %d pods; want rows %q, 9 pods", m.Columns, got, m.TotalPods, want)
 	}
+}
+
+// Rows kept from many matrices of one roster (serve keeps a verdict a node,
+// each judged in a batch of its own) keep nothing of their matrix but
+// themselves: not a slice of column names a batch.
+func TestRowsKeepNoColumnsOfTheirBatch(t *testing.T) {
+	x := judge.NewIndex(specState(true))
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	const n = 10000
+	rows := make([]judge.MatrixRow, 0, n)
+	before := heap()
+	for range n {
+		rows = append(rows, x.Matrix(operand.Lab).Rows[0])
+	}
+	if per := float64(int64(heap())-int64(before)) / n; per > 16 { // the rows themselves were made before
+		t.Errorf("a row kept holds %.0f bytes of its matrix besides itself", per)
+	}
+	runtime.KeepAlive(rows)
 }
 
 func TestMatrixTotalPods(t *testing.T) {
