@@ -13,7 +13,6 @@ import (
 )
 
 func main() {
-	oneShotGC()
 	// client-go reports its retries (a broken watch, a refused connection)
 	// through klog on stderr; gpuops says what matters in its own lines.
 	klog.LogToStderr(false)

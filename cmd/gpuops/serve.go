@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/internal/gcpace"
 	"github.com/gpuops/gpuops/pkg/access"
 	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/kube"
@@ -90,7 +91,7 @@ func (o *serveOptions) Validate() error {
 }
 
 func (o *serveOptions) Run(ctx context.Context) error {
-	defaultGC()
+	gcpace.Steady()
 	j, cl, err := newTracker(&o.Judging, live.Options{Options: o.Opts}, false)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuops/gpuops/internal/gcpace"
 	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/live"
@@ -49,7 +50,7 @@ func (o *watchOptions) Validate() error {
 }
 
 func (o *watchOptions) Run(ctx context.Context) error {
-	defaultGC()
+	gcpace.Steady()
 	j, cl, err := newTracker(&o.Judging, live.Options{Options: o.Opts}, true)
 	if err != nil {
 		return err
