@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gpuops/gpuops/pkg/clusters"
+	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
@@ -160,11 +161,7 @@ func (j *Judging) Judge(ctx context.Context) (r *outcome.Result, cs []outcome.Cl
 	if j.Many.run != nil {
 		return nil, j.Many.run.Judge(ctx, j.ErrOut, j.Opts), nil
 	}
-	cl, err := j.Connect()
-	if err != nil {
-		return nil, nil, err
-	}
-	reader, err := cl.ForReading()
+	reader, err := kube.ConnectReading(j.Kube)
 	if err != nil {
 		return nil, nil, err
 	}

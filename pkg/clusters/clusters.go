@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/outcome"
@@ -162,11 +161,7 @@ func (r *Run) Judge(ctx context.Context, progress io.Writer, opts pipeline.Optio
 
 func judge(ctx context.Context, t Target, opts pipeline.Options) outcome.Cluster {
 	c := outcome.Cluster{Context: t.Context, Server: t.Server}
-	cl, err := kube.Connect(t.Flags)
-	var reader kubernetes.Interface
-	if err == nil {
-		reader, err = cl.ForReading()
-	}
+	reader, err := kube.ConnectReading(t.Flags)
 	if err == nil {
 		c.Result, err = pipeline.Run(ctx, reader, opts)
 	}

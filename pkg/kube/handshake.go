@@ -13,7 +13,7 @@ import (
 )
 
 // A judge's read sends its LISTs side by side over HTTP/1.1, a connection
-// each (ForReading), so a fresh process opened six TLS connections at once,
+// each (ConnectReading), so a fresh process opened six TLS connections at once,
 // each a full handshake: the API server signs with its key, the client with
 // a client certificate's, on both sides about 4.5 ms of CPU here (RSA-2048,
 // as kubeadm and KWOK make them). Resumed from a session ticket, a

@@ -64,16 +64,46 @@ type Clients struct {
 // with none, its service account) and builds the clients. It makes no API
 // call.
 func Connect(f *Flags) (*Clients, error) {
+	cfg, err := resolve(f)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(protobuf(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return &Clients{Config: cfg, Kube: cs}, nil
+}
+
+// ConnectReading resolves the connection as Connect does and builds only
+// the client a one-shot judge reads with (see reading): a judge needs no
+// other, and building the typed clientset costs about 1,000 allocations at
+// a process's start.
+func ConnectReading(f *Flags) (kubernetes.Interface, error) {
+	cfg, err := resolve(f)
+	if err != nil {
+		return nil, err
+	}
+	return reading(cfg)
+}
+
+// resolve is the connection the flags name, with gpuops' timeout and pace.
+func resolve(f *Flags) (*rest.Config, error) {
 	timeout, err := clientcmd.ParseTimeout(f.RequestTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("--request-timeout: %w", err)
 	}
-	if err := checkConfigured(f.ConfigFlags); err != nil {
+	// One loader: it reads the kubeconfig files once for both calls.
+	loader := f.ToRawKubeConfigLoader()
+	if err := checkConfigured(loader, *f.APIServer != ""); err != nil {
 		return nil, err
 	}
-	cfg, err := f.ToRESTConfig()
+	cfg, err := loader.ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	if f.WrapConfigFn != nil { // as f.ToRESTConfig would
+		cfg = f.WrapConfigFn(cfg)
 	}
 	cfg.Timeout = timeout
 	// How polite gpuops is to an API server: it reads with one LIST per
@@ -85,11 +115,7 @@ func Connect(f *Flags) (*Clients, error) {
 	// flag raises this: at 1,000 nodes `gpuops up` is within 2% of the
 	// DaemonSet controller's own time (docs/scale.md).
 	cfg.QPS, cfg.Burst = 100, 200
-	cs, err := kubernetes.NewForConfig(protobuf(cfg))
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	return &Clients{Config: cfg, Kube: cs}, nil
+	return cfg, nil
 }
 
 // protobuf makes the built-in types travel as protobuf: several times faster
@@ -102,15 +128,16 @@ func protobuf(cfg *rest.Config) *rest.Config {
 	return pb
 }
 
-// ForReading is Kube over HTTP/1.1, for a judge's one-shot read. Its LISTs
-// run side by side (pkg/snapshot/read); over HTTP/2 they share one
-// connection, whose frames one goroutine writes on the server and one reads
-// here, TLS included, while over HTTP/1.1 each gets a connection of its own.
-// On 1,000 lab-sized nodes the read took 5% less CPU, the API server's and
-// the client's, handshakes included (bench/RESULTS.md, "Small objects").
-// Its connections resume one TLS session (handshake.go).
-func (c *Clients) ForReading() (kubernetes.Interface, error) {
-	cfg := protobuf(c.Config)
+// reading is a client of the built-in types over HTTP/1.1, for a judge's
+// one-shot read. Its LISTs run side by side (pkg/snapshot/read); over
+// HTTP/2 they share one connection, whose frames one goroutine writes on
+// the server and one reads here, TLS included, while over HTTP/1.1 each
+// gets a connection of its own. On 1,000 lab-sized nodes the read took 5%
+// less CPU, the API server's and the client's, handshakes included
+// (bench/RESULTS.md, "Small objects"). Its connections resume one TLS
+// session (handshake.go).
+func reading(c *rest.Config) (kubernetes.Interface, error) {
+	cfg := protobuf(c)
 	hc, err := readingClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
@@ -139,13 +166,12 @@ func (c *Clients) ForWatching() (kubernetes.Interface, error) {
 // --server, not in a pod), where client-go would quietly fall back to
 // http://localhost:8080 and the user would read "connection refused" about
 // a server they never chose.
-func checkConfigured(cf *genericclioptions.ConfigFlags) error {
-	loader := cf.ToRawKubeConfigLoader()
+func checkConfigured(loader clientcmd.ClientConfig, server bool) error {
 	raw, err := loader.RawConfig()
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
-	if len(raw.Clusters) > 0 || *cf.APIServer != "" {
+	if len(raw.Clusters) > 0 || server {
 		return nil
 	}
 	_, err = rest.InClusterConfig()

@@ -78,7 +78,7 @@ contexts:
 
 // The judges' reader speaks HTTP/1.1 to a server that offers HTTP/2, each
 // of its LISTs on a connection of its own; the other clients keep HTTP/2.
-func TestForReadingSpeaksHTTP1(t *testing.T) {
+func TestReadingSpeaksHTTP1(t *testing.T) {
 	var mu sync.Mutex
 	var protos []string
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -98,7 +98,7 @@ func TestForReadingSpeaksHTTP1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reader, err := cl.ForReading()
+	reader, err := kube.ConnectReading(f)
 	if err != nil {
 		t.Fatal(err)
 	}
