@@ -216,52 +216,98 @@ func nodeLabels(opts Options, daemonSets []snapshot.DaemonSet) labelFilter {
 // them in parts side by side (podparts.go), merged back into the order of
 // one LIST (by name).
 func readPods(ctx context.Context, core rest.Interface, namespace string, opts Options) ([]snapshot.Pod, error) {
-	list := func(o metav1.ListOptions, pods *[]snapshot.Pod) error {
+	list := func(o metav1.ListOptions, run *podRun) error {
 		return readList(ctx, func() *rest.Request { return core.Get().Namespace(namespace).Resource("pods") }, o,
-			podFields, podLabels, reusePod, &corev1.PodList{}, func(p *corev1.Pod, _ []byte) error { *pods = append(*pods, snapshot.PodFrom(p)); return nil })
+			podFields, podLabels, reusePod, &corev1.PodList{}, func(p *corev1.Pod, _ []byte) error { run.add(snapshot.PodFrom(p)); return nil })
 	}
+	var runs []podRun
 	if opts.Node != "" {
-		var pods []snapshot.Pod
-		return pods, list(metav1.ListOptions{Limit: opts.PageSize,
-			FieldSelector: fieldsel.OneTermEqualSelector("spec.nodeName", opts.Node).String()}, &pods)
+		runs = make([]podRun, 1)
+		if err := list(metav1.ListOptions{Limit: opts.PageSize,
+			FieldSelector: fieldsel.OneTermEqualSelector("spec.nodeName", opts.Node).String()}, &runs[0]); err != nil || runs[0].n == 0 {
+			return nil, err // a node without pods has none, as the whole read's pods of it
+		}
+		return mergeByName(runs), nil
 	}
 	parts := podParts()
-	got := make([][]snapshot.Pod, len(parts))
+	runs = make([]podRun, len(parts))
 	var g errgroup.Group
 	for i, sel := range parts {
-		g.Go(func() error { return list(metav1.ListOptions{Limit: opts.PageSize, LabelSelector: sel}, &got[i]) })
+		g.Go(func() error { return list(metav1.ListOptions{Limit: opts.PageSize, LabelSelector: sel}, &runs[i]) })
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	return mergeByName(got), nil
+	return mergeByName(runs), nil
 }
 
-// mergeByName merges parts of a namespace's pods into one slice ordered by
-// name. The API server lists a namespace's objects in key order, so each
-// part comes sorted (one that does not is sorted first) and a merge costs a
-// pass: sorting the concatenation instead moved each pod's struct a dozen
-// times, a twentieth of a health judge's CPU on lab-sized pods
-// (bench/RESULTS.md, "Small objects, again").
-func mergeByName(parts [][]snapshot.Pod) []snapshot.Pod {
-	byName := func(a, b snapshot.Pod) int { return strings.Compare(a.Name, b.Name) }
-	n := 0
-	for _, p := range parts {
-		if !slices.IsSortedFunc(p, byName) {
-			slices.SortFunc(p, byName)
+// podBlock is how many pods a block of a podRun holds (72 KB).
+const podBlock = 256
+
+// podRun is the pods of one LIST in the order they came, in blocks that
+// are never moved once written. A slice grown by doubling copied each pod
+// about twice into fresh memory before the merge copied it once more, and
+// on this VM a fresh page costs a fault to the hypervisor and a zeroing:
+// at 5,000 lab-sized nodes, the faults of the growing copies alone were
+// 4.6% of health's CPU (perf; bench/RESULTS.md, "Fresh pages").
+type podRun struct {
+	blocks [][]snapshot.Pod
+	n      int
+}
+
+func (r *podRun) add(p snapshot.Pod) {
+	if len(r.blocks) == 0 || len(r.blocks[len(r.blocks)-1]) == podBlock {
+		r.blocks = append(r.blocks, make([]snapshot.Pod, 0, podBlock))
+	}
+	last := &r.blocks[len(r.blocks)-1]
+	*last = append(*last, p)
+	r.n++
+}
+
+// sortByName leaves the run sorted by name: as it came, the API server
+// listing a namespace's objects in key order, else sorted as one block.
+func (r *podRun) sortByName() {
+	prev := ""
+	for _, b := range r.blocks {
+		for i := range b {
+			if b[i].Name < prev {
+				all := slices.Concat(r.blocks...)
+				slices.SortFunc(all, func(a, b snapshot.Pod) int { return strings.Compare(a.Name, b.Name) })
+				r.blocks = [][]snapshot.Pod{all}
+				return
+			}
+			prev = b[i].Name
 		}
-		n += len(p)
+	}
+}
+
+// mergeByName merges the runs of a namespace's pods (disjoint parts of it)
+// into one slice ordered by name, each pod copied once. Each run comes
+// sorted (one that does not is sorted first), so a merge costs a pass:
+// sorting the concatenation instead moved each pod's struct a dozen times,
+// a twentieth of a health judge's CPU on lab-sized pods (bench/RESULTS.md,
+// "Small objects, again").
+func mergeByName(runs []podRun) []snapshot.Pod {
+	n := 0
+	heads := make([][][]snapshot.Pod, len(runs)) // each run's blocks not yet merged; none is empty
+	for i := range runs {
+		runs[i].sortByName()
+		n += runs[i].n
+		heads[i] = runs[i].blocks
 	}
 	out := make([]snapshot.Pod, 0, n)
 	for len(out) < n {
 		first := -1
-		for i, p := range parts {
-			if len(p) > 0 && (first < 0 || p[0].Name < parts[first][0].Name) {
+		for i, h := range heads {
+			if len(h) > 0 && (first < 0 || h[0][0].Name < heads[first][0][0].Name) {
 				first = i
 			}
 		}
-		out = append(out, parts[first][0])
-		parts[first] = parts[first][1:]
+		h := heads[first]
+		out = append(out, h[0][0])
+		if h[0] = h[0][1:]; len(h[0]) == 0 {
+			heads[first] = h[1:]
+		}
 	}
 	return out
 }
