@@ -165,7 +165,7 @@ func (c *Clients) ForWatching() (kubernetes.Interface, error) {
 // kubeconfig, a $KUBECONFIG that points nowhere, no ~/.kube/config, no
 // --server, not in a pod), where client-go would quietly fall back to
 // http://localhost:8080 and the user would read "connection refused" about
-// a server they never chose.
+// a server they never chose. server says --server was given.
 func checkConfigured(loader clientcmd.ClientConfig, server bool) error {
 	raw, err := loader.RawConfig()
 	if err != nil {
