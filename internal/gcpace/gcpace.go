@@ -7,9 +7,10 @@
 // The pace is set in this package's init, which the Go runtime runs before
 // the packages that allocate most at start (client-go's scheme and the API
 // types, initialised by import path after it): set first thing in main, it
-// came too late, and the start's 2.7 MB of allocations had the collector
-// run once before main, with its worker threads, on every command. A GOGC
-// the user set wins.
+// came too late: the start's 2.7 MB of allocations reached Go's first
+// heap goal of 4 MB with the runtime's own, and the collector ran before
+// main, with its worker threads, on most starts measured here. A GOGC the
+// user set wins.
 package gcpace
 
 import (
