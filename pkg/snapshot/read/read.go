@@ -224,8 +224,8 @@ func readPods(ctx context.Context, core rest.Interface, namespace string, opts O
 	if opts.Node != "" {
 		runs = make([]podRun, 1)
 		if err := list(metav1.ListOptions{Limit: opts.PageSize,
-			FieldSelector: fieldsel.OneTermEqualSelector("spec.nodeName", opts.Node).String()}, &runs[0]); err != nil || runs[0].n == 0 {
-			return nil, err // a node without pods has none, as the whole read's pods of it
+			FieldSelector: fieldsel.OneTermEqualSelector("spec.nodeName", opts.Node).String()}, &runs[0]); err != nil {
+			return nil, err
 		}
 		return mergeByName(runs), nil
 	}
@@ -245,8 +245,9 @@ func readPods(ctx context.Context, core rest.Interface, namespace string, opts O
 const podBlock = 256
 
 // podRun is the pods of one LIST in the order they came, in blocks that
-// are never moved once written. A slice grown by doubling copied each pod
-// about twice into fresh memory before the merge copied it once more, and
+// are never moved once written. A slice grown by appending (a quarter at a
+// time once large) allocated about five times its pods in fresh memory
+// before the merge copied them once more, and
 // on this VM a fresh page costs a fault to the hypervisor and a zeroing:
 // at 5,000 lab-sized nodes, the faults of the growing copies alone were
 // 4.6% of health's CPU (perf; bench/RESULTS.md, "Fresh pages").
@@ -294,6 +295,9 @@ func mergeByName(runs []podRun) []snapshot.Pod {
 		runs[i].sortByName()
 		n += runs[i].n
 		heads[i] = runs[i].blocks
+	}
+	if n == 0 {
+		return nil // no pods: none, as a node without pods has in a whole read
 	}
 	out := make([]snapshot.Pod, 0, n)
 	for len(out) < n {
