@@ -116,17 +116,21 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 	// is said as the node list met it, whichever list failed first. Failing
 	// is the rare path; waiting there for the slowest list costs little.
 	var g errgroup.Group
-	var errs [5]error
+	var errs [6]error
 	run := func(slot int, f func() error) { g.Go(func() error { errs[slot] = f(); return errs[slot] }) }
-	// The DaemonSets, the operator's objects and then the nodes are read one
-	// after the other, on one connection: a fresh process shakes hands once
-	// less (pkg/kube, handshake.go), and the pods take longer than the three
-	// of them together. The DaemonSets come first: the filter of the nodes'
-	// labels is made of them.
+	// The DaemonSets and then the nodes are read one after the other, on one
+	// connection (a fresh process shakes hands once less: pkg/kube,
+	// handshake.go): the filter of the nodes' labels is made of the
+	// DaemonSets. The operator's objects, a chain of their own (the policy
+	// names the ConfigMaps), go beside them on another: behind them, on an
+	// API server busy with the pods' lists, each small request took 20-30 ms
+	// and the node list had been the last to end (bench/RESULTS.md, "The
+	// nodes off the operator's chain").
 	var notes, draNotes []string // apart: Operator writes s.Notes meanwhile
+	run(5, func() error { return operatorAndOffers(ctx, c, namespace, opts, s) })
 	g.Go(func() error {
-		errs[2] = daemonSetsAndOperator(ctx, c, namespace, opts, s)
-		if opts.DRA && snapshot.RunsDRA(s.DaemonSets) {
+		errs[2] = readDaemonSets(ctx, c, namespace, opts, s)
+		if errs[2] == nil && opts.DRA && snapshot.RunsDRA(s.DaemonSets) {
 			run(4, func() (err error) {
 				s.DevicePools, draNotes, err = readDevicePools(ctx, c.ResourceV1().RESTClient(), opts)
 				return err
@@ -179,18 +183,24 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 	return s, nil
 }
 
-// daemonSetsAndOperator reads the namespace's DaemonSets and the operator's
-// objects into s, as opts asks.
-func daemonSetsAndOperator(ctx context.Context, c kubernetes.Interface, namespace string, opts Options, s *snapshot.Snapshot) error {
-	if opts.DaemonSets {
-		dss, err := c.AppsV1().DaemonSets(namespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return fmt.Errorf("list daemonsets in namespace %s: %w", namespace, err)
-		}
-		for i := range dss.Items {
-			s.DaemonSets = append(s.DaemonSets, snapshot.DaemonSetFrom(&dss.Items[i]))
-		}
+// readDaemonSets reads the namespace's DaemonSets into s when opts asks.
+func readDaemonSets(ctx context.Context, c kubernetes.Interface, namespace string, opts Options, s *snapshot.Snapshot) error {
+	if !opts.DaemonSets {
+		return nil
 	}
+	dss, err := c.AppsV1().DaemonSets(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list daemonsets in namespace %s: %w", namespace, err)
+	}
+	for i := range dss.Items {
+		s.DaemonSets = append(s.DaemonSets, snapshot.DaemonSetFrom(&dss.Items[i]))
+	}
+	return nil
+}
+
+// operatorAndOffers reads the operator's objects and the configs they name
+// into s, as opts asks.
+func operatorAndOffers(ctx context.Context, c kubernetes.Interface, namespace string, opts Options, s *snapshot.Snapshot) error {
 	if !opts.Operator {
 		return nil
 	}
