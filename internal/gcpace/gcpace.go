@@ -7,8 +7,8 @@
 // without the limit. At 1,000 nodes a judge's whole read allocates less than
 // that, so it never collects: at 1,000 lab-sized nodes health's one
 // collection, at Go's pace x4 at 16 MB, came while the pods were merged and
-// judged, and with its assists and write barriers those took 22 ms more
-// than without (bench/RESULTS.md, "No collection at 1,000 nodes"). On a
+// judged, and with its assists and write barriers those took 37 ms against
+// 18 without (bench/RESULTS.md, "Off the critical path"). On a
 // large fleet the first collection comes at 64 MiB and the pace is then the
 // one that cut audit's CPU at 5,000 realistic nodes from 1.9 to 1.5
 // CPU-seconds against Go's own (bench/RESULTS.md, "Small objects"); a fleet

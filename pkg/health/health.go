@@ -119,7 +119,7 @@ func Assess(s *snapshot.Snapshot, roster []operand.Operand, now time.Time, stuck
 	// One node's links, cleared for the next: a verdict keeps none of them.
 	// Made afresh for each node they were most of health's allocations
 	// (27 of 47 MB at 5,000 nodes), and in a fresh process every page of
-	// them a fault (bench/RESULTS.md, "Links reused").
+	// them a fault (bench/RESULTS.md, "Off the critical path").
 	links := make([]link, len(c.ops))
 	for i, n := range nodes {
 		out[i] = c.assess(n, pods[n.Name], s.DevicePools, now, stuckAfter, links)

@@ -124,8 +124,8 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 	// DaemonSets. The operator's objects, a chain of their own (the policy
 	// names the ConfigMaps), go beside them on another: behind them, on an
 	// API server busy with the pods' lists, each small request took 20-30 ms
-	// and the node list had been the last to end (bench/RESULTS.md, "The
-	// nodes off the operator's chain").
+	// and the node list had been the last to end (bench/RESULTS.md, "Off
+	// the critical path").
 	var notes, draNotes []string // apart: Operator writes s.Notes meanwhile
 	run(5, func() error { return operatorAndOffers(ctx, c, namespace, opts, s) })
 	g.Go(func() error {
