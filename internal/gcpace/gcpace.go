@@ -28,15 +28,19 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"sync/atomic"
+	"sync"
 )
 
 // FirstCollection is the heap at which a one-shot command collects first.
 const FirstCollection = 64 << 20
 
-// steady is set once a command asks for Go's own pace: the switch to 4x
-// after the first collection must not undo it.
-var steady atomic.Bool
+// mu orders the switch to 4x after the first collection with Steady;
+// steady is set once a command asks for Go's own pace, which the switch
+// must not undo.
+var (
+	mu     sync.Mutex
+	steady bool
+)
 
 func init() {
 	switch {
@@ -47,7 +51,9 @@ func init() {
 		debug.SetGCPercent(-1)
 		debug.SetMemoryLimit(FirstCollection)
 		afterFirstCollection(func() {
-			if !steady.Load() {
+			mu.Lock()
+			defer mu.Unlock()
+			if !steady {
 				debug.SetGCPercent(400)
 				debug.SetMemoryLimit(math.MaxInt64)
 			}
@@ -68,7 +74,9 @@ func afterFirstCollection(f func()) {
 // objects while they wait or watch: provisioning until the fleet settles,
 // watch and serve.
 func Steady() {
-	steady.Store(true)
+	mu.Lock()
+	defer mu.Unlock()
+	steady = true
 	if os.Getenv("GOGC") != "" {
 		return
 	}
