@@ -1,21 +1,40 @@
 package read
 
 import (
+	"errors"
 	"fmt"
+	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
-// run is a podRun of pods with these names, in this order.
-func run(names ...string) podRun {
-	var r podRun
-	for _, n := range names {
-		r.add(snapshot.Pod{Name: n, Node: "node-of-" + n})
+// write hands each part's pods, pods with these names in this order, to a
+// fresh merge, one part after the other, and ends each.
+func write(parts ...[]string) *podMerge {
+	m := newPodMerge(len(parts))
+	for i, names := range parts {
+		w := m.writer(i)
+		for _, n := range names {
+			w.add(snapshot.Pod{Name: n, Node: "node-of-" + n})
+		}
+		w.end(nil)
 	}
-	return r
+	return m
+}
+
+// byName is every part's pods sorted by name, as a single LIST has them.
+func byName(parts ...[]string) []snapshot.Pod {
+	var want []snapshot.Pod
+	for _, n := range slices.Concat(parts...) {
+		want = append(want, snapshot.Pod{Name: n, Node: "node-of-" + n})
+	}
+	slices.SortStableFunc(want, func(a, b snapshot.Pod) int { return strings.Compare(a.Name, b.Name) })
+	return want
 }
 
 // names are n pod names from prefix-000000 on, every step-th.
@@ -32,26 +51,93 @@ func TestMergeByName(t *testing.T) {
 	backwards := slices.Clone(long)
 	slices.Reverse(backwards)
 	for _, tc := range []struct {
-		name string
-		runs []podRun
+		name  string
+		parts [][]string
 	}{
-		{"sorted runs", []podRun{run("a", "d", "g"), run("b", "c", "h"), run("e", "f")}},
-		{"an empty run", []podRun{run(), run("b", "c"), run("a")}},
-		{"a run out of order", []podRun{run("c", "a", "e"), run("b", "d")}},
-		{"none", []podRun{run(), run()}},
-		{"runs of several blocks", []podRun{run(long...), run(names("p", 2*podBlock, 3)...), run("q")}},
-		{"a run of several blocks out of order", []podRun{run(backwards...), run("a", "z")}},
+		{"sorted parts", [][]string{{"a", "d", "g"}, {"b", "c", "h"}, {"e", "f"}}},
+		{"an empty part", [][]string{{}, {"b", "c"}, {"a"}}},
+		{"a part out of order", [][]string{{"c", "a", "e"}, {"b", "d"}}},
+		{"none", [][]string{{}, {}}},
+		{"parts of several blocks", [][]string{long, names("p", 2*podBlock, 3), {"q"}}},
+		{"a part of several blocks out of order", [][]string{backwards, {"a", "z"}}},
+	} {
+		want := byName(tc.parts...)
+		// Expecting none, the merge waits for every part; expecting some,
+		// it merges what has come (here: all of it) as it comes.
+		for _, expected := range []int{0, 1, len(want) + 10} {
+			t.Run(fmt.Sprintf("%s/expected=%d", tc.name, expected), func(t *testing.T) {
+				got := write(tc.parts...).merged(func() int { return expected })
+				if !slices.Equal(got, want) {
+					t.Errorf("merged = %d pods, want %d: %v", len(got), len(want), firstDiff(got, want))
+				}
+				if len(want) == 0 && got != nil {
+					t.Errorf("merged no pods into %#v, want nil", got)
+				}
+			})
+		}
+	}
+}
+
+// The parts hand their blocks over while the merge runs, in whatever order
+// the scheduler gives (go test -race checks the hand-over). Expecting the
+// pods, the merge fills one slice of that size; expecting none, one of
+// exactly the pods that came.
+func TestMergeWhileTheyCome(t *testing.T) {
+	all := names("pod", 10*podBlock+3, 1)
+	var parts [3][]string
+	for i, n := range all {
+		parts[i%3] = append(parts[i%3], n)
+	}
+	shuffled := slices.Clone(parts[2]) // sorted by the merge once all have ended
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	for _, tc := range []struct {
+		name     string
+		parts    [][]string
+		expected int
+		wantCap  int
+	}{
+		{"expected", parts[:], 2 * len(all), 2 * len(all)},
+		{"fewer expected", parts[:], 10, -1},
+		{"none expected", parts[:], 0, len(all)},
+		{"a part out of order", [][]string{parts[0], parts[1], shuffled}, 2 * len(all), 2 * len(all)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var want []snapshot.Pod
-			for _, r := range tc.runs {
-				want = slices.Concat(append([][]snapshot.Pod{want}, r.blocks...)...)
-			}
-			slices.SortStableFunc(want, func(a, b snapshot.Pod) int { return strings.Compare(a.Name, b.Name) })
-			if got := mergeByName(tc.runs); !slices.Equal(got, want) {
-				t.Errorf("mergeByName = %d pods, want %d: %v", len(got), len(want), firstDiff(got, want))
+			for range 5 {
+				m := newPodMerge(len(tc.parts))
+				var wg sync.WaitGroup
+				for i, names := range tc.parts {
+					wg.Go(func() {
+						w := m.writer(i)
+						for j, n := range names {
+							w.add(snapshot.Pod{Name: n, Node: "node-of-" + n})
+							if j%100 == 0 {
+								runtime.Gosched()
+							}
+						}
+						w.end(nil)
+					})
+				}
+				got := m.merged(func() int { return tc.expected })
+				wg.Wait()
+				if want := byName(tc.parts...); !slices.Equal(got, want) {
+					t.Fatalf("merged = %d pods, want %d: %v", len(got), len(want), firstDiff(got, want))
+				}
+				if tc.wantCap >= 0 && cap(got) != tc.wantCap {
+					t.Fatalf("merged into a slice of %d, want %d", cap(got), tc.wantCap)
+				}
 			}
 		})
+	}
+}
+
+// A part that fails fails the merge, which then returns at once, the
+// other parts still open: the read says the part's error.
+func TestMergeOfAFailedPart(t *testing.T) {
+	m := newPodMerge(2)
+	m.writer(0).add(snapshot.Pod{Name: "a"})
+	m.writer(1).end(errors.New("refused"))
+	if got := m.merged(func() int { return 10 }); got != nil {
+		t.Errorf("merged = %v, want nil", got)
 	}
 }
 
@@ -64,18 +150,22 @@ func firstDiff(got, want []snapshot.Pod) string {
 	return "one is the other's start"
 }
 
-// A run keeps its pods where they were first written: adding more moves none.
-func TestRunNeverMovesAPod(t *testing.T) {
-	var r podRun
-	r.add(snapshot.Pod{Name: "first"})
-	first := &r.blocks[0][0]
+// A part keeps its pods where they were first written: adding more moves
+// none, and the merge gets them in blocks of podBlock.
+func TestPartNeverMovesAPod(t *testing.T) {
+	m := newPodMerge(1)
+	w := m.writer(0)
+	w.add(snapshot.Pod{Name: "first"})
+	first := &w.block[0]
 	for _, n := range names("p", 4*podBlock, 1) {
-		r.add(snapshot.Pod{Name: n})
+		w.add(snapshot.Pod{Name: n})
 	}
-	if &r.blocks[0][0] != first || r.n != 4*podBlock+1 {
-		t.Errorf("the first pod moved (or %d pods kept, want %d)", r.n, 4*podBlock+1)
+	w.end(nil)
+	p := m.parts[0]
+	if &p.blocks[0][0] != first || p.n != 4*podBlock+1 {
+		t.Errorf("the first pod moved (or %d pods kept, want %d)", p.n, 4*podBlock+1)
 	}
-	for i, b := range r.blocks {
+	for i, b := range p.blocks {
 		if cap(b) != podBlock {
 			t.Errorf("block %d holds %d, want %d", i, cap(b), podBlock)
 		}
@@ -95,26 +185,20 @@ func BenchmarkCollectPods(b *testing.B) {
 	}
 	b.Run("runs=blocks", func(b *testing.B) {
 		for b.Loop() {
-			runs := make([]podRun, len(parts))
-			for i, p := range parts {
-				for _, n := range p {
-					runs[i].add(snapshot.Pod{Name: n})
-				}
-			}
-			mergeByName(runs)
+			write(parts[:]...).merged(func() int { return 0 })
 		}
 	})
 	b.Run("runs=grown", func(b *testing.B) {
 		for b.Loop() {
-			runs := make([]podRun, len(parts))
+			m := newPodMerge(len(parts))
 			for i, p := range parts {
 				var grown []snapshot.Pod
 				for _, n := range p {
 					grown = append(grown, snapshot.Pod{Name: n})
 				}
-				runs[i] = podRun{blocks: [][]snapshot.Pod{grown}, n: len(grown)} // one block: merged as before
+				m.parts[i] = mergedPart{podRun: podRun{blocks: [][]snapshot.Pod{grown}, n: len(grown)}, done: true} // one block: merged as before
 			}
-			mergeByName(runs)
+			m.merged(func() int { return 0 })
 		}
 	})
 }

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"slices"
-	"strings"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -128,8 +126,10 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 	// the critical path").
 	var notes, draNotes []string // apart: Operator writes s.Notes meanwhile
 	run(5, func() error { return operatorAndOffers(ctx, c, namespace, opts, s) })
+	daemonSetsRead := make(chan struct{})
 	g.Go(func() error {
 		errs[2] = readDaemonSets(ctx, c, namespace, opts, s)
+		close(daemonSetsRead)
 		if errs[2] == nil && opts.DRA && snapshot.RunsDRA(s.DaemonSets) {
 			run(4, func() (err error) {
 				s.DevicePools, draNotes, err = readDevicePools(ctx, c.ResourceV1().RESTClient(), opts)
@@ -159,7 +159,16 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 		if opts.NoPods {
 			return nil
 		}
-		pods, err := readPods(ctx, core, namespace, opts)
+		// As many pods as the DaemonSets want, a guess that sizes the
+		// merge (pods of no DaemonSet are few): none when none are read.
+		expected := func() (n int) {
+			<-daemonSetsRead
+			for _, d := range s.DaemonSets {
+				n += int(d.DesiredNumberScheduled)
+			}
+			return n + n/8
+		}
+		pods, err := readPods(ctx, core, namespace, opts, expected)
 		if err != nil {
 			return fmt.Errorf("list pods in namespace %s: %w", namespace, err)
 		}
@@ -224,106 +233,34 @@ func nodeLabels(opts Options, daemonSets []snapshot.DaemonSet) labelFilter {
 
 // readPods lists the namespace's pods: those bound to opts.Node, or all of
 // them in parts side by side (podparts.go), merged back into the order of
-// one LIST (by name).
-func readPods(ctx context.Context, core rest.Interface, namespace string, opts Options) ([]snapshot.Pod, error) {
-	list := func(o metav1.ListOptions, run *podRun) error {
-		return readList(ctx, func() *rest.Request { return core.Get().Namespace(namespace).Resource("pods") }, o,
-			podFields, podLabels, reusePod, &corev1.PodList{}, func(p *corev1.Pod, _ []byte) error { run.add(snapshot.PodFrom(p)); return nil })
-	}
-	var runs []podRun
+// one LIST (by name) as they come (podmerge.go), given how many pods the
+// read expects (0: unknown).
+func readPods(ctx context.Context, core rest.Interface, namespace string, opts Options, expected func() int) ([]snapshot.Pod, error) {
+	var parts []metav1.ListOptions
 	if opts.Node != "" {
-		runs = make([]podRun, 1)
-		if err := list(metav1.ListOptions{Limit: opts.PageSize,
-			FieldSelector: fieldsel.OneTermEqualSelector("spec.nodeName", opts.Node).String()}, &runs[0]); err != nil {
-			return nil, err
+		parts = append(parts, metav1.ListOptions{Limit: opts.PageSize,
+			FieldSelector: fieldsel.OneTermEqualSelector("spec.nodeName", opts.Node).String()})
+	} else {
+		for _, sel := range podParts() {
+			parts = append(parts, metav1.ListOptions{Limit: opts.PageSize, LabelSelector: sel})
 		}
-		return mergeByName(runs), nil
 	}
-	parts := podParts()
-	runs = make([]podRun, len(parts))
+	m := newPodMerge(len(parts))
 	var g errgroup.Group
-	for i, sel := range parts {
-		g.Go(func() error { return list(metav1.ListOptions{Limit: opts.PageSize, LabelSelector: sel}, &runs[i]) })
+	for i, o := range parts {
+		g.Go(func() error {
+			w := m.writer(i)
+			err := readList(ctx, func() *rest.Request { return core.Get().Namespace(namespace).Resource("pods") }, o,
+				podFields, podLabels, reusePod, &corev1.PodList{}, func(p *corev1.Pod, _ []byte) error { w.add(snapshot.PodFrom(p)); return nil })
+			w.end(err)
+			return err
+		})
 	}
+	pods := m.merged(expected)
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	return mergeByName(runs), nil
-}
-
-// podBlock is how many pods a block of a podRun holds (72 KB).
-const podBlock = 256
-
-// podRun is the pods of one LIST in the order they came, in blocks that
-// are never moved once written. A slice grown by appending (a quarter at a
-// time once large) allocated about five times its pods in fresh memory
-// before the merge copied them once more, and
-// on this VM a fresh page costs a fault to the hypervisor and a zeroing:
-// at 5,000 lab-sized nodes, the faults of the growing copies alone were
-// 4.6% of health's CPU (perf; bench/RESULTS.md, "Fresh pages").
-type podRun struct {
-	blocks [][]snapshot.Pod
-	n      int
-}
-
-func (r *podRun) add(p snapshot.Pod) {
-	if len(r.blocks) == 0 || len(r.blocks[len(r.blocks)-1]) == podBlock {
-		r.blocks = append(r.blocks, make([]snapshot.Pod, 0, podBlock))
-	}
-	last := &r.blocks[len(r.blocks)-1]
-	*last = append(*last, p)
-	r.n++
-}
-
-// sortByName leaves the run sorted by name: as it came, the API server
-// listing a namespace's objects in key order, else sorted as one block.
-func (r *podRun) sortByName() {
-	prev := ""
-	for _, b := range r.blocks {
-		for i := range b {
-			if b[i].Name < prev {
-				all := slices.Concat(r.blocks...)
-				slices.SortFunc(all, func(a, b snapshot.Pod) int { return strings.Compare(a.Name, b.Name) })
-				r.blocks = [][]snapshot.Pod{all}
-				return
-			}
-			prev = b[i].Name
-		}
-	}
-}
-
-// mergeByName merges the runs of a namespace's pods (disjoint parts of it)
-// into one slice ordered by name, each pod copied once. Each run comes
-// sorted (one that does not is sorted first), so a merge costs a pass:
-// sorting the concatenation instead moved each pod's struct a dozen times,
-// a twentieth of a health judge's CPU on lab-sized pods (bench/RESULTS.md,
-// "Small objects, again").
-func mergeByName(runs []podRun) []snapshot.Pod {
-	n := 0
-	heads := make([][][]snapshot.Pod, len(runs)) // each run's blocks not yet merged; none is empty
-	for i := range runs {
-		runs[i].sortByName()
-		n += runs[i].n
-		heads[i] = runs[i].blocks
-	}
-	if n == 0 {
-		return nil // no pods: none, as a node without pods has in a whole read
-	}
-	out := make([]snapshot.Pod, 0, n)
-	for len(out) < n {
-		first := -1
-		for i, h := range heads {
-			if len(h) > 0 && (first < 0 || h[0][0].Name < heads[first][0][0].Name) {
-				first = i
-			}
-		}
-		h := heads[first]
-		out = append(out, h[0][0])
-		if h[0] = h[0][1:]; len(h[0]) == 0 {
-			heads[first] = h[1:]
-		}
-	}
-	return out
+	return pods, nil
 }
 
 // reusePod empties a decoded pod for the next, keeping the storage of its
