@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"reflect"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuops/gpuops/pkg/snapshot"
@@ -85,7 +87,7 @@ func decodeNodes(tb testing.TB, body []byte, pick func(k, v string) bool) []snap
 	var nodes []snapshot.Node
 	var n corev1.Node
 	_, err := eachListItem(reader(body), nodeFields, nil, func(item, whole []byte) error {
-		n = corev1.Node{}
+		reuseNode(&n) // as the read does
 		if err := n.Unmarshal(item); err != nil {
 			return err
 		}
@@ -145,5 +147,33 @@ func BenchmarkDecodeNodePage(b *testing.B) {
 				decodeNodes(b, tc.body, tc.pick)
 			}
 		})
+	}
+}
+
+// A node decoded into the storage of the one before (reuseNode) has none of
+// its resources, conditions, labels or taints: a node without GPUs, not
+// Ready, then a GPU node that is, then one with no status at all.
+func TestNodesDecodedOneIntoAnother(t *testing.T) {
+	gpu := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu", Labels: map[string]string{"nvidia.com/gpu.present": "true"}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "nvidia.com/gpu", Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{
+			Capacity:    corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")},
+			Allocatable: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("7")},
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		}}
+	cpu := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cpu"}, Status: corev1.NodeStatus{
+		Capacity:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}},
+	}}
+	bare := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "bare"}}
+	got := decodeNodes(t, protobufBody(t, &corev1.NodeList{Items: []corev1.Node{cpu, gpu, bare}}), nil)
+	want := []snapshot.Node{snapshot.NodeFrom(&cpu), snapshot.NodeFrom(&gpu), snapshot.NodeFrom(&bare)}
+	if len(got) != len(want) {
+		t.Fatalf("decoded %d nodes, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Errorf("node %s decoded as %+v, want %+v", want[i].Name, got[i], want[i])
+		}
 	}
 }
