@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
@@ -20,18 +21,20 @@ func write(parts ...[]string) *podMerge {
 	for i, names := range parts {
 		w := m.writer(i)
 		for _, n := range names {
-			w.add(snapshot.Pod{Name: n, Node: "node-of-" + n})
+			w.add(pod(n))
 		}
 		w.end(nil)
 	}
 	return m
 }
 
+func pod(name string) snapshot.Pod { return snapshot.Pod{Name: name, Node: "node-of-" + name} }
+
 // byName is every part's pods sorted by name, as a single LIST has them.
 func byName(parts ...[]string) []snapshot.Pod {
 	var want []snapshot.Pod
 	for _, n := range slices.Concat(parts...) {
-		want = append(want, snapshot.Pod{Name: n, Node: "node-of-" + n})
+		want = append(want, pod(n))
 	}
 	slices.SortStableFunc(want, func(a, b snapshot.Pod) int { return strings.Compare(a.Name, b.Name) })
 	return want
@@ -109,7 +112,7 @@ func TestMergeWhileTheyCome(t *testing.T) {
 					wg.Go(func() {
 						w := m.writer(i)
 						for j, n := range names {
-							w.add(snapshot.Pod{Name: n, Node: "node-of-" + n})
+							w.add(pod(n))
 							if j%100 == 0 {
 								runtime.Gosched()
 							}
@@ -127,6 +130,47 @@ func TestMergeWhileTheyCome(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A block the merge has emptied is filled again: merged as they come, the
+// parts' pods take a few blocks, not a second copy of them all.
+func TestMergedBlocksFilledAgain(t *testing.T) {
+	m := newPodMerge(2)
+	all := names("p", 6*podBlock, 1)
+	got := make(chan []snapshot.Pod)
+	go func() { got <- m.merged(func() int { return len(all) }) }()
+	a, b := m.writer(0), m.writer(1)
+	var filled []*snapshot.Pod // the blocks part a filled, by their first pod
+	for i := 0; i < len(all); i += 2 {
+		if len(a.block) == 0 {
+			if len(filled) == 1 { // its first block handed over: wait for the merge to empty it
+				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+					m.mu.Lock()
+					n := len(m.spare)
+					m.mu.Unlock()
+					if n > 0 {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("the merge emptied no block")
+					}
+				}
+			}
+			a.add(pod(all[i]))
+			filled = append(filled, &a.block[0])
+		} else {
+			a.add(pod(all[i]))
+		}
+		b.add(pod(all[i+1]))
+	}
+	a.end(nil)
+	b.end(nil)
+	if merged := <-got; !slices.Equal(merged, byName(all)) {
+		t.Errorf("merged %d pods, want %d: %v", len(merged), len(all), firstDiff(merged, byName(all)))
+	}
+	if len(filled) != 3 || filled[2] != filled[0] {
+		t.Errorf("part a filled %d blocks, the third not the first again", len(filled))
 	}
 }
 
@@ -196,7 +240,7 @@ func BenchmarkCollectPods(b *testing.B) {
 				for _, n := range p {
 					grown = append(grown, snapshot.Pod{Name: n})
 				}
-				m.parts[i] = mergedPart{podRun: podRun{blocks: [][]snapshot.Pod{grown}, n: len(grown)}, done: true} // one block: merged as before
+				m.parts[i] = mergedPart{blocks: [][]snapshot.Pod{grown}, n: len(grown), done: true} // one block: merged as before
 			}
 			m.merged(func() int { return 0 })
 		}

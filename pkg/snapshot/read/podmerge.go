@@ -20,50 +20,29 @@ import (
 // podBlock is how many pods a block of a part holds (72 KB).
 const podBlock = 256
 
-// podRun is the pods of one part in the order they came, in blocks that
-// are never moved once written. A slice grown by appending (a quarter at a
-// time once large) allocated about five times its pods in fresh memory
-// before the merge copied them once more, and on this VM a fresh page costs
-// a fault to the hypervisor and a zeroing: at 5,000 lab-sized nodes, the
-// faults of the growing copies alone were 4.6% of health's CPU (perf;
-// bench/RESULTS.md, "Fresh pages").
-type podRun struct {
-	blocks [][]snapshot.Pod
-	n      int
-}
-
-// sortByName leaves the run sorted by name: as it came, the API server
-// listing a namespace's objects in key order, else sorted as one block.
-func (r *podRun) sortByName() {
-	prev := ""
-	for _, b := range r.blocks {
-		for i := range b {
-			if b[i].Name < prev {
-				all := slices.Concat(r.blocks...)
-				slices.SortFunc(all, func(a, b snapshot.Pod) int { return strings.Compare(a.Name, b.Name) })
-				r.blocks = [][]snapshot.Pod{all}
-				return
-			}
-			prev = b[i].Name
-		}
-	}
-}
-
 // podMerge merges the pods of parts, disjoint, into one slice ordered by
 // name, each pod copied once. Each part writes through its own partWriter,
-// which hands the merge whole blocks; merged takes them as they come.
+// which hands the merge whole blocks, never moved once written: a slice
+// grown by appending (a quarter at a time once large) allocated about five
+// times its pods in fresh memory, and on this VM a fresh page costs a fault
+// to the hypervisor and a zeroing (bench/RESULTS.md, "Fresh pages"). For
+// the same reason a block the merge has emptied goes back to the parts to
+// fill again: merged as they come, the parts' pods take a few blocks each,
+// not a second copy of them all.
 type podMerge struct {
 	mu      sync.Mutex
 	changed sync.Cond // a part handed blocks over, ended or failed
 	parts   []mergedPart
-	failed  bool // a part ended with an error: nothing to merge
+	spare   [][]snapshot.Pod // blocks merged, empty, for the parts to fill again
+	failed  bool             // a part ended with an error: nothing to merge
 }
 
 // mergedPart is what a part has handed the merge.
 type mergedPart struct {
-	podRun
-	done     bool // the part ended: no more blocks
-	unsorted bool // a pod came before the one it followed
+	blocks   [][]snapshot.Pod // handed over, not taken by the merge yet
+	n        int              // pods handed over in all
+	done     bool             // the part ended: no more blocks
+	unsorted bool             // a pod came before the one it followed
 }
 
 func newPodMerge(parts int) *podMerge {
@@ -99,6 +78,8 @@ func (w *partWriter) add(p snapshot.Pod) {
 // with err.
 func (w *partWriter) end(err error) { w.handOver(true, err) }
 
+// handOver gives the merge the block being filled and takes a spare one,
+// if any, to fill next.
 func (w *partWriter) handOver(done bool, err error) {
 	m := w.m
 	m.mu.Lock()
@@ -108,6 +89,9 @@ func (w *partWriter) handOver(done bool, err error) {
 		p.n += len(w.block)
 	}
 	w.block = nil
+	if last := len(m.spare) - 1; last >= 0 && !done {
+		w.block, m.spare = m.spare[last], m.spare[:last]
+	}
 	p.done, p.unsorted = done, w.unsorted
 	m.failed = m.failed || err != nil
 	m.mu.Unlock()
@@ -119,18 +103,18 @@ func (w *partWriter) handOver(done bool, err error) {
 // called once, is how many pods the read expects: when it is above zero the
 // merge runs as the blocks come, into a slice that size (more pods than
 // expected grow it); at zero, once every part has ended, into a slice of
-// exactly their pods. A part that came out of name order is sorted once
-// every part has ended, and the merge starts over.
+// exactly their pods. If a part came out of name order, all the pods are
+// sorted once every part has ended.
 func (m *podMerge) merged(expected func() int) []snapshot.Pod {
 	capacity := expected()
 	stream := capacity > 0
-	heads := make([][][]snapshot.Pod, len(m.parts)) // each part's blocks taken, not merged yet; none empty
-	open := make([]bool, len(m.parts))              // the part may hand over more
-	taken := make([]int, len(m.parts))              // blocks taken from each part
+	heads := make([]head, len(m.parts))
 	var out []snapshot.Pod
+	var emptied [][]snapshot.Pod // blocks merged since the lock was last held
 	m.mu.Lock()
 	for {
-		for !m.failed && !m.mergeable(stream, heads, taken) {
+		m.spare, emptied = append(m.spare, emptied...), emptied[:0]
+		for !m.failed && !m.mergeable(stream, heads) {
 			m.changed.Wait()
 		}
 		if m.failed {
@@ -140,29 +124,29 @@ func (m *podMerge) merged(expected func() int) []snapshot.Pod {
 		ended, unsorted, n := true, false, 0
 		for i := range m.parts {
 			p := &m.parts[i]
-			heads[i] = append(heads[i], p.blocks[taken[i]:]...)
-			taken[i], open[i] = len(p.blocks), !p.done
+			heads[i].blocks, p.blocks = append(heads[i].blocks, p.blocks...), p.blocks[:0]
+			heads[i].open = !p.done
 			ended, unsorted, n = ended && p.done, unsorted || p.unsorted, n+p.n
 		}
-		if unsorted && !ended { // merge once all have ended
+		if unsorted && !ended { // sorted once all have ended
 			stream = false
 			continue
 		}
 		m.mu.Unlock()
-		if unsorted {
-			out = out[:0]
-			for i := range m.parts {
-				m.parts[i].sortByName()
-				heads[i] = m.parts[i].blocks
-			}
-		}
 		if out == nil && n > 0 {
 			if capacity == 0 { // expecting none, merged once all have ended
 				capacity = n
 			}
 			out = make([]snapshot.Pod, 0, capacity)
 		}
-		out = mergeHeads(out, heads, open)
+		if unsorted { // every pod is merged already or in a head
+			for _, h := range heads {
+				out = h.appendTo(out)
+			}
+			slices.SortFunc(out, func(a, b snapshot.Pod) int { return strings.Compare(a.Name, b.Name) })
+			return out
+		}
+		out, emptied = mergeHeads(out, heads, emptied)
 		if ended {
 			return out // nil without pods, as a node without pods has in a whole read
 		}
@@ -170,12 +154,41 @@ func (m *podMerge) merged(expected func() int) []snapshot.Pod {
 	}
 }
 
+// head is a part's blocks the merge has taken and not merged yet: the
+// first from its pod at next on; none is empty.
+type head struct {
+	blocks [][]snapshot.Pod
+	next   int
+	open   bool // the part may hand over more
+}
+
+func (h *head) first() *snapshot.Pod { return &h.blocks[0][h.next] }
+
+// pop moves past the first pod, and returns its block if that emptied it.
+func (h *head) pop() (emptied []snapshot.Pod) {
+	if h.next++; h.next < len(h.blocks[0]) {
+		return nil
+	}
+	emptied, h.blocks, h.next = h.blocks[0][:0], h.blocks[1:], 0
+	return emptied
+}
+
+func (h head) appendTo(out []snapshot.Pod) []snapshot.Pod {
+	for i, b := range h.blocks {
+		if i == 0 {
+			b = b[h.next:]
+		}
+		out = append(out, b...)
+	}
+	return out
+}
+
 // mergeable reports whether merged can go on: every part has ended, or, as
 // the blocks come, every part that has not has a pod not merged yet.
-func (m *podMerge) mergeable(stream bool, heads [][][]snapshot.Pod, taken []int) bool {
+func (m *podMerge) mergeable(stream bool, heads []head) bool {
 	for i := range m.parts {
 		p := &m.parts[i]
-		if !p.done && (!stream || len(heads[i]) == 0 && len(p.blocks) == taken[i]) {
+		if !p.done && (!stream || len(heads[i].blocks) == 0 && len(p.blocks) == 0) {
 			return false
 		}
 	}
@@ -184,28 +197,29 @@ func (m *podMerge) mergeable(stream bool, heads [][][]snapshot.Pod, taken []int)
 
 // mergeHeads appends to out the least of the heads' first pods while it
 // can: until every head is empty, or one of a part still open is (its next
-// pod may come before the others').
-func mergeHeads(out []snapshot.Pod, heads [][][]snapshot.Pod, open []bool) []snapshot.Pod {
+// pod may come before the others'). It appends each block it empties to
+// emptied.
+func mergeHeads(out []snapshot.Pod, heads []head, emptied [][]snapshot.Pod) ([]snapshot.Pod, [][]snapshot.Pod) {
 	for {
 		first := -1
-		for i, h := range heads {
-			if len(h) == 0 {
-				if open[i] {
-					return out
+		for i := range heads {
+			h := &heads[i]
+			if len(h.blocks) == 0 {
+				if h.open {
+					return out, emptied
 				}
 				continue
 			}
-			if first < 0 || h[0][0].Name < heads[first][0][0].Name {
+			if first < 0 || h.first().Name < heads[first].first().Name {
 				first = i
 			}
 		}
 		if first < 0 {
-			return out
+			return out, emptied
 		}
-		h := heads[first]
-		out = append(out, h[0][0])
-		if h[0] = h[0][1:]; len(h[0]) == 0 {
-			heads[first] = h[1:]
+		out = append(out, *heads[first].first())
+		if b := heads[first].pop(); b != nil {
+			emptied = append(emptied, b)
 		}
 	}
 }
