@@ -26,7 +26,7 @@ func readDevicePools(ctx context.Context, rc rest.Interface, opts Options) (map[
 	}
 	pools := map[string][]snapshot.DevicePool{}
 	err := readList(ctx, func() *rest.Request { return rc.Get().Resource("resourceslices") },
-		metav1.ListOptions{Limit: opts.PageSize, FieldSelector: sel.String()}, sliceFields, nil, nil, &resourcev1.ResourceSliceList{},
+		metav1.ListOptions{Limit: opts.PageSize, FieldSelector: sel.String()}, sliceFields, nil, reuseSlice, &resourcev1.ResourceSliceList{},
 		func(s *resourcev1.ResourceSlice, _ []byte) error { snapshot.AddSlice(pools, s); return nil })
 	switch {
 	case apierrors.IsNotFound(err):
@@ -57,3 +57,11 @@ var sliceFields = fields{
 
 // deviceType keeps a device's type attribute alone.
 var deviceType = entries{func(key string) bool { return key == snapshot.DeviceTypeAttr }}
+
+// reuseSlice empties a decoded ResourceSlice for the next, keeping the
+// storage of its devices: AddSlice keeps none of them.
+func reuseSlice(s *resourcev1.ResourceSlice) {
+	devices := s.Spec.Devices
+	*s = resourcev1.ResourceSlice{}
+	s.Spec.Devices = devices[:0]
+}

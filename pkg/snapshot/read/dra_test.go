@@ -10,10 +10,12 @@ import (
 )
 
 // TestTrimSliceKeepsWhatAddSliceReads proves, over random ResourceSlices,
-// that a trimmed slice folds into the same pools as the whole one, and that
-// a device keeps no attribute but its type.
+// that a trimmed slice, decoded into the storage of the one before as the
+// read does (reuseSlice), folds into the same pools as the whole one, and
+// that a device keeps no attribute but its type.
 func TestTrimSliceKeepsWhatAddSliceReads(t *testing.T) {
 	vfio, node := snapshot.VFIODeviceType, "node-a"
+	var got resourcev1.ResourceSlice
 	for seed := range int64(200) {
 		var s resourcev1.ResourceSlice
 		filler(seed).Fill(&s)
@@ -23,7 +25,7 @@ func TestTrimSliceKeepsWhatAddSliceReads(t *testing.T) {
 				Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{snapshot.DeviceTypeAttr: {StringValue: &vfio}, "uuid": {StringValue: &node}},
 				Taints:     []resourcev1.DeviceTaint{{Key: "gpu.nvidia.com/xid", Value: "79", Effect: resourcev1.DeviceTaintEffectNoSchedule}}})
 		}
-		var got resourcev1.ResourceSlice
+		reuseSlice(&got)
 		decodeTrimmed(t, &s, &got, sliceFields, nil)
 		want, have := map[string][]snapshot.DevicePool{}, map[string][]snapshot.DevicePool{}
 		snapshot.AddSlice(want, &s)
