@@ -308,9 +308,11 @@ func readNodes(ctx context.Context, core rest.Interface, opts Options, labels la
 		list.FieldSelector = fieldsel.OneTermEqualSelector("metadata.name", opts.Node).String()
 	}
 	if opts.DeployLabelsOnly {
+		var node corev1.Node // one for all: a node each was 300 of the 3,700 pages audit faulted in at 1,000 nodes
 		return readList(ctx, func() *rest.Request { return core.Get().Resource("nodes").SetHeader("Accept", metadataList) }, list,
 			metadataFields, labels, nil, &metav1.PartialObjectMetadataList{}, func(m *metav1.PartialObjectMetadata, whole []byte) error {
-				return add(&corev1.Node{ObjectMeta: m.ObjectMeta}, whole)
+				node.ObjectMeta = m.ObjectMeta
+				return add(&node, whole)
 			})
 	}
 	return readList(ctx, func() *rest.Request { return core.Get().Resource("nodes") }, list, nodeFields, labels, reuseNode, &corev1.NodeList{}, add)
