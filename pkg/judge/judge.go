@@ -49,12 +49,23 @@ func (p Presence) On(node string, o operand.Operand) int {
 // Total is the number of present DaemonSet pods in the snapshot.
 func (p Presence) Total() int { return p.total }
 
-// SortedNodes returns the snapshot's nodes in natural name order.
+// SortedNodes returns the snapshot's nodes in natural name order: the
+// snapshot's own, not to be changed, when they are in that order already
+// (SortNodes), else a sorted copy. A copy for each judge of a whole read
+// was 720 KB of fresh pages at 5,000 nodes, twice for health.
 func SortedNodes(s *snapshot.Snapshot) []snapshot.Node {
+	if slices.IsSortedFunc(s.Nodes, byNaturalName) {
+		return s.Nodes
+	}
 	nodes := slices.Clone(s.Nodes)
-	slices.SortFunc(nodes, func(a, b snapshot.Node) int { return NaturalCompare(a.Name, b.Name) })
+	slices.SortFunc(nodes, byNaturalName)
 	return nodes
 }
+
+// SortNodes puts the snapshot's nodes in natural name order, in place.
+func SortNodes(s *snapshot.Snapshot) { slices.SortFunc(s.Nodes, byNaturalName) }
+
+func byNaturalName(a, b snapshot.Node) int { return NaturalCompare(a.Name, b.Name) }
 
 // NaturalCompare orders node names the way people count (lab-node-2 before
 // lab-node-10), for slices.SortFunc.

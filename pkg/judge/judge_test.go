@@ -383,12 +383,28 @@ func TestNaturalOrder(t *testing.T) {
 		// A fixed shuffle, so the input order is not the answer.
 		nodes = append(nodes, node(want[(i*7)%len(want)], nil))
 	}
-	var got []string
-	for _, n := range judge.SortedNodes(&snapshot.Snapshot{Nodes: nodes}) {
-		got = append(got, n.Name)
+	names := func(nodes []snapshot.Node) (out []string) {
+		for _, n := range nodes {
+			out = append(out, n.Name)
+		}
+		return out
 	}
-	if !slices.Equal(got, want) {
+	s := &snapshot.Snapshot{Nodes: nodes}
+	shuffled := names(nodes)
+	sorted := judge.SortedNodes(s)
+	if got := names(sorted); !slices.Equal(got, want) {
 		t.Errorf("order:\n%v\nwant:\n%v", got, want)
+	}
+	if got := names(s.Nodes); !slices.Equal(got, shuffled) {
+		t.Errorf("SortedNodes reordered the snapshot's own nodes: %v", got)
+	}
+	// Sorted in place once, the snapshot's own nodes are the judges' own.
+	judge.SortNodes(s)
+	if got := names(s.Nodes); !slices.Equal(got, want) {
+		t.Errorf("SortNodes: %v\nwant:\n%v", got, want)
+	}
+	if again := judge.SortedNodes(s); &again[0] != &s.Nodes[0] {
+		t.Error("SortedNodes copied nodes already in order")
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/snapshot"
@@ -19,6 +20,7 @@ func Run(ctx context.Context, c kubernetes.Interface, o Options) (*outcome.Resul
 	if err != nil {
 		return nil, err
 	}
+	judge.SortNodes(s) // once, for every judge of it (judge.SortedNodes)
 	return Decide(s, o).Judge(s, time.Now())
 }
 
