@@ -88,6 +88,10 @@ type Options struct {
 	GroupBy string
 }
 
+// judgedBeside is how many nodes make judging the order and the matrix on
+// another goroutine worth it (Scope.Judge).
+const judgedBeside = 256
+
 // Scope is what the options and the cluster's DaemonSets and ClusterPolicy
 // decide before any node is judged: the operands, the rules, what to tell
 // the user about them. The live tracker keeps one until a DaemonSet changes.
@@ -133,13 +137,29 @@ func (sc Scope) Judge(s *snapshot.Snapshot, now time.Time) (*outcome.Result, err
 		defer healthJudged.Wait() // on an early return too
 	}
 	x := judge.NewIndex(s)
+	// The start-up order and the matrix beside the audit on a whole fleet:
+	// after a one-shot read the API server is idle, and on one core these
+	// were the tail of an audit at 5,000 nodes (bench/RESULTS.md, "The
+	// merge while the pods come"). The live judge's few nodes stay on one.
+	var orders []judge.OrderVerdict
+	var m judge.Matrix
+	var err error
+	orderAndMatrix := func() {
+		if orders, err = x.OrderAll(sc.Roster, sc.Rules); err == nil {
+			m = x.Matrix(sc.Roster)
+		}
+	}
+	var beside sync.WaitGroup
+	if len(x.Nodes) >= judgedBeside {
+		beside.Go(orderAndMatrix)
+	} else {
+		orderAndMatrix()
+	}
 	audits := x.Audit(sc.Roster)
 	judge.Stuck(audits, s, sc.Roster, now, sc.StuckAfter)
-	orders, err := x.OrderAll(sc.Roster, sc.Rules)
-	if err != nil {
+	if beside.Wait(); err != nil {
 		return nil, err
 	}
-	m := x.Matrix(sc.Roster)
 	r := &outcome.Result{Namespace: s.Namespace, Selector: sc.NodeSelector, Node: sc.Node, Named: sc.Node != "" || len(sc.Nodes) > 0,
 		Explain: sc.Explain, Roster: sc.Roster, Notes: sc.Notes, Taken: now, TotalPods: m.TotalPods,
 		Nodes: make([]verdict.Verdict, len(audits)), Disabled: []explain.Off{}}

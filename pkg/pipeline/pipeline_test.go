@@ -25,10 +25,15 @@ import (
 // made for it), Failed, Unknown, deleting, hand-made or of a precompiled
 // driver DaemonSet; DaemonSets missing, tolerant or selecting more.
 func randomCluster(r *rand.Rand) *snapshot.Snapshot {
+	return randomClusterOf(r, 2+r.IntN(8), r.IntN(40))
+}
+
+// randomClusterOf is a random cluster of these many nodes and pods.
+func randomClusterOf(r *rand.Rand, nodes, pods int) *snapshot.Snapshot {
 	values := []string{"true", "true", "true", "false", "True", "", "pre-installed", "paused-for-mig-change", "true_paused-for-driver-upgrade"}
 	written := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).Add(-time.Duration(1+r.IntN(120)) * time.Minute)
 	s := &snapshot.Snapshot{Namespace: "gpu-operator"}
-	for i := range 2 + r.IntN(8) {
+	for i := range nodes {
 		n := snapshot.Node{Name: fmt.Sprintf("node-%d", i), Labels: map[string]string{}, Ready: r.IntN(6) > 0, Unschedulable: r.IntN(6) == 0}
 		for _, o := range operand.Lab {
 			if r.IntN(5) > 0 {
@@ -61,7 +66,7 @@ func randomCluster(r *rand.Rand) *snapshot.Snapshot {
 		s.DaemonSets = append(s.DaemonSets, d)
 	}
 	phases := []corev1.PodPhase{corev1.PodRunning, corev1.PodRunning, corev1.PodPending, corev1.PodFailed, corev1.PodUnknown}
-	for i := range r.IntN(40) {
+	for i := range pods {
 		d := dss[r.IntN(len(dss))]
 		n := s.Nodes[r.IntN(len(s.Nodes))].Name
 		p := snapshot.Pod{Name: fmt.Sprintf("pod-%d", i), Node: n, Target: n, DaemonSet: d.DaemonSet, Phase: phases[r.IntN(len(phases))], Deleting: r.IntN(8) == 0}
@@ -93,11 +98,16 @@ func nodeSnapshot(s *snapshot.Snapshot, node snapshot.Node) *snapshot.Snapshot {
 // TestNodeByNodeAgreesWithTheFleet is what makes judging only the nodes an
 // event touches right: a node's verdict from its own snapshot is what the
 // whole cluster's snapshot gives it, with every rule, the reasons and
-// pauses that may be stuck.
+// pauses that may be stuck. The last few clusters are fleets big enough to
+// be judged on several goroutines, as one node never is.
 func TestNodeByNodeAgreesWithTheFleet(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	for seed := range uint64(300) {
-		s := randomCluster(rand.New(rand.NewPCG(seed, 1)))
+	for seed := range uint64(303) {
+		r := rand.New(rand.NewPCG(seed, 1))
+		s := randomCluster(r)
+		if seed >= 300 {
+			s = randomClusterOf(r, 600, 3000)
+		}
 		for _, choice := range []discover.Choice{pipeline.LabRoster, pipeline.DiscoverRoster} {
 			p := pipeline.Decide(s, pipeline.Options{Namespace: s.Namespace, Roster: choice, AllRules: true, Explain: true, Health: true, StuckAfter: time.Hour})
 			whole, err := p.Judge(s, now)
