@@ -160,9 +160,12 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 			return nil
 		}
 		// As many pods as the DaemonSets want, a guess that sizes the
-		// merge (pods of no DaemonSet are few): none when none are read.
+		// merge (pods of no DaemonSet are few): none when none are read,
+		// nor for one node's pods, a few of the fleet's.
 		expected := func() (n int) {
-			<-daemonSetsRead
+			if <-daemonSetsRead; opts.Node != "" {
+				return 0
+			}
 			for _, d := range s.DaemonSets {
 				n += int(d.DesiredNumberScheduled)
 			}
