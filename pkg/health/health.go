@@ -12,7 +12,6 @@ package health
 
 import (
 	"fmt"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -113,15 +112,8 @@ type Node struct {
 
 // Assess assesses every node of the snapshot, in natural name order.
 func Assess(s *snapshot.Snapshot, roster []operand.Operand, now time.Time, stuckAfter time.Duration) []Node {
-	return assessOn(max(1, min(runtime.GOMAXPROCS(0), len(s.Nodes)/nodesAGoroutine)), s, roster, now, stuckAfter)
+	return assessOn(judge.Runs(len(s.Nodes)), s, roster, now, stuckAfter)
 }
-
-// nodesAGoroutine is how many nodes make another goroutine worth it. A
-// whole fleet's verdicts are the tail of a one-shot health run, after the
-// read, when the API server is idle; on one core they were most of it
-// (bench/RESULTS.md, "The merge while the pods come"). The live judge's
-// few nodes stay on one.
-const nodesAGoroutine = 256
 
 // assessOn assesses the nodes in as many contiguous runs, side by side.
 func assessOn(runs int, s *snapshot.Snapshot, roster []operand.Operand, now time.Time, stuckAfter time.Duration) []Node {

@@ -88,10 +88,6 @@ type Options struct {
 	GroupBy string
 }
 
-// judgedBeside is how many nodes make judging the order and the matrix on
-// another goroutine worth it (Scope.Judge).
-const judgedBeside = 256
-
 // Scope is what the options and the cluster's DaemonSets and ClusterPolicy
 // decide before any node is judged: the operands, the rules, what to tell
 // the user about them. The live tracker keeps one until a DaemonSet changes.
@@ -137,10 +133,9 @@ func (sc Scope) Judge(s *snapshot.Snapshot, now time.Time) (*outcome.Result, err
 		defer healthJudged.Wait() // on an early return too
 	}
 	x := judge.NewIndex(s)
-	// The start-up order and the matrix beside the audit on a whole fleet:
-	// after a one-shot read the API server is idle, and on one core these
-	// were the tail of an audit at 5,000 nodes (bench/RESULTS.md, "The
-	// merge while the pods come"). The live judge's few nodes stay on one.
+	// The start-up order and the matrix beside the audit on a whole fleet
+	// (judge.Runs): on one core they were the tail of an audit at 5,000
+	// nodes.
 	var orders []judge.OrderVerdict
 	var m judge.Matrix
 	var err error
@@ -150,7 +145,7 @@ func (sc Scope) Judge(s *snapshot.Snapshot, now time.Time) (*outcome.Result, err
 		}
 	}
 	var beside sync.WaitGroup
-	if len(x.Nodes) >= judgedBeside {
+	if judge.Runs(len(x.Nodes)) > 1 {
 		beside.Go(orderAndMatrix)
 	} else {
 		orderAndMatrix()
