@@ -119,36 +119,51 @@ func typeAttribute(t resourcev1.DeviceAttribute) map[resourcev1.QualifiedName]re
 // older one is left out. Slices not bound to one node (a selector, all
 // nodes) are not the kubelet plugin's and are left out too.
 func AddSlice(pools map[string][]DevicePool, s *resourcev1.ResourceSlice) {
-	if s.Spec.Driver != DRADriverName || s.Spec.NodeName == nil {
-		return
+	if p := SlicePool(pools, &s.Spec); p != nil {
+		for i := range s.Spec.Devices {
+			p.AddDevice(&s.Spec.Devices[i])
+		}
 	}
-	node, p := *s.Spec.NodeName, s.Spec.Pool
+}
+
+// SlicePool is AddSlice's first step: it counts a slice, of spec, in its
+// pool and returns the pool its devices are added to (AddDevice), or nil
+// when the slice is left out. It reads no device: a read may decode them
+// one by one into one Device. The pool is valid until the next call.
+func SlicePool(pools map[string][]DevicePool, spec *resourcev1.ResourceSliceSpec) *DevicePool {
+	if spec.Driver != DRADriverName || spec.NodeName == nil {
+		return nil
+	}
+	node, p := *spec.NodeName, spec.Pool
 	list := pools[node]
 	i := slices.IndexFunc(list, func(d DevicePool) bool { return d.Name == p.Name })
 	if i < 0 {
 		list = append(list, DevicePool{Name: p.Name, Generation: p.Generation})
+		pools[node] = list
 		i = len(list) - 1
 	}
 	d := &list[i]
 	switch {
 	case p.Generation < d.Generation:
-		return
+		return nil
 	case p.Generation > d.Generation:
 		*d = DevicePool{Name: p.Name, Generation: p.Generation}
 	}
 	d.SliceCount = p.ResourceSliceCount
 	d.Slices++
-	for _, dev := range s.Spec.Devices {
-		d.Devices++
-		if t := dev.Attributes[DeviceTypeAttr].StringValue; t != nil && *t == VFIODeviceType {
-			d.VFIO++
-		}
-		for _, t := range dev.Taints {
-			if !withholds(t.Effect) {
-				continue
-			}
+	return d
+}
+
+// AddDevice counts one device of a slice SlicePool returned the pool of,
+// keeping nothing of dev.
+func (d *DevicePool) AddDevice(dev *resourcev1.Device) {
+	d.Devices++
+	if t := dev.Attributes[DeviceTypeAttr].StringValue; t != nil && *t == VFIODeviceType {
+		d.VFIO++
+	}
+	for _, t := range dev.Taints {
+		if withholds(t.Effect) {
 			d.Tainted = append(d.Tainted, TaintedDevice{Device: dev.Name, Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
 		}
 	}
-	pools[node] = list
 }

@@ -24,10 +24,9 @@ func readDevicePools(ctx context.Context, rc rest.Interface, opts Options) (map[
 	if opts.Node != "" {
 		sel = fieldsel.AndSelectors(sel, fieldsel.OneTermEqualSelector("spec.nodeName", opts.Node))
 	}
-	pools := map[string][]snapshot.DevicePool{}
+	r := poolReader{pools: map[string][]snapshot.DevicePool{}}
 	err := readList(ctx, func() *rest.Request { return rc.Get().Resource("resourceslices") },
-		metav1.ListOptions{Limit: opts.PageSize, FieldSelector: sel.String()}, sliceFields, nil, reuseSlice, &resourcev1.ResourceSliceList{},
-		func(s *resourcev1.ResourceSlice, _ []byte) error { snapshot.AddSlice(pools, s); return nil })
+		metav1.ListOptions{Limit: opts.PageSize, FieldSelector: sel.String()}, sliceFields, nil, reuseSlice, &resourcev1.ResourceSliceList{}, r.add)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, []string{"DRA devices not judged: the cluster does not serve resourceslices.resource.k8s.io/v1"}, nil
@@ -36,32 +35,72 @@ func readDevicePools(ctx context.Context, rc rest.Interface, opts Options) (map[
 	case err != nil:
 		return nil, nil, fmt.Errorf("list resourceslices of driver %s: %w", snapshot.DRADriverName, err)
 	}
-	return pools, nil, nil
+	return r.pools, nil, nil
 }
 
-// sliceFields are what snapshot.AddSlice reads of a ResourceSlice: of a
-// device its name, type and taints, not its capacities, counters and other
-// attributes (most of a slice).
+// sliceFields are what snapshot.SlicePool reads of a ResourceSlice: its
+// driver, pool and node. Its devices are decoded one by one (poolReader).
 var sliceFields = fields{
 	2: fields{ // spec
 		1: whole, // driver
 		2: whole, // pool
 		3: whole, // nodeName
-		6: fields{ // devices
-			1: whole,      // name
-			2: deviceType, // attributes
-			8: whole,      // taints
-		},
 	},
+}
+
+// deviceFields are what DevicePool.AddDevice reads of a device: its name,
+// type and taints, not its capacities, counters and other attributes (most
+// of a slice).
+var deviceFields = fields{
+	1: whole,      // name
+	2: deviceType, // attributes
+	8: whole,      // taints
 }
 
 // deviceType keeps a device's type attribute alone.
 var deviceType = entries{func(key string) bool { return key == snapshot.DeviceTypeAttr }}
 
-// reuseSlice empties a decoded ResourceSlice for the next, keeping the
-// storage of its devices: AddSlice keeps none of them.
-func reuseSlice(s *resourcev1.ResourceSlice) {
-	devices := s.Spec.Devices
-	*s = resourcev1.ResourceSlice{}
-	s.Spec.Devices = devices[:0]
+// reuseSlice empties a decoded ResourceSlice for the next.
+func reuseSlice(s *resourcev1.ResourceSlice) { *s = resourcev1.ResourceSlice{} }
+
+// poolReader folds the slices a read lists into pools, and decodes the
+// devices of each one by one into one Device, its attribute map cleared
+// for the next: decoded with their slice, each device was a map of its own
+// for its one attribute, a tenth of health's CPU at 1,000 lab-sized nodes
+// (`perf record`, bench/RESULTS.md).
+type poolReader struct {
+	pools   map[string][]snapshot.DevicePool
+	device  resourcev1.Device
+	trim    trimmer
+	trimmed []byte
+}
+
+// add folds a slice decoded without its devices and, from its whole bytes,
+// the devices; a slice that came as JSON (no bytes) was decoded whole.
+func (r *poolReader) add(s *resourcev1.ResourceSlice, whole []byte) error {
+	pool := snapshot.SlicePool(r.pools, &s.Spec)
+	switch {
+	case pool == nil:
+		return nil
+	case whole == nil:
+		for i := range s.Spec.Devices {
+			pool.AddDevice(&s.Spec.Devices[i])
+		}
+		return nil
+	}
+	return eachField(whole, 2, func(spec []byte) error {
+		return eachField(spec, 6, func(device []byte) (err error) { // spec.devices
+			if r.trimmed, err = r.trim.trim(r.trimmed[:0], device, deviceFields); err != nil {
+				return fmt.Errorf("device: %w", err)
+			}
+			attributes, taints := r.device.Attributes, r.device.Taints
+			clear(attributes)
+			r.device = resourcev1.Device{Attributes: attributes, Taints: taints[:0]}
+			if err := r.device.Unmarshal(r.trimmed); err != nil {
+				return fmt.Errorf("device: %w", err)
+			}
+			pool.AddDevice(&r.device)
+			return nil
+		})
+	})
 }

@@ -9,38 +9,52 @@ import (
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
-// TestTrimSliceKeepsWhatAddSliceReads proves, over random ResourceSlices,
-// that a trimmed slice, decoded into the storage of the one before as the
-// read does (reuseSlice), folds into the same pools as the whole one, and
-// that a device keeps no attribute but its type.
-func TestTrimSliceKeepsWhatAddSliceReads(t *testing.T) {
+// TestPoolReaderFoldsWhatAddSliceDoes proves, over random ResourceSlices,
+// that the read's way — each slice trimmed and decoded into the storage of
+// the one before (reuseSlice), its devices one by one into one Device from
+// its whole bytes — folds into the same pools as AddSlice on the whole
+// slice, as does a slice decoded whole (a JSON read); and that a device
+// keeps no attribute but its type.
+func TestPoolReaderFoldsWhatAddSliceDoes(t *testing.T) {
 	vfio, node := snapshot.VFIODeviceType, "node-a"
 	var got resourcev1.ResourceSlice
+	want := map[string][]snapshot.DevicePool{}
+	proto, json := poolReader{pools: map[string][]snapshot.DevicePool{}}, poolReader{pools: map[string][]snapshot.DevicePool{}}
 	for seed := range int64(200) {
 		var s resourcev1.ResourceSlice
 		filler(seed).Fill(&s)
 		if seed%2 == 0 { // make sure the branches that matter are taken
 			s.Spec.Driver, s.Spec.NodeName = snapshot.DRADriverName, &node
+			s.Spec.Pool.Generation = seed // a newer generation each time: the pool is counted again
 			s.Spec.Devices = append(s.Spec.Devices, resourcev1.Device{Name: "gpu-0",
 				Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{snapshot.DeviceTypeAttr: {StringValue: &vfio}, "uuid": {StringValue: &node}},
 				Taints:     []resourcev1.DeviceTaint{{Key: "gpu.nvidia.com/xid", Value: "79", Effect: resourcev1.DeviceTaintEffectNoSchedule}}})
 		}
+		whole, err := s.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
 		reuseSlice(&got)
 		decodeTrimmed(t, &s, &got, sliceFields, nil)
-		want, have := map[string][]snapshot.DevicePool{}, map[string][]snapshot.DevicePool{}
+		if len(got.Spec.Devices) != 0 {
+			t.Fatalf("seed %d: the slice's devices decoded with it", seed)
+		}
 		snapshot.AddSlice(want, &s)
-		snapshot.AddSlice(have, &got)
-		if !reflect.DeepEqual(want, have) {
-			t.Fatalf("seed %d: pools from the trimmed slice\n got %+v\nwant %+v", seed, have, want)
+		if err := proto.add(&got, whole); err != nil {
+			t.Fatal(err)
 		}
-		if seed%2 == 0 && (have[node][0].VFIO == 0 || len(have[node][0].Tainted) == 0) {
-			t.Fatalf("seed %d: the vfio device or its taint not read: %+v", seed, have)
+		if err := json.add(s.DeepCopy(), nil); err != nil {
+			t.Fatal(err)
 		}
-		for _, d := range got.Spec.Devices {
-			for k := range d.Attributes {
-				if k != snapshot.DeviceTypeAttr {
-					t.Fatalf("seed %d: attribute %s decoded", seed, k)
-				}
+		if !reflect.DeepEqual(want, proto.pools) || !reflect.DeepEqual(want, json.pools) {
+			t.Fatalf("seed %d: pools\n got %+v\n   as JSON %+v\nwant %+v", seed, proto.pools, json.pools, want)
+		}
+		if seed%2 == 0 && (want[node][0].VFIO == 0 || len(want[node][0].Tainted) == 0) {
+			t.Fatalf("seed %d: the vfio device or its taint not read: %+v", seed, want)
+		}
+		for k := range proto.device.Attributes {
+			if k != snapshot.DeviceTypeAttr {
+				t.Fatalf("seed %d: attribute %s decoded", seed, k)
 			}
 		}
 	}
