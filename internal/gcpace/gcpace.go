@@ -1,5 +1,5 @@
-// Package gcpace sets the garbage collector's pace of gpuops: a judge runs
-// once, decodes a whole fleet into a small snapshot, and almost all it
+// Package gcpace sets how gpuops's heap is collected and backed: a judge
+// runs once, decodes a whole fleet into a small snapshot, and almost all it
 // allocates is garbage at once.
 //
 // A one-shot command collects first when its heap reaches 64 MiB (GOGC off
@@ -13,6 +13,10 @@
 // one that cut audit's CPU at 5,000 realistic nodes from 1.9 to 1.5
 // CPU-seconds against Go's own (bench/RESULTS.md, "Small objects"); a fleet
 // whose snapshot outgrows the limit never runs under it.
+//
+// The first HugeHeap bytes of its heap are backed by huge pages where the
+// kernel has them (hugepages_linux.go); one collection at the start, beside
+// the packages' initialisation, hands them to the command.
 //
 // The pace is set in this package's init, which the Go runtime runs before
 // the packages that allocate most at start (client-go's scheme and the API
@@ -50,16 +54,29 @@ func init() {
 	default:
 		debug.SetGCPercent(-1)
 		debug.SetMemoryLimit(FirstCollection)
-		afterFirstCollection(func() {
-			mu.Lock()
-			defer mu.Unlock()
-			if !steady {
-				debug.SetGCPercent(400)
-				debug.SetMemoryLimit(math.MaxInt64)
+		huge := hugeHeap()
+		go func() {
+			defer close(armed)
+			if huge {
+				runtime.GC() // frees the advised block for the command's allocations
 			}
-		})
+			afterFirstCollection(func() {
+				mu.Lock()
+				defer mu.Unlock()
+				if !steady {
+					debug.SetGCPercent(400)
+					debug.SetMemoryLimit(math.MaxInt64)
+				}
+			})
+		}()
+		return
 	}
+	close(armed)
 }
+
+// armed is closed once the switch to 4x waits for the next collection
+// (after the start's own, which frees the huge pages' block).
+var armed = make(chan struct{})
 
 // afterFirstCollection calls f once the collector has run: a cleanup of an
 // object nothing reaches runs after the first cycle that finds it dead.
@@ -77,6 +94,7 @@ func Steady() {
 	mu.Lock()
 	defer mu.Unlock()
 	steady = true
+	smallPages() // a long-lived heap is returned to the kernel in small pages
 	if os.Getenv("GOGC") != "" {
 		return
 	}

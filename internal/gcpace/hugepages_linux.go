@@ -1,0 +1,67 @@
+package gcpace
+
+import (
+	"syscall"
+	"unsafe"
+)
+
+// HugeHeap is how much of a command's heap is backed by huge pages.
+//
+// Go maps its heap without asking for transparent huge pages, and where
+// the kernel gives them only to memory that asks (enabled=madvise, as on
+// the machine of bench/RESULTS.md), every 4 KB page a run touches first is
+// a fault: 12-15 us each there (a hypervisor backs the page), on the cores
+// the API server is serving the LISTs with. At 1,000 lab-sized nodes
+// `health` faulted 4,200 pages in and took 200 ms of CPU; with its heap's
+// first HugeHeap bytes in 2 MB pages, 1,650 and 138 ms (perf stat, ten runs
+// each; "Huge pages for the heap", bench/RESULTS.md).
+//
+// So the start allocates one block of HugeHeap bytes, which the runtime
+// maps fresh, asks the kernel to back it in huge pages (MADV_HUGEPAGE), and
+// drops it; the start's one collection frees it, and the allocator, which
+// takes the lowest free addresses first, gives it to the command. A page is
+// backed only once touched: a run that allocates less holds less. Half of
+// FirstCollection: the block, free, counts against the memory limit.
+const HugeHeap = FirstCollection / 2
+
+const hugePage = 2 << 20
+
+// advised is the heap range asked for huge pages, for smallPages: set in
+// init, which happens before anything calls Steady.
+var advised struct{ start, end uintptr }
+
+// hugeHeap allocates, advises and drops the block, and reports whether a
+// collection is to free it: not when the kernel refused the advice (no
+// transparent huge pages), when the heap stays as it was.
+func hugeHeap() bool {
+	b := make([]byte, HugeHeap)
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	start, end := (p+hugePage-1)&^(hugePage-1), (p+HugeHeap)&^(hugePage-1)
+	if madvise(start, end, syscall.MADV_HUGEPAGE) != nil {
+		return false
+	}
+	advised.start, advised.end = start, end
+	return true
+}
+
+// smallPages asks the kernel to back the advised range in small pages from
+// now on, for a command that holds its heap for long (Steady): a huge page
+// partly in use is held whole, and the collector returns free memory to
+// the kernel in small pages. Pages already huge stay so.
+func smallPages() {
+	if advised.start < advised.end {
+		_ = madvise(advised.start, advised.end, syscall.MADV_NOHUGEPAGE) // nothing to undo if refused
+	}
+}
+
+// madvise gives advice on [start, end), heap memory the runtime has mapped:
+// addresses, not a slice, as the range outlives the block.
+func madvise(start, end uintptr, advice int) error {
+	if start >= end {
+		return syscall.EINVAL
+	}
+	if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, start, end-start, uintptr(advice)); errno != 0 {
+		return errno
+	}
+	return nil
+}
