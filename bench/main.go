@@ -46,6 +46,7 @@ type config struct {
 	small       bool // lab-sized objects: nodes and pod templates not dressed (fleettest)
 	pause       bool // stop every measured fleet's KWOK controller during the rounds (simulators.go)
 	pauseOthers bool // and the fleets not being measured whole
+	restart     bool // restart each kept fleet's API server before its rounds (apiserver.go)
 	offers      bool // the fleet dressed as an install sharing, partitioning and DRA-publishing GPUs (offers.go)
 	serve       bool // measure gpuops serve under churn instead of the judges (serve.go)
 	churn       int  // changes a second, with serve
@@ -82,6 +83,7 @@ func main() {
 	flag.BoolVar(&cfg.watcher, "watcher", true, "also measure `gpuops serve` against `gpuops audit` run back to back (CPU, memory, label change to verdict)")
 	flag.BoolVar(&cfg.pause, "pause-simulators", false, "with -reuse: stop the KWOK controllers of every fleet named by -cluster while a fleet's rounds run (SIGSTOP, then SIGCONT), and wait for them to catch up before the next fleet's: the simulated kubelets' work is the bench machine's, not the API server's (bench/simulators.go)")
 	flag.BoolVar(&cfg.pauseOthers, "pause-others", false, "with -pause-simulators: also stop the fleets not being measured whole, their control planes too (etcd, API server, controller manager, scheduler), while a fleet is measured: their API servers' own work is not the measured cluster's (bench/simulators.go)")
+	flag.BoolVar(&cfg.restart, "restart-apiserver", false, "with -reuse: restart each fleet's API server before its rounds (the same binary, flags and environment, its etcd untouched): one that has just built a fleet holds what the build churned through, gigabytes the machine's page cache then lacks (bench/apiserver.go)")
 	flag.BoolVar(&cfg.offers, "offers", false, "dress the fleet as a GPU Operator install whose nodes offer their GPUs in every way health reads: a ClusterPolicy naming a sharing ConfigMap and a MIG ConfigMap, a tenth of the nodes time-slicing, a tenth MIG-partitioned, a tenth running the DRA kubelet plugin with a ResourceSlice of 8 GPUs (bench/offers.go); the floor then also lists the ResourceSlices. With -reuse: every fleet must have been built with -offers (a fleet that was is measured with its offers either way)")
 	flag.BoolVar(&cfg.serve, "serve", false, "measure `gpuops serve` with every judgement on under a churn of changes, against the same informers alone (the memory floor) and the API server's watch (the latency floor), instead of the judges (bench/serve.go)")
 	flag.IntVar(&cfg.churn, "churn", 20, "with -serve: changes a second, one of them a timed probe made with kubectl")
@@ -100,6 +102,10 @@ func main() {
 	}
 	if cfg.pause && !cfg.reuse {
 		fmt.Fprintln(os.Stderr, "bench: error: -pause-simulators pauses kept fleets: add -reuse")
+		os.Exit(2)
+	}
+	if cfg.restart && !cfg.reuse {
+		fmt.Fprintln(os.Stderr, "bench: error: -restart-apiserver restarts kept fleets' API servers: add -reuse")
 		os.Exit(2)
 	}
 	if cfg.pauseOthers && !cfg.pause {
@@ -207,6 +213,12 @@ func benchFleet(ctx context.Context, cfg config, cluster, root string, env []str
 	}
 	kubeconfig := strings.TrimSpace(string(out))
 	env = append(env, "KUBECONFIG="+kubeconfig)
+	var restarted time.Duration
+	if cfg.restart {
+		if restarted, err = restartAPIServer(ctx, root, cluster, kubeconfig); err != nil {
+			return rep, err
+		}
+	}
 	client, server, err := benchClient(kubeconfig)
 	if err != nil {
 		return rep, err
@@ -237,6 +249,9 @@ func benchFleet(ctx context.Context, cfg config, cluster, root string, env []str
 			return rep, err
 		}
 		setup = append(setup, "fleet reused from an earlier run: `gpuops up` not timed")
+		if cfg.restart {
+			setup = append(setup, fmt.Sprintf("its API server restarted before the rounds, its etcd kept (`-restart-apiserver`): ready again in %.1f s", restarted.Seconds()))
+		}
 	} else if setup, ups, err = buildFleet(ctx, client, fleet, cfg, env, bin("gpuops"), tmp, kubeconfig); err != nil {
 		return rep, err
 	}
