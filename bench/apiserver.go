@@ -64,9 +64,13 @@ func restartAPIServer(ctx context.Context, root, cluster, kubeconfig string) (ti
 	if err := os.WriteFile(pidPath, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
 		return 0, fmt.Errorf("-restart-apiserver: %w", err)
 	}
+	restarted := cmd.Process.Pid
 	_ = cmd.Process.Release()
 	start := time.Now()
 	for {
+		if !alive(restarted) {
+			return 0, fmt.Errorf("-restart-apiserver: the API server of %s exited after its restart (log: %s)", cluster, logPath)
+		}
 		out, err := exec.CommandContext(ctx, "kubectl", "--kubeconfig", kubeconfig, "get", "--raw", "/readyz").Output()
 		if err == nil && strings.TrimSpace(string(out)) == "ok" {
 			logf("the API server of %s ready again in %.1f s", cluster, time.Since(start).Seconds())
@@ -83,14 +87,25 @@ func restartAPIServer(ctx context.Context, root, cluster, kubeconfig string) (ti
 	}
 }
 
-// alive reports whether a process runs: not gone, not a zombie.
+// alive reports whether a thread of a process still runs. A killed
+// process's leader shows as a zombie while its other threads are still
+// exiting, and the last of them holds its files, its listening port among
+// them: a server started on the same port meanwhile fails to bind.
 func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
 		return false
 	}
-	state := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	return len(state) > 0 && state[0] != "Z" && state[0] != "X"
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, t.Name()))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if state := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])); len(state) > 0 && state[0] != "Z" && state[0] != "X" {
+			return true
+		}
+	}
+	return false
 }
 
 // nulSeparated reads a /proc file of NUL-terminated strings.
