@@ -1,6 +1,8 @@
 package gcpace
 
 import (
+	"bytes"
+	"os"
 	"syscall"
 	"unsafe"
 )
@@ -30,17 +32,20 @@ const hugePage = 2 << 20
 // init, which happens before anything calls Steady.
 var advised struct{ start, end uintptr }
 
-// hugeHeap allocates, advises and drops the block, and reports whether a
-// collection is to free it: not when the kernel refused the advice (no
-// transparent huge pages), when the heap stays as it was.
+// hugeHeap allocates, advises and drops the block, and reports whether it
+// did, for the collection that frees it: not where the kernel gives no
+// huge pages at all (none built in, or enabled=never), when the heap stays
+// as it was.
 func hugeHeap() bool {
+	if enabled, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil || bytes.Contains(enabled, []byte("[never]")) {
+		return false
+	}
 	b := make([]byte, HugeHeap)
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	start, end := (p+hugePage-1)&^(hugePage-1), (p+HugeHeap)&^(hugePage-1)
-	if madvise(start, end, syscall.MADV_HUGEPAGE) != nil {
-		return false
+	if madvise(start, end, syscall.MADV_HUGEPAGE) == nil {
+		advised.start, advised.end = start, end
 	}
-	advised.start, advised.end = start, end
 	return true
 }
 
