@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -36,7 +37,7 @@ func restartAPIServer(ctx context.Context, root, cluster, kubeconfig string) (ti
 	env, err2 := nulSeparated(proc + "environ")
 	dir, err3 := os.Readlink(proc + "cwd")
 	logPath, err4 := os.Readlink(proc + "fd/2")
-	if err := firstErr(err1, err2, err3, err4); err != nil || len(args) == 0 {
+	if err := errors.Join(err1, err2, err3, err4); err != nil || len(args) == 0 {
 		return 0, fmt.Errorf("-restart-apiserver: the API server of %s (pid %d): %v", cluster, pid, err)
 	}
 	logf("restarting the API server of %s (pid %d)", cluster, pid)
@@ -115,13 +116,4 @@ func nulSeparated(path string) ([]string, error) {
 		return nil, err
 	}
 	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), nil
-}
-
-func firstErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -26,7 +26,7 @@ func readDevicePools(ctx context.Context, rc rest.Interface, opts Options) (map[
 	}
 	r := poolReader{pools: map[string][]snapshot.DevicePool{}}
 	err := readList(ctx, func() *rest.Request { return rc.Get().Resource("resourceslices") },
-		metav1.ListOptions{Limit: opts.PageSize, FieldSelector: sel.String()}, sliceFields, nil, reuseSlice, &resourcev1.ResourceSliceList{}, r.add)
+		metav1.ListOptions{Limit: opts.PageSize, FieldSelector: sel.String()}, sliceFields, nil, nil, &resourcev1.ResourceSliceList{}, r.add)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, []string{"DRA devices not judged: the cluster does not serve resourceslices.resource.k8s.io/v1"}, nil
@@ -59,9 +59,6 @@ var deviceFields = fields{
 
 // deviceType keeps a device's type attribute alone.
 var deviceType = entries{func(key string) bool { return key == snapshot.DeviceTypeAttr }}
-
-// reuseSlice empties a decoded ResourceSlice for the next.
-func reuseSlice(s *resourcev1.ResourceSlice) { *s = resourcev1.ResourceSlice{} }
 
 // poolReader folds the slices a read lists into pools, and decodes the
 // devices of each one by one into one Device, its attribute map cleared

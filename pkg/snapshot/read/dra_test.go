@@ -10,8 +10,7 @@ import (
 )
 
 // TestPoolReaderFoldsWhatAddSliceDoes proves, over random ResourceSlices,
-// that the read's way — each slice trimmed and decoded into the storage of
-// the one before (reuseSlice), its devices one by one into one Device from
+// that the read's way — each slice trimmed and decoded afresh, its devices one by one into one Device from
 // its whole bytes — folds into the same pools as AddSlice on the whole
 // slice, as does a slice decoded whole (a JSON read); and that a device
 // keeps no attribute but its type.
@@ -34,7 +33,7 @@ func TestPoolReaderFoldsWhatAddSliceDoes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reuseSlice(&got)
+		got = resourcev1.ResourceSlice{}
 		decodeTrimmed(t, &s, &got, sliceFields, nil)
 		if len(got.Spec.Devices) != 0 {
 			t.Fatalf("seed %d: the slice's devices decoded with it", seed)
