@@ -101,9 +101,10 @@ func TestPaceProbe(t *testing.T) {
 	before := pace()
 	runtime.GC()
 	// The switch is a cleanup, run on its own goroutine after the
-	// collection: wait a second for a change.
-	after := before
-	for deadline := time.Now().Add(time.Second); after == before && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	// collection: wait a second for the pace to change (not the cycles,
+	// which changed with the collection itself).
+	after := pace()
+	for deadline := time.Now().Add(time.Second); after.gogc == before.gogc && after.limit == before.limit && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		after = pace()
 	}
 	fmt.Printf("before: %s, %d collections; after: %s\n", before, before.cycles-start, after)
