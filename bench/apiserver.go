@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -98,11 +97,11 @@ func alive(pid int) bool {
 		return false
 	}
 	for _, t := range tasks {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, t.Name()))
+		state, err := statFields(fmt.Sprintf("/proc/%d/task/%s/stat", pid, t.Name()))
 		if err != nil {
 			continue // gone meanwhile
 		}
-		if state := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])); len(state) > 0 && state[0] != "Z" && state[0] != "X" {
+		if len(state) > 0 && state[0] != "Z" && state[0] != "X" {
 			return true
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -368,19 +369,32 @@ func readPID(path string) (int, error) {
 
 // cpuTime is the user and system CPU a process has used (/proc/PID/stat).
 func cpuTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	path := fmt.Sprintf("/proc/%d/stat", pid)
+	f, err := statFields(path)
 	if err != nil {
 		return 0, err
 	}
-	// The fields after the command, which is in parentheses and may hold spaces.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("%s: %q", path, f)
+	}
 	utime, err1 := strconv.ParseInt(f[11], 10, 64)
 	stime, err2 := strconv.ParseInt(f[12], 10, 64)
 	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: %q", pid, b)
+		return 0, fmt.Errorf("%s: %q", path, f)
 	}
 	const tick = time.Second / 100 // USER_HZ
 	return time.Duration(utime+stime) * tick, nil
+}
+
+// statFields reads a process's or thread's stat file (/proc/PID/stat,
+// /proc/PID/task/TID/stat): the fields after the command, which is in
+// parentheses and may hold spaces, the state first.
+func statFields(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])), nil
 }
 
 // rss is a process's resident memory now and at its peak (/proc/PID/status).

@@ -75,14 +75,12 @@ type poolReader struct {
 // add folds a slice decoded without its devices and, from its whole bytes,
 // the devices; a slice that came as JSON (no bytes) was decoded whole.
 func (r *poolReader) add(s *resourcev1.ResourceSlice, whole []byte) error {
-	pool := snapshot.SlicePool(r.pools, &s.Spec)
-	switch {
-	case pool == nil:
+	if whole == nil {
+		snapshot.AddSlice(r.pools, s)
 		return nil
-	case whole == nil:
-		for i := range s.Spec.Devices {
-			pool.AddDevice(&s.Spec.Devices[i])
-		}
+	}
+	pool := snapshot.SlicePool(r.pools, &s.Spec)
+	if pool == nil {
 		return nil
 	}
 	return eachField(whole, 2, func(spec []byte) error {

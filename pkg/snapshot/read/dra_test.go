@@ -16,7 +16,6 @@ import (
 // keeps no attribute but its type.
 func TestPoolReaderFoldsWhatAddSliceDoes(t *testing.T) {
 	vfio, node := snapshot.VFIODeviceType, "node-a"
-	var got resourcev1.ResourceSlice
 	want := map[string][]snapshot.DevicePool{}
 	proto, json := poolReader{pools: map[string][]snapshot.DevicePool{}}, poolReader{pools: map[string][]snapshot.DevicePool{}}
 	for seed := range int64(200) {
@@ -33,7 +32,7 @@ func TestPoolReaderFoldsWhatAddSliceDoes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got = resourcev1.ResourceSlice{}
+		var got resourcev1.ResourceSlice
 		decodeTrimmed(t, &s, &got, sliceFields, nil)
 		if len(got.Spec.Devices) != 0 {
 			t.Fatalf("seed %d: the slice's devices decoded with it", seed)
