@@ -76,6 +76,20 @@ contexts:
 	}
 }
 
+// noKubeconfig are the default flags with an empty kubeconfig of the test's
+// own: the flags merge the kubeconfig they name (else $KUBECONFIG, else
+// ~/.kube/config) with --server as kubectl does, and a test must not take
+// the current context of whatever machine it runs on.
+func noKubeconfig(t *testing.T) *kube.Flags {
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := kube.NewFlags()
+	f.KubeConfig = &path
+	return f
+}
+
 // The judges' reader speaks HTTP/1.1 to a server that offers HTTP/2, each
 // of its LISTs on a connection of its own; the other clients keep HTTP/2.
 func TestReadingSpeaksHTTP1(t *testing.T) {
@@ -91,7 +105,7 @@ func TestReadingSpeaksHTTP1(t *testing.T) {
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
 	defer srv.Close()
-	f := kube.NewFlags()
+	f := noKubeconfig(t)
 	server, insecure := srv.URL, true
 	f.APIServer, f.Insecure = &server, &insecure
 	cl, err := kube.Connect(f)
