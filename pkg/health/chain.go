@@ -18,6 +18,8 @@ type chain struct {
 	inits map[string][]operand.Init // by operand, in pod order
 	// offered are the sharing and MIG configs (sharing.go); nil unread.
 	offered *snapshot.Offers
+	// kubelet is what the kubelet reports besides (kubelet.go).
+	kubelet kubelet
 }
 
 func newChain(roster []operand.Operand) chain {

@@ -65,6 +65,15 @@ const (
 	DevicesNotPublished = "devices-not-published"
 	PoolIncomplete      = "pool-incomplete"
 	DevicesTainted      = "devices-tainted"
+	// The container runtime has no runtime for the operands' RuntimeClass
+	// handler (nvidia): their pods cannot get a sandbox
+	// (FailedCreatePodSandBox), though the toolkit, which writes that
+	// runtime into the runtime's config, may run (kubelet.go).
+	RuntimeNotConfigured = "runtime-not-configured"
+	// A note, not a cause: the validator's workload pod was refused a GPU
+	// because the pods on the node request all it can allocate. The node
+	// is full, not broken: usable (kubelet.go).
+	GPUsAllInUse = "gpus-all-in-use"
 )
 
 // Codes are every cause code, the chain's first, then how the node offers
@@ -72,7 +81,7 @@ const (
 var Codes = []string{NodeNotReady, Missing, NotRunning, ContainerWaiting, CrashLoop, InitWaiting, NotReady, Paused, Stuck,
 	Order, GPUsNotAdvertised, GPUsUnhealthy, UpgradeFailed, UpgradeStuck,
 	SharingConfigUnknown, SharingNotApplied, MPSDaemonNotReady, MIGConfigUnknown, MIGFailed, MIGStuck, MIGLayoutMismatch,
-	DevicesNotPublished, PoolIncomplete, DevicesTainted}
+	DevicesNotPublished, PoolIncomplete, DevicesTainted, RuntimeNotConfigured, GPUsAllInUse}
 
 // Cause is why a node cannot run GPU work.
 type Cause struct {
@@ -101,6 +110,9 @@ type Node struct {
 	// operands, what their pods show: container, reason, restarts, for how
 	// long.
 	Evidence []string `json:"evidence,omitempty"`
+	// Notes are findings that are a check's artefact, not the node's fault
+	// (GPUsAllInUse): said, and the node usable all the same.
+	Notes []Cause `json:"notes,omitempty"`
 	// OutOfService says who took the node out of service (cordoned, or
 	// tainted against new work) and since when: the ledger's entry, nil
 	// when it is in service. Usable or not, it then takes no new work.
@@ -119,6 +131,7 @@ func Assess(s *snapshot.Snapshot, roster []operand.Operand, now time.Time, stuck
 func assessOn(runs int, s *snapshot.Snapshot, roster []operand.Operand, now time.Time, stuckAfter time.Duration) []Node {
 	c := newChain(roster)
 	c.offered = s.Offers
+	c.kubelet = newKubelet(s)
 	pods := podsByNode(s.Pods)
 	nodes := judge.SortedNodes(s)
 	out := make([]Node, len(nodes))
@@ -204,13 +217,18 @@ func (c chain) assess(n snapshot.Node, pods []*snapshot.Pod, pools map[string][]
 	for i := range links {
 		c.state(&links[i], n, now, stuckAfter)
 	}
+	note := c.full(links, n)
+	c.runtime(links)
 	c.upgrade(links, n, now, stuckAfter)
 	c.order(links, n.Labels)
 	c.devices(links, n)
 	c.offers(links, n, pods, now, stuckAfter)
 	c.dra(links, n.Name, pools)
 	c.blockers(links)
-	return verdict(out, links)
+	if out = verdict(out, links); note != nil {
+		out.Notes = append(out.Notes, *note)
+	}
+	return out
 }
 
 // gpuNode reports whether the node is one the operator deploys to: it has a
@@ -301,7 +319,7 @@ func (c chain) state(l *link, n snapshot.Node, now time.Time, stuckAfter time.Du
 	default:
 		code, msg = NotReady, fmt.Sprintf("pod %s runs but is not Ready%s", p.Name, sinceText(now, h.ReadySince))
 	}
-	l.fail(code, msg, podEvidence(p, now))
+	l.fail(code, msg, strings.Join(append([]string{podEvidence(p, now)}, c.kubeletEvidence(l, n.Name)...), "; "))
 }
 
 // upgrade makes a failed or stuck driver upgrade the driver's failure: the
@@ -448,6 +466,9 @@ func (c chain) blockers(links []link) {
 		l := &links[i]
 		if l.code == "" || l.code == Missing {
 			continue
+		}
+		if t := c.index(operand.ContainerToolkit); t >= 0 && t != i && links[t].code == RuntimeNotConfigured && c.sandboxBlocked(l) {
+			l.blockers = append(l.blockers, t)
 		}
 		if l.pause != nil {
 			for j := range i {

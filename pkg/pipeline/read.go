@@ -39,6 +39,7 @@ func (o Options) ReadOptions() read.Options {
 		NoPods:           o.LabelsOnly,
 		Upgrades:         o.Upgrades,
 		DRA:              o.Health,
+		Kubelet:          o.Health && !o.LabelsOnly,
 	}
 	// Of whole nodes, only the labels the verdicts read are decoded.
 	ro.NodeLabels = func(dss []snapshot.DaemonSet) func(string) bool { return o.LabelsRead(dss).Keep }

@@ -19,7 +19,9 @@ const (
 // per GPU node, "<node> READY" or "<node> UNUSABLE <code> <operand>" for its
 // root cause, then "blocks a,b" for the operands waiting behind it;
 // explained, its message, the other root causes ("also") and the pods'
-// evidence, indented. A second cause is never a second verdict line. Nodes without a
+// evidence, indented. A usable node's notes (a check's artefact, not its
+// fault) follow READY as "note <code> <operand>", explained with their
+// message. A second cause is never a second verdict line. Nodes without a
 // GPU are not GPU nodes: only the data formats list them ("judged": false).
 // JUnit has a case per GPU node, a failure per unusable one.
 type healthView struct{ r *outcome.Result }
@@ -109,7 +111,17 @@ func causes(h health.Node) []health.Cause {
 // healthLines are the text lines of one GPU node.
 func healthLines(h health.Node, why bool) []string {
 	if h.Usable {
-		return append([]string{h.Node + " " + Ready}, outOfService(h, why)...)
+		l := h.Node + " " + Ready
+		for _, c := range h.Notes {
+			l += " note " + strings.TrimSpace(c.Code+" "+c.Operand)
+		}
+		out := []string{l}
+		if why {
+			for _, c := range h.Notes {
+				out = append(out, "  "+c.Message)
+			}
+		}
+		return append(out, outOfService(h, why)...)
 	}
 	l := strings.TrimSpace(fmt.Sprintf("%s %s %s %s", h.Node, Unusable, h.Cause.Code, h.Cause.Operand))
 	if len(h.Blocked) > 0 {

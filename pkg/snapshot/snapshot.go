@@ -44,6 +44,13 @@ type Snapshot struct {
 	// DevicePools are, by node, the pools of devices the DRA kubelet plugin
 	// publishes there (dra.go). Nil unless the read listed ResourceSlices.
 	DevicePools map[string][]DevicePool
+	// Warnings are, by pod name, the Warning Events on the operand pods
+	// (the namespace's DaemonSet pods and the validator's workload pods),
+	// kept by KeepWarning; Holders are, by node, the devices the pods on
+	// each of RefusedNodes hold (kubelet.go). Nil unless the read was for
+	// health.
+	Warnings map[string][]Warning
+	Holders  map[string]Holders
 	// Notes say what the reader skipped and why (a CRD that is not served,
 	// a list the user may not make), for --explain.
 	Notes []string
@@ -115,6 +122,10 @@ type Pod struct {
 	// scheduler's message while unscheduled, else the pod's status reason
 	// (e.g. Evicted) or a waiting container's (e.g. ImagePullBackOff).
 	Reason string
+	// StatusReason is the pod's own status.reason, the kubelet's word for
+	// a pod it refused or evicted (UnexpectedAdmissionError, Evicted):
+	// what RefusedDevice reads; Reason says it with its message.
+	StatusReason string
 	// Target is the node a DaemonSet pod not yet bound was made for (the
 	// DaemonSet controller pins it with a metadata.name node affinity);
 	// empty for other pods, and once bound (Node says where it is: the read
@@ -151,6 +162,10 @@ type PodHealth struct {
 	State     string
 	LastState string
 	Restarts  int32
+	// Message is that container's termination message
+	// (terminationMessagePath, else its log's tail with
+	// FallbackToLogsOnError): its current termination's, else its last.
+	Message string
 	// Init is the init container the pod is in while it initialises (the
 	// first one not yet done), InitDone how many are done of InitTotal (as
 	// kubectl shows Init:1/4), and InitSince when the current one started
@@ -253,7 +268,7 @@ func PodConditionRead(t string) bool {
 // PodFrom converts an API pod.
 func PodFrom(p *corev1.Pod) Pod {
 	out := Pod{Name: p.Name, Node: p.Spec.NodeName, Phase: p.Status.Phase, Deleting: p.DeletionTimestamp != nil,
-		DaemonSet: daemonset.Controller(p)}
+		DaemonSet: daemonset.Controller(p), StatusReason: p.Status.Reason}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
 			out.Reason = c.Message
@@ -295,9 +310,15 @@ func podHealth(st *corev1.PodStatus) PodHealth {
 			if sev := severity(cs); sev > worst || sev == worst && sev > 0 && cs.RestartCount > h.Restarts {
 				worst = sev
 				h.Container, h.State, h.Restarts = cs.Name, stateReason(cs.State), cs.RestartCount
-				h.LastState = ""
+				h.LastState, h.Message = "", ""
+				if t := cs.State.Terminated; t != nil {
+					h.Message = t.Message
+				}
 				if t := cs.LastTerminationState.Terminated; t != nil {
 					h.LastState = terminatedReason(t)
+					if h.Message == "" {
+						h.Message = t.Message
+					}
 				}
 			}
 		}

@@ -79,6 +79,13 @@ type Options struct {
 	// kubelet plugin (snapshot.RunsDRA): a cluster without the DRA stack
 	// pays nothing for it.
 	DRA bool
+	// Kubelet also reads what the kubelet reports of failing pods beyond
+	// their status (kubelet.go, Snapshot.Warnings and Holders): the
+	// namespace's Warning Events on pods, one LIST beside the others, and
+	// the pods holding the devices of each node where the validator's
+	// workload pod was refused one, one LIST narrowed to each such node
+	// once the pods are read (none on a healthy fleet).
+	Kubelet bool
 }
 
 // Traced picks the node labels a read traces: Trace's and, for upgrades,
@@ -114,7 +121,7 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 	// is said as the node list met it, whichever list failed first. Failing
 	// is the rare path; waiting there for the slowest list costs little.
 	var g errgroup.Group
-	var errs [6]error
+	var errs [7]error
 	run := func(slot int, f func() error) { g.Go(func() error { errs[slot] = f(); return errs[slot] }) }
 	// The DaemonSets and then the nodes are read one after the other, on one
 	// connection (a fresh process shakes hands once less: pkg/kube,
@@ -124,7 +131,8 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 	// API server busy with the pods' lists, each small request took 20-30 ms
 	// and the node list had been the last to end (bench/RESULTS.md, "Off
 	// the critical path").
-	var notes, draNotes []string // apart: Operator writes s.Notes meanwhile
+	var notes, draNotes, warningNotes []string // apart: Operator writes s.Notes meanwhile
+	var warnings map[string][]snapshot.Warning
 	run(5, func() error { return operatorAndOffers(ctx, c, namespace, opts, s) })
 	daemonSetsRead := make(chan struct{})
 	g.Go(func() error {
@@ -184,6 +192,12 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 			return err
 		})
 	}
+	if opts.Kubelet {
+		run(6, func() (err error) {
+			warnings, warningNotes, err = readWarnings(ctx, core, namespace, opts.PageSize)
+			return err
+		})
+	}
 	if g.Wait() != nil {
 		for _, err := range errs {
 			if err != nil {
@@ -191,7 +205,18 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 			}
 		}
 	}
-	s.Notes = append(append(s.Notes, notes...), draNotes...)
+	s.Notes = append(append(append(s.Notes, notes...), draNotes...), warningNotes...)
+	if opts.Kubelet {
+		if warnings != nil {
+			s.Warnings = operandWarnings(warnings, s.Pods)
+		}
+		holders, holderNotes, err := readHolders(ctx, core, s.RefusedNodes(), opts.PageSize)
+		if err != nil {
+			return nil, err
+		}
+		s.Holders = holders
+		s.Notes = append(s.Notes, holderNotes...)
+	}
 	return s, nil
 }
 

@@ -1,0 +1,158 @@
+package health
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/snapshot"
+)
+
+// What the kubelet reports besides the pods' states (snapshot/kubelet.go)
+// moves a verdict two ways: a sandbox the runtime cannot create names the
+// container toolkit, one step before the pods that show it; and the
+// validator's workload pod refused a device on a node whose devices other
+// pods hold all is the check's artefact, not the node's fault.
+
+// kubelet is the snapshot's reports of the kubelet, for the chain.
+type kubelet struct {
+	warnings map[string][]snapshot.Warning
+	holders  map[string]snapshot.Holders
+	refused  map[string]*snapshot.Pod // by node: its latest refused plugin workload pod
+}
+
+func newKubelet(s *snapshot.Snapshot) kubelet {
+	k := kubelet{warnings: s.Warnings, holders: s.Holders}
+	for i := range s.Pods {
+		p := &s.Pods[i]
+		if _, ok := p.RefusedDevice(); !ok || !p.IsPluginWorkload() || p.Node == "" {
+			continue
+		}
+		if k.refused == nil {
+			k.refused = map[string]*snapshot.Pod{}
+		}
+		// The validator deletes its last workload pod before it makes the
+		// next; should two stand, the later name is as good as any.
+		if prev := k.refused[p.Node]; prev == nil || p.Name > prev.Name {
+			k.refused[p.Node] = p
+		}
+	}
+	return k
+}
+
+// runtime fails the container toolkit when the container runtime says it
+// has no runtime for the handler of the pods' RuntimeClass (nvidia): the
+// toolkit writes that runtime into the runtime's config, so with its pod
+// running the config was never written, or was rewritten under it
+// (NVIDIA/gpu-operator#598). The operands whose pods cannot get a sandbox
+// wait behind it (blockers), whatever init container they show.
+func (c chain) runtime(links []link) {
+	t := c.index(operand.ContainerToolkit)
+	if t < 0 {
+		return
+	}
+	var pods []string
+	var handler string
+	var seen snapshot.Warning
+	for i := range links {
+		l := &links[i]
+		if l.pod == nil || l.code == "" {
+			continue
+		}
+		if h, w, ok := snapshot.MissingRuntime(c.kubelet.warnings[l.pod.Name]); ok {
+			pods = append(pods, l.pod.Name)
+			if handler == "" {
+				handler, seen = h, w
+			}
+		}
+	}
+	tk := &links[t]
+	if len(pods) == 0 || tk.code != "" {
+		return // no such report; or the toolkit fails already, the cause either way
+	}
+	where := "the toolkit's pod runs"
+	if !tk.asked {
+		where = "the node runs no toolkit pod (the host's toolkit configures the runtime)"
+	}
+	msg := fmt.Sprintf("the container runtime has no runtime %q configured, which the container toolkit writes into its config: %s, yet %s cannot get a sandbox",
+		handler, where, strings.Join(pods, ", "))
+	tk.fail(RuntimeNotConfigured, msg, warningText(seen))
+}
+
+// sandboxBlocked reports whether the link's pod cannot get a sandbox for
+// want of a runtime: it waits on the toolkit.
+func (c chain) sandboxBlocked(l *link) bool {
+	if l.pod == nil {
+		return false
+	}
+	_, _, ok := snapshot.MissingRuntime(c.kubelet.warnings[l.pod.Name])
+	return ok
+}
+
+// full clears the operator validator's failure when it is only that its
+// plugin-validation's workload pod was refused a device (the validator
+// retries it until it gets one, NVIDIA/gpu-operator#233, #481) because the
+// pods running on the node request every device it can allocate: the node
+// is full, not broken. It returns the note that says so; nil when the rule
+// does not apply, or cannot be told (the holders were not read).
+func (c chain) full(links []link, n snapshot.Node) *Cause {
+	v := c.index(operand.OperatorValidator)
+	refused := c.kubelet.refused[n.Name]
+	if v < 0 || refused == nil {
+		return nil
+	}
+	l := &links[v]
+	if l.code == "" || l.pause != nil || l.pod == nil || !inPluginValidation(l.pod.Health) {
+		return nil
+	}
+	resource, _ := refused.RefusedDevice()
+	allocatable := n.Devices[resource].Allocatable
+	held, read := c.kubelet.holders[n.Name]
+	if !read || allocatable == 0 || held.Devices[resource] < allocatable {
+		return nil
+	}
+	msg := fmt.Sprintf("the validator's workload pod %s was refused a %s: the pods on the node request %d of its %d allocatable (%s); %s waits in plugin-validation until one is free",
+		refused.Name, resource, held.Devices[resource], allocatable, strings.Join(held.Pods, ", "), l.pod.Name)
+	note := &Cause{Code: GPUsAllInUse, Operand: operand.OperatorValidator, Message: msg}
+	l.code, l.message, l.evidence = "", "", ""
+	return note
+}
+
+// inPluginValidation reports whether the validator's pod is held in, or
+// failing in, its plugin-validation init container.
+func inPluginValidation(h snapshot.PodHealth) bool {
+	const step = "plugin-validation"
+	return h.Init == step || h.Container == step
+}
+
+// kubeletEvidence is what the kubelet reports of the link's pod besides its
+// state: the worst container's termination message, the pod's Warning
+// Events and, for the operator validator, its workload pod refused at
+// admission.
+func (c chain) kubeletEvidence(l *link, node string) []string {
+	p := l.pod
+	var out []string
+	if m := strings.TrimSpace(p.Health.Message); m != "" {
+		out = append(out, fmt.Sprintf("container %s terminated with message %q", p.Health.Container, oneLine(m)))
+	}
+	for _, w := range c.kubelet.warnings[p.Name] {
+		out = append(out, warningText(w))
+	}
+	if w := c.kubelet.refused[node]; w != nil && l.op.Name == operand.OperatorValidator {
+		out = append(out, fmt.Sprintf("workload pod %s %s: %s", w.Name, w.Phase, oneLine(w.Reason)))
+	}
+	return out
+}
+
+func warningText(w snapshot.Warning) string {
+	s := "Warning " + w.Reason
+	if w.Count > 1 {
+		s += fmt.Sprintf(" (x%d)", w.Count)
+	}
+	return s + ": " + oneLine(w.Message)
+}
+
+// oneLine keeps evidence to one line: a message's lines joined.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
