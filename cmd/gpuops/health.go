@@ -31,8 +31,12 @@ func healthCommand(e cliopts.Env) *cli.Command {
 			"sharing-not-applied and mps-daemon-not-ready (the device plugin's time-slicing or MPS config),\n" +
 			"mig-config-unknown, mig-failed, mig-stuck and mig-layout-mismatch (the MIG manager's layout), and on\n" +
 			"the DRA stack devices-not-published, pool-incomplete and devices-tainted (the kubelet plugin's\n" +
-			"ResourceSlices). A link the host provides or the ClusterPolicy switches off is healthy.\n" +
-			"--explain adds the evidence: container, reason, restarts, for how long. NODE... judges those\n" +
+			"ResourceSlices); runtime-not-configured (the container toolkit: the runtime has no \"nvidia\"\n" +
+			"runtime, the operands' pods get no sandbox). A link the host provides or the ClusterPolicy switches\n" +
+			"off is healthy. A node whose validator's workload pod was refused a GPU because the pods on it hold\n" +
+			"them all is full, not broken: \"<node> READY note gpus-all-in-use operator-validator\".\n" +
+			"--explain adds the evidence: container, reason, restarts, for how long, the termination message\n" +
+			"and the pod's Warning Events (read always: one LIST of the namespace's). NODE... judges those\n" +
 			"nodes only (one that does not exist is an error, exit 2). Exit 1 if any GPU node is unusable.",
 		Flags: o.NodeFlags(&o.Output),
 	}, o)

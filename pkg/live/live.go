@@ -5,8 +5,8 @@
 // (pkg/metrics, pkg/reportsync, pkg/nodeevents). A Tracker runs informers on
 // the nodes, the namespace's pods and DaemonSets, for upgrades its
 // ControllerRevisions and the upgrade controller's node Events, and for
-// health the DRA driver's ResourceSlices and the namespace's ConfigMaps
-// (offers.go), each object trimmed to the judges' fields as it arrives
+// health the DRA driver's ResourceSlices, the namespace's ConfigMaps
+// (offers.go) and its Warning Events on pods (kubelet.go), each object trimmed to the judges' fields as it arrives
 // (informers.go, store.go). After
 // the first full sync, every event queues the nodes it touches (handlers.go,
 // loop.go), and only those are judged again, by the one pipeline the
@@ -75,6 +75,7 @@ type Tracker struct {
 	failed chan error // the first watch error, for SyncTimeout
 
 	// Owned by the goroutine of Run.
+	ctx      context.Context // Run's once it judges, for the reads a judgement makes (kubelet.go)
 	wg       sync.WaitGroup  // the informers' goroutines
 	labels   pipeline.Labels // the node labels the node informer keeps
 	verdicts map[string]*verdict.Verdict
@@ -91,7 +92,7 @@ type Tracker struct {
 // streaming watch (WatchList) where the server offers it. The node informer
 // is set up in Run, once the DaemonSets are known (watchNodes).
 func New(client kubernetes.Interface, opts Options) (*Tracker, error) {
-	t := &Tracker{opts: opts, client: client, queue: workqueue.NewTypedDelayingQueue[string](), failed: make(chan error, 1), verdicts: map[string]*verdict.Verdict{}}
+	t := &Tracker{ctx: context.Background(), opts: opts, client: client, queue: workqueue.NewTypedDelayingQueue[string](), failed: make(chan error, 1), verdicts: map[string]*verdict.Verdict{}}
 	pods := coreinformers.NewFilteredPodInformer(client, opts.Namespace, 0, cache.Indexers{nodeIndex: podNode}, nil)
 	// The DaemonSets are few; the roster and the reasons read them.
 	dss := appsinformers.NewFilteredDaemonSetInformer(client, opts.Namespace, 0, cache.Indexers{}, nil)
@@ -124,6 +125,11 @@ func New(client kubernetes.Interface, opts Options) (*Tracker, error) {
 	}
 	if err := t.watchOffers(); err != nil {
 		return nil, err
+	}
+	if opts.ReadOptions().Kubelet {
+		if err := t.watchWarnings(); err != nil {
+			return nil, err
+		}
 	}
 	return t, nil
 }

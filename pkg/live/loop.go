@@ -26,6 +26,7 @@ func (t *Tracker) Run(ctx context.Context) error { return t.synced(ctx, t.judgin
 // judging judges every node once, then the nodes each burst of events
 // touches, until the queue shuts down with ctx.
 func (t *Tracker) judging(ctx context.Context) error {
+	t.ctx = ctx
 	// The first batch judges every node: what the informers queued on the
 	// way is in it.
 	for _, n := range t.take(false) {

@@ -131,6 +131,10 @@ func (p Pod) IsPluginWorkload() bool {
 	return p.DaemonSet == "" && strings.HasPrefix(p.Name, PluginWorkloadPrefix)
 }
 
+// Operand reports whether the pod is an operand's, whose Warnings a health
+// read keeps: a DaemonSet's, or the validator's workload pod.
+func (p Pod) Operand() bool { return p.DaemonSet != "" || p.IsPluginWorkload() }
+
 // Holders are the devices the pods running on a node request, by resource,
 // and those pods (namespace/name), in name order: what the kubelet has
 // allocated and not freed.

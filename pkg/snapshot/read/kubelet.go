@@ -55,11 +55,11 @@ func readWarnings(ctx context.Context, core rest.Interface, namespace string, pa
 }
 
 // operandWarnings keeps of the Warnings those on the snapshot's operand
-// pods: a DaemonSet's, or the validator's workload pods.
+// pods (snapshot.Pod.Operand).
 func operandWarnings(all map[string][]snapshot.Warning, pods []snapshot.Pod) map[string][]snapshot.Warning {
 	out := map[string][]snapshot.Warning{}
 	for _, p := range pods {
-		if ws, ok := all[p.Name]; ok && (p.DaemonSet != "" || p.IsPluginWorkload()) {
+		if ws, ok := all[p.Name]; ok && p.Operand() {
 			out[p.Name] = ws
 		}
 	}
@@ -77,12 +77,12 @@ var holderFields = func() fields {
 	}
 }()
 
-// readHolders lists, for each node, the pods on it in every namespace, one
+// Holders lists, for each node, the pods on it in every namespace, one
 // LIST narrowed by spec.nodeName (an index of the API server's), and sums
 // the devices those that have not ended request: what the kubelet has
 // handed out there. A user who may not list pods across namespaces gets a
 // note and no holders.
-func readHolders(ctx context.Context, core rest.Interface, nodes []string, pageSize int64) (map[string]snapshot.Holders, []string, error) {
+func Holders(ctx context.Context, core rest.Interface, nodes []string, pageSize int64) (map[string]snapshot.Holders, []string, error) {
 	if len(nodes) == 0 {
 		return nil, nil, nil
 	}

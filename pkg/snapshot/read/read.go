@@ -210,7 +210,7 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 		if warnings != nil {
 			s.Warnings = operandWarnings(warnings, s.Pods)
 		}
-		holders, holderNotes, err := readHolders(ctx, core, s.RefusedNodes(), opts.PageSize)
+		holders, holderNotes, err := Holders(ctx, core, s.RefusedNodes(), opts.PageSize)
 		if err != nil {
 			return nil, err
 		}
