@@ -59,6 +59,9 @@ func checkCommands(t *testing.T, env *testcluster.Env, want []health.Node) {
 	}
 	for _, w := range want {
 		line := w.Node + " " + "READY"
+		for _, n := range w.Notes {
+			line += " note " + n.Code + " " + n.Operand
+		}
 		if w.Cause != nil {
 			line = strings.TrimSpace(w.Node + " UNUSABLE " + w.Cause.Code + " " + w.Cause.Operand)
 			if len(w.Blocked) > 0 {
@@ -98,9 +101,10 @@ func checkCommands(t *testing.T, env *testcluster.Env, want []health.Node) {
 }
 
 // sameVerdict compares what does not change with time: usable, the
-// cause's code and operand, what it blocks.
+// cause's code and operand, what it blocks, the notes' codes.
 func sameVerdict(a, b health.Node) bool {
-	if a.Node != b.Node || a.Judged != b.Judged || a.Usable != b.Usable || strings.Join(a.Blocked, ",") != strings.Join(b.Blocked, ",") {
+	if a.Node != b.Node || a.Judged != b.Judged || a.Usable != b.Usable || strings.Join(a.Blocked, ",") != strings.Join(b.Blocked, ",") ||
+		noteCodes(a) != noteCodes(b) {
 		return false
 	}
 	if a.Cause == nil || b.Cause == nil {

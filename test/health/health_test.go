@@ -104,6 +104,7 @@ type scenario struct {
 	operand  string
 	blocked  []string
 	stuckNow string // the code when judged two hours later
+	kubelet         // what the kubelet reports besides (kubelet_test.go)
 }
 
 func allReady(except map[string]string) map[string]string {
@@ -158,6 +159,22 @@ var scenarios = []scenario{
 	{name: "host-driver", gpus: &[2]int64{8, 8}, labels: map[string]string{operand.LabelPrefix + operand.Driver: "pre-installed"},
 		pods: allReady(map[string]string{operand.Driver: ""})},
 	{name: "cpu", cpu: true},
+	// The validator's workload pod refused a GPU: the pods on the node hold
+	// all 8 (NVIDIA/gpu-operator#233, #481), a note on a usable node; with
+	// one GPU free the refusal is the node's.
+	{name: "full", gpus: &[2]int64{8, 8}, pods: allReady(map[string]string{operand.OperatorValidator: inInit("plugin-validation")}),
+		kubelet: kubelet{refused: true, held: 8, note: health.GPUsAllInUse}},
+	{name: "refused-gpu-free", gpus: &[2]int64{8, 8}, pods: allReady(map[string]string{operand.OperatorValidator: inInit("plugin-validation")}),
+		kubelet: kubelet{refused: true, held: 7}, code: health.InitWaiting, operand: operand.OperatorValidator, blocked: []string{}},
+	// The toolkit's pod runs, containerd has no "nvidia" runtime: the pods
+	// of that RuntimeClass get no sandbox (#432, #549, #730).
+	{name: "no-runtime", gpus: &[2]int64{8, 8}, pods: map[string]string{
+		operand.Driver: ready, operand.ContainerToolkit: ready, operand.OperatorValidator: inInit("driver-validation"),
+		operand.DevicePlugin: inInit("toolkit-validation"), operand.GPUFeatureDiscovery: inInit("toolkit-validation"),
+		operand.DCGMExporter: inInit("toolkit-validation"),
+	}, kubelet: kubelet{noRuntime: []string{operand.OperatorValidator, operand.DevicePlugin, operand.GPUFeatureDiscovery, operand.DCGMExporter}},
+		code: health.RuntimeNotConfigured, operand: operand.ContainerToolkit, blocked: []string{operand.DevicePlugin,
+			operand.GPUFeatureDiscovery, operand.DCGMExporter, operand.OperatorValidator}},
 }
 
 // TestHealthOnKWOK builds a node per scenario, reads the cluster and judges
@@ -232,13 +249,17 @@ func TestHealthOnKWOK(t *testing.T) {
 		return true
 	})
 
+	for _, sc := range scenarios {
+		sc.kubelet.report(t, env, env.NodeName(sc.name), sc.pods)
+	}
+
 	cf := kube.NewFlags()
 	cf.KubeConfig = &env.Kubeconfig
 	clients, err := kube.Connect(cf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := read.Options{NodeSelector: testcluster.LabelTestID + "=" + env.ID, Trace: operand.Paused}
+	opts := read.Options{NodeSelector: testcluster.LabelTestID + "=" + env.ID, Trace: operand.Paused, Kubelet: true}
 	s, err := read.Snapshot(ctx, clients.Kube, env.Namespace, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +274,7 @@ func TestHealthOnKWOK(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range pods.Items {
-		if p := snapshot.PodFrom(&pods.Items[i]); !inState(p, stateOf[p.DaemonSet]) {
+		if p := snapshot.PodFrom(&pods.Items[i]); p.DaemonSet != "" && !inState(p, stateOf[p.DaemonSet]) {
 			t.Errorf("pod %s left state %s: %+v", p.Name, stateOf[p.DaemonSet], p.Health)
 		}
 	}
@@ -284,6 +305,9 @@ func TestHealthOnKWOK(t *testing.T) {
 
 func check(t *testing.T, v health.Node, sc scenario, code string) {
 	t.Helper()
+	if notes := noteCodes(v); notes != sc.note {
+		t.Errorf("notes %q (%+v), want %q", notes, v.Notes, sc.note)
+	}
 	if code == "" {
 		if !v.Usable || v.Cause != nil || v.Judged == sc.cpu {
 			t.Errorf("want usable (judged %v), got %+v cause %+v evidence %q", !sc.cpu, v, v.Cause, v.Evidence)

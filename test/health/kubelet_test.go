@@ -1,0 +1,141 @@
+package health_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuops/gpuops/internal/testcluster"
+	"github.com/gpuops/gpuops/pkg/health"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/snapshot"
+)
+
+// The kubelet's words, as it writes them (kubernetes v1.37.2
+// pkg/kubelet/kubelet.go rejectPod, pkg/kubelet/cm/admission/errors.go,
+// pkg/kubelet/kuberuntime/kuberuntime_manager.go) around containerd's
+// (NVIDIA/gpu-operator#730).
+const (
+	refusedMessage = "Pod was rejected: Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected"
+	noRuntimeEvent = `Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: no runtime for "nvidia" is configured`
+)
+
+// kubelet is what the kubelet reports of a scenario's node besides its
+// pods' states: the validator's workload pod it refused a GPU, the GPUs
+// that users' pods (in a namespace of their own) request there, the
+// operands whose pods it could not give a sandbox, and the note the node's
+// verdict carries.
+type kubelet struct {
+	refused   bool
+	held      int64
+	noRuntime []string
+	note      string
+}
+
+// report makes the kubelet's reports on node, whose operands' pods are in
+// the states given: a refused workload pod held Failed by
+// hack/kwokctl.yaml's rejected stage, users' pods bound to the node, and
+// Warning Events written as the kubelet records them.
+func (k kubelet) report(t *testing.T, env *testcluster.Env, node string, states map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	if k.refused {
+		refused := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: snapshot.PluginWorkloadPrefix, Labels: map[string]string{"app": "nvidia-device-plugin-validator"},
+				Annotations: map[string]string{podState: "rejected", "gpuops.test/reason": snapshot.UnexpectedAdmissionError, "gpuops.test/message": refusedMessage}},
+			Spec: corev1.PodSpec{NodeName: node, RestartPolicy: corev1.RestartPolicyOnFailure,
+				InitContainers: []corev1.Container{{Name: "plugin-validation", Image: "registry.example/fake:1", Resources: gpus(1)}},
+				Containers:     []corev1.Container{{Name: "nvidia-device-plugin-validator", Image: "registry.example/fake:1"}}},
+		}
+		p, err := env.Client.CoreV1().Pods(env.Namespace).Create(ctx, refused, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.WaitForPods(t, env.Namespace, func(pods []corev1.Pod) bool {
+			for i := range pods {
+				if pods[i].Name == p.Name {
+					_, ok := snapshot.PodFrom(&pods[i]).RefusedDevice()
+					return ok
+				}
+			}
+			return false
+		})
+	}
+	if k.held > 0 {
+		users := usersNamespace(t, env)
+		for i, n := range []int64{k.held / 2, k.held - k.held/2} {
+			user := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("train-%s-%d", node, i)},
+				Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Image: "registry.example/train:1", Resources: gpus(n)}}}}
+			if _, err := env.Client.CoreV1().Pods(users).Create(ctx, user, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(k.noRuntime) == 0 {
+		return
+	}
+	pods, err := env.Client.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
+	sandboxless := map[string]bool{} // by DaemonSet
+	for _, name := range k.noRuntime {
+		o, err := operand.Lookup(operand.Real, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sandboxless[variant(o, states[name])] = true
+	}
+	made := 0
+	for _, p := range pods.Items {
+		if !sandboxless[snapshot.PodFrom(&p).DaemonSet] {
+			continue
+		}
+		made++
+		e := &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{GenerateName: p.Name + "."},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID, APIVersion: "v1"},
+			Reason:         snapshot.FailedCreatePodSandBox, Message: noRuntimeEvent, Type: corev1.EventTypeWarning, Count: 12,
+			FirstTimestamp: at, LastTimestamp: at, Source: corev1.EventSource{Component: "kubelet", Host: node},
+		}
+		if _, err := env.Client.CoreV1().Events(env.Namespace).Create(ctx, e, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if made != len(k.noRuntime) {
+		t.Fatalf("%d sandbox Events on %s, want one a pod of %v", made, node, k.noRuntime)
+	}
+}
+
+func gpus(n int64) corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{Limits: corev1.ResourceList{snapshot.GPUResource: *resource.NewQuantity(n, resource.DecimalSI)}}
+}
+
+// usersNamespace is the namespace of the users' pods, made once a test and
+// deleted after it.
+func usersNamespace(t *testing.T, env *testcluster.Env) string {
+	name := env.Namespace + "-users"
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := env.Client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err == nil {
+		t.Cleanup(func() { _ = env.Client.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	} else if !strings.Contains(err.Error(), "already exists") {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// noteCodes are a verdict's notes' codes, joined.
+func noteCodes(v health.Node) string {
+	var out []string
+	for _, n := range v.Notes {
+		out = append(out, n.Code)
+	}
+	return strings.Join(out, ",")
+}
