@@ -28,12 +28,6 @@ import (
 
 func TestMain(m *testing.M) { testcluster.Main(m) }
 
-// The annotations of hack/kwokctl.yaml's test stages.
-const (
-	podState      = "gpuops.test/pod-state"
-	initContainer = "gpuops.test/init-container"
-)
-
 // States a test DaemonSet's pods are held in: ready is KWOK's default, the
 // others are the test stages; init-waiting.<name> waits in that init
 // container.
@@ -66,14 +60,12 @@ func daemonSet(ns, id string, o operand.Operand, state string) *appsv1.DaemonSet
 	for _, i := range operand.InitsOf(o.Name) {
 		spec.InitContainers = append(spec.InitContainers, corev1.Container{Name: i.Container, Image: "registry.example/fake:1"})
 	}
-	a := map[string]string{}
 	switch {
 	case state == crashLoop, state == notReady:
-		a[podState] = state
+		ds.Spec.Template.Annotations = map[string]string{testcluster.PodState: state}
 	case strings.HasPrefix(state, initPrefix):
-		a[podState], a[initContainer] = "init-waiting", strings.TrimPrefix(state, initPrefix)
+		testcluster.InitWaiting(&ds.Spec.Template, strings.TrimPrefix(state, initPrefix))
 	}
-	ds.Spec.Template.Annotations = a
 	return ds
 }
 

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuops/gpuops/internal/testcluster"
@@ -46,33 +45,20 @@ func (k kubelet) report(t *testing.T, env *testcluster.Env, node string, states 
 	t.Helper()
 	ctx := context.Background()
 	if k.refused {
-		refused := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: snapshot.PluginWorkloadPrefix, Labels: map[string]string{"app": "nvidia-device-plugin-validator"},
-				Annotations: map[string]string{podState: "rejected", "gpuops.test/reason": snapshot.UnexpectedAdmissionError, "gpuops.test/message": refusedMessage}},
-			Spec: corev1.PodSpec{NodeName: node, RestartPolicy: corev1.RestartPolicyOnFailure,
-				InitContainers: []corev1.Container{{Name: "plugin-validation", Image: "registry.example/fake:1", Resources: gpus(1)}},
-				Containers:     []corev1.Container{{Name: "nvidia-device-plugin-validator", Image: "registry.example/fake:1"}}},
-		}
-		p, err := env.Client.CoreV1().Pods(env.Namespace).Create(ctx, refused, metav1.CreateOptions{})
+		spec := corev1.PodSpec{RestartPolicy: corev1.RestartPolicyOnFailure,
+			InitContainers: []corev1.Container{{Name: "plugin-validation", Image: "registry.example/fake:1", Resources: testcluster.GPUs(1)}},
+			Containers:     []corev1.Container{{Name: "nvidia-device-plugin-validator", Image: "registry.example/fake:1"}}}
+		p, err := env.Client.CoreV1().Pods(env.Namespace).Create(ctx,
+			testcluster.Rejected(snapshot.PluginWorkloadPrefix, node, snapshot.UnexpectedAdmissionError, refusedMessage, spec), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		env.WaitForPods(t, env.Namespace, func(pods []corev1.Pod) bool {
-			for i := range pods {
-				if pods[i].Name == p.Name {
-					_, ok := snapshot.PodFrom(&pods[i]).RefusedDevice()
-					return ok
-				}
-			}
-			return false
-		})
+		waitRefused(t, env, p.Name)
 	}
 	if k.held > 0 {
-		users := usersNamespace(t, env)
+		users := env.OtherNamespace(t, "users")
 		for i, n := range []int64{k.held / 2, k.held - k.held/2} {
-			user := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("train-%s-%d", node, i)},
-				Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Image: "registry.example/train:1", Resources: gpus(n)}}}}
-			if _, err := env.Client.CoreV1().Pods(users).Create(ctx, user, metav1.CreateOptions{}); err != nil {
+			if _, err := env.Client.CoreV1().Pods(users).Create(ctx, testcluster.GPUPod(fmt.Sprintf("train-%s-%d", node, i), node, n), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -114,21 +100,18 @@ func (k kubelet) report(t *testing.T, env *testcluster.Env, node string, states 
 	}
 }
 
-func gpus(n int64) corev1.ResourceRequirements {
-	return corev1.ResourceRequirements{Limits: corev1.ResourceList{snapshot.GPUResource: *resource.NewQuantity(n, resource.DecimalSI)}}
-}
-
-// usersNamespace is the namespace of the users' pods, made once a test and
-// deleted after it.
-func usersNamespace(t *testing.T, env *testcluster.Env) string {
-	name := env.Namespace + "-users"
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if _, err := env.Client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err == nil {
-		t.Cleanup(func() { _ = env.Client.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{}) })
-	} else if !strings.Contains(err.Error(), "already exists") {
-		t.Fatal(err)
-	}
-	return name
+// waitRefused waits until the pod named reads as refused a device.
+func waitRefused(t *testing.T, env *testcluster.Env, name string) {
+	t.Helper()
+	env.WaitForPods(t, env.Namespace, func(pods []corev1.Pod) bool {
+		for i := range pods {
+			if pods[i].Name == name {
+				_, ok := snapshot.PodFrom(&pods[i]).RefusedDevice()
+				return ok
+			}
+		}
+		return false
+	})
 }
 
 // noteCodes are a verdict's notes' codes, joined.

@@ -1,0 +1,70 @@
+package testcluster
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The annotations of hack/kwokctl.yaml's test stages: the state a pod is
+// held in, the init container it waits in, and the reason and message of
+// a pod the kubelet refused.
+const (
+	PodState      = "gpuops.test/pod-state"
+	InitContainer = "gpuops.test/init-container"
+	RejectReason  = "gpuops.test/reason"
+	RejectMessage = "gpuops.test/message"
+)
+
+// InitWaiting holds the pods of a template in its init container named
+// (hack/kwokctl.yaml's init-waiting stage): those before it completed.
+func InitWaiting(t *corev1.PodTemplateSpec, container string) {
+	if t.Annotations == nil {
+		t.Annotations = map[string]string{}
+	}
+	t.Annotations[PodState], t.Annotations[InitContainer] = "init-waiting", container
+}
+
+// Rejected is a pod bound to node and held Failed with the reason and
+// message a kubelet gives a pod it refused at admission (hack/kwokctl.yaml's
+// rejected stage); its name starts with prefix.
+func Rejected(prefix, node, reason, message string, spec corev1.PodSpec) *corev1.Pod {
+	spec.NodeName = node
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix,
+			Annotations: map[string]string{PodState: "rejected", RejectReason: reason, RejectMessage: message}},
+		Spec: spec,
+	}
+}
+
+// GPUs are the resources of a container that asks for n nvidia.com/gpu.
+func GPUs(n int64) corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": *resource.NewQuantity(n, resource.DecimalSI)}}
+}
+
+// GPUPod is a user's pod bound to node, asking for n GPUs.
+func GPUPod(name, node string, n int64) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Image: "registry.example/train:1", Resources: GPUs(n)}}}}
+}
+
+// OtherNamespace is a second namespace of the test's, <Namespace>-<suffix>
+// (the users' pods of a test live in one), made on first use and deleted
+// when the test ends.
+func (e *Env) OtherNamespace(t testing.TB, suffix string) string {
+	t.Helper()
+	name := e.Namespace + "-" + suffix
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LabelTestID: e.ID}}}
+	_, err := e.Client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		t.Cleanup(func() { _ = e.Client.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	case !apierrors.IsAlreadyExists(err):
+		t.Fatal(err)
+	}
+	return name
+}
