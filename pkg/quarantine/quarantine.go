@@ -100,6 +100,18 @@ type Node struct {
 	UpgradeState string
 }
 
+// Of is what a decision needs of a GPU node's health verdict, seen at
+// since: usable or its root cause, who holds it, and gpuops's marks. A
+// node that is full, not broken (a note, health.GPUsAllInUse) is usable:
+// never quarantined.
+func Of(h *health.Node, since time.Time) Node {
+	n := Node{Name: h.Node, Usable: h.Usable, Held: h.OutOfService, Recorded: h.Marks.Recorded, Marked: h.Marks.Other, Since: since}
+	if h.Cause != nil {
+		n.Code, n.Operand = h.Cause.Code, h.Cause.Operand
+	}
+	return n
+}
+
 // Idle reports whether the node comes to nothing in a decision: usable, in
 // service and without gpuops's record, as most of a fleet is.
 func (n Node) Idle() bool { return n.Usable && n.Held == nil && !n.Recorded }

@@ -6,10 +6,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/ledger"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/quarantine"
+	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
 var (
@@ -315,5 +318,38 @@ func BenchmarkDecide(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A node that is full, not broken, is never quarantined: the validator's
+// workload pod refused a GPU where the pods on the node request every one
+// (NVIDIA/gpu-operator#233, #481) is a note on a usable node. The same
+// refusal with a GPU free is the node's cause, and quarantined.
+func TestNeverAFullNode(t *testing.T) {
+	validator, err := operand.Lookup(operand.Real, operand.OperatorValidator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &snapshot.Snapshot{Holders: map[string]snapshot.Holders{}}
+	for node, held := range map[string]int64{"full": 8, "gpu-free": 7} {
+		s.Nodes = append(s.Nodes, snapshot.Node{Name: node, Ready: true, Labels: map[string]string{operand.GPUPresent: "true", validator.LabelKey(): "true"},
+			Devices: map[string]snapshot.DeviceCount{snapshot.GPUResource: {Capacity: 8, Allocatable: 8}}})
+		s.Pods = append(s.Pods,
+			snapshot.Pod{Name: validator.DaemonSet + "-" + node, Node: node, DaemonSet: validator.DaemonSet, Phase: corev1.PodPending,
+				Health: snapshot.PodHealth{Init: "plugin-validation", InitDone: 3, InitTotal: 4}},
+			snapshot.Pod{Name: snapshot.PluginWorkloadPrefix + node, Node: node, Phase: corev1.PodFailed, StatusReason: snapshot.UnexpectedAdmissionError,
+				Reason: "UnexpectedAdmissionError: Pod was rejected: Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected"})
+		s.Holders[node] = snapshot.Holders{Devices: map[string]int64{snapshot.GPUResource: held}, Pods: []string{"ml/train"}}
+	}
+	var nodes []quarantine.Node
+	for _, h := range health.Assess(s, []operand.Operand{validator}, now, time.Hour) {
+		nodes = append(nodes, quarantine.Of(&h, now.Add(-time.Hour)))
+	}
+	d := decide(nodes)
+	if got := quarantined(d); !slices.Equal(got, []string{"gpu-free"}) || d.Quarantine[0].Code != health.InitWaiting {
+		t.Errorf("quarantined %v (%+v), want gpu-free alone, for init-waiting", got, d.Quarantine)
+	}
+	if heldFor(d, "full") != "" {
+		t.Errorf("the full node is held as %q: it is usable", heldFor(d, "full"))
 	}
 }

@@ -154,11 +154,7 @@ func (a *Actor) take(b verdict.Batch) {
 			}
 			continue
 		}
-		n := quarantine.Node{Name: name, Usable: h.Health.Usable, Held: h.Health.OutOfService, Recorded: h.Health.Marks.Recorded,
-			Marked: h.Health.Marks.Other, Since: b.Time}
-		if h.Health.Cause != nil {
-			n.Code, n.Operand = h.Health.Cause.Code, h.Health.Cause.Operand
-		}
+		n := quarantine.Of(h.Health, b.Time)
 		if h.Upgrade != nil {
 			n.UpgradeState = h.Upgrade.State
 		}
