@@ -127,8 +127,8 @@ func inPluginValidation(h snapshot.PodHealth) bool {
 
 // kubeletEvidence is what the kubelet reports of the link's pod besides its
 // state: the worst container's termination message, the pod's Warning
-// Events and, for the operator validator, its workload pod refused at
-// admission.
+// Events (but one its reason says already) and, for the operator
+// validator, its workload pod refused at admission.
 func (c chain) kubeletEvidence(l *link, node string) []string {
 	p := l.pod
 	var out []string
@@ -136,7 +136,11 @@ func (c chain) kubeletEvidence(l *link, node string) []string {
 		out = append(out, fmt.Sprintf("container %s terminated with message %q", p.Health.Container, oneLine(m)))
 	}
 	for _, w := range c.kubelet.warnings[p.Name] {
-		out = append(out, warningText(w))
+		// The scheduler's FailedScheduling says what the pod's condition
+		// says, in its reason already.
+		if m := oneLine(w.Message); m != "" && !strings.Contains(p.Reason, m) {
+			out = append(out, warningText(w))
+		}
 	}
 	if w := c.kubelet.refused[node]; w != nil && l.op.Name == operand.OperatorValidator {
 		out = append(out, fmt.Sprintf("workload pod %s %s: %s", w.Name, w.Phase, oneLine(w.Reason)))

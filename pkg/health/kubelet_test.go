@@ -154,3 +154,18 @@ func TestTerminationMessageIsEvidence(t *testing.T) {
 		t.Errorf("evidence %q, want it to hold %q", got.Evidence, want)
 	}
 }
+
+// TestWarningSaidOnce: a Warning whose message the pod's reason already
+// holds (the scheduler's FailedScheduling, its PodScheduled condition's
+// message) is not said again.
+func TestWarningSaidOnce(t *testing.T) {
+	const unschedulable = "0/3 nodes are available: 3 Insufficient memory."
+	p := pod(operand.Driver, "n", snapshot.PodHealth{}, corev1.PodPending)
+	p.Node, p.Target, p.Reason = "", "n", unschedulable
+	s := &snapshot.Snapshot{Nodes: []snapshot.Node{gpuNode("n", nil)}, Pods: append(readyAll("n", operand.Driver), p),
+		Warnings: map[string][]snapshot.Warning{p.Name: {{Reason: "FailedScheduling", Message: unschedulable, Time: now}}}}
+	got := assessOne(t, s)
+	if got.Cause == nil || got.Cause.Code != health.NotRunning || strings.Contains(strings.Join(got.Evidence, "\n"), "FailedScheduling") {
+		t.Errorf("cause %+v evidence %q: want not-running, the scheduler's message once", got.Cause, got.Evidence)
+	}
+}
