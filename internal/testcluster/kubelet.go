@@ -3,6 +3,7 @@ package testcluster
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,7 @@ const (
 	InitContainer = "gpuops.test/init-container"
 	RejectReason  = "gpuops.test/reason"
 	RejectMessage = "gpuops.test/message"
+	RejectTime    = "gpuops.test/start-time"
 )
 
 // InitWaiting holds the pods of a template in its init container named
@@ -30,15 +32,16 @@ func InitWaiting(t *corev1.PodTemplateSpec, container string) {
 }
 
 // Rejected is a pod bound to node and held Failed with the reason and
-// message a kubelet gives a pod it refused at admission (hack/kwokctl.yaml's
-// rejected stage); its name starts with prefix.
-func Rejected(prefix, node, reason, message string, spec corev1.PodSpec) *corev1.Pod {
+// message a kubelet gives a pod it refused at admission, at the time given
+// (zero: as it is made; hack/kwokctl.yaml's rejected stage); its name
+// starts with prefix.
+func Rejected(prefix, node, reason, message string, at time.Time, spec corev1.PodSpec) *corev1.Pod {
 	spec.NodeName = node
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix,
-			Annotations: map[string]string{PodState: "rejected", RejectReason: reason, RejectMessage: message}},
-		Spec: spec,
+	a := map[string]string{PodState: "rejected", RejectReason: reason, RejectMessage: message}
+	if !at.IsZero() {
+		a[RejectTime] = at.UTC().Format(time.RFC3339)
 	}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix, Annotations: a}, Spec: spec}
 }
 
 // GPUs are the resources of a container that asks for n nvidia.com/gpu.

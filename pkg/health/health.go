@@ -217,7 +217,7 @@ func (c chain) assess(n snapshot.Node, pods []*snapshot.Pod, pools map[string][]
 	for i := range links {
 		c.state(&links[i], n, now, stuckAfter)
 	}
-	note := c.full(links, n)
+	note := c.full(links, n, now)
 	c.runtime(links)
 	c.upgrade(links, n, now, stuckAfter)
 	c.order(links, n.Labels)

@@ -3,6 +3,7 @@ package health
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
@@ -89,13 +90,25 @@ func (c chain) sandboxBlocked(l *link) bool {
 	return ok
 }
 
+// RetryWithin bounds how long after the kubelet refused the validator's
+// workload pod the validator makes it again: its wait for the pod to
+// succeed (60 tries 5 s apart, NVIDIA/gpu-operator v26.7.0
+// cmd/nvidia-validator/main.go, podCreationWaitRetries), then the
+// kubelet's longest back-off before it runs the failed init container
+// again (kubernetes v1.37.2 pkg/kubelet/apis/config/v1beta1/defaults.go,
+// MaxContainerBackOff).
+const RetryWithin = 5*time.Minute + 300*time.Second
+
 // full clears the operator validator's failure when it is only that its
 // plugin-validation's workload pod was refused a device (the validator
 // retries it until it gets one, NVIDIA/gpu-operator#233, #481) because the
-// pods running on the node request every device it can allocate: the node
-// is full, not broken. It returns the note that says so; nil when the rule
+// node had none free: the node is full, not broken. The kubelet refuses so
+// only when every device it can allocate is in use; the pods on the node
+// must request them all still, or the refusal be recent enough that the
+// validator has not tried again (RetryWithin): a GPU freed since is taken
+// at its next try. It returns the note that says so; nil when the rule
 // does not apply, or cannot be told (the holders were not read).
-func (c chain) full(links []link, n snapshot.Node) *Cause {
+func (c chain) full(links []link, n snapshot.Node, now time.Time) *Cause {
 	v := c.index(operand.OperatorValidator)
 	refused := c.kubelet.refused[n.Name]
 	if v < 0 || refused == nil {
@@ -108,11 +121,25 @@ func (c chain) full(links []link, n snapshot.Node) *Cause {
 	resource, _ := refused.RefusedDevice()
 	allocatable := n.Devices[resource].Allocatable
 	held, read := c.kubelet.holders[n.Name]
-	if !read || allocatable == 0 || held.Devices[resource] < allocatable {
+	if !read || allocatable == 0 {
 		return nil
 	}
-	msg := fmt.Sprintf("the validator's workload pod %s was refused a %s: the pods on the node request %d of its %d allocatable (%s); %s waits in plugin-validation until one is free",
-		refused.Name, resource, held.Devices[resource], allocatable, strings.Join(held.Pods, ", "), l.pod.Name)
+	inUse, at := held.Devices[resource], refused.Health.Started
+	holders := "none"
+	if len(held.Pods) > 0 {
+		holders = strings.Join(held.Pods, ", ")
+	}
+	var msg string
+	switch {
+	case inUse >= allocatable:
+		msg = fmt.Sprintf("the validator's workload pod %s was refused a %s: the pods on the node request %d of its %d allocatable (%s); %s waits in plugin-validation until one is free",
+			refused.Name, resource, inUse, allocatable, holders, l.pod.Name)
+	case !at.IsZero() && now.Sub(at) <= RetryWithin:
+		msg = fmt.Sprintf("the validator's workload pod %s was refused a %s %s ago, none free; the pods on the node request %d of its %d allocatable now (%s): %s tries again within %s of the refusal",
+			refused.Name, resource, age(now, at), inUse, allocatable, holders, l.pod.Name, RetryWithin)
+	default:
+		return nil
+	}
 	note := &Cause{Code: GPUsAllInUse, Operand: operand.OperatorValidator, Message: msg}
 	l.code, l.message, l.evidence = "", "", ""
 	return note

@@ -3,6 +3,7 @@ package health_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -61,7 +62,8 @@ func assessOne(t *testing.T, s *snapshot.Snapshot) health.Node {
 // TestFullNodeIsUsable: the validator's workload pod refused a GPU on a node
 // whose GPUs the pods on it request all is a note, never a cause
 // (NVIDIA/gpu-operator#233, #481) — whether the validator still waits for
-// the pod or crash-loops after giving up; with a GPU free, or the holders
+// the pod or crash-loops after giving up — as is one refused lately, a GPU
+// freed since; with a GPU free past the validator's retry, or the holders
 // unknown, the refusal is the node's and it stays unusable.
 func TestFullNodeIsUsable(t *testing.T) {
 	for _, crashing := range []bool{false, true} {
@@ -75,11 +77,24 @@ func TestFullNodeIsUsable(t *testing.T) {
 			t.Errorf("crashing=%v: note %+v", crashing, n)
 		}
 	}
+	// A GPU freed since a recent refusal: the validator takes it at its
+	// next try.
+	recent := busy(true, 7)
+	recent.Pods[len(recent.Pods)-1].Health.Started = now.Add(-2 * time.Minute)
+	if got := assessOne(t, recent); !got.Usable || len(got.Notes) != 1 ||
+		!strings.Contains(got.Notes[0].Message, "refused a nvidia.com/gpu 2m0s ago, none free; the pods on the node request 7 of its 8 allocatable now") {
+		t.Errorf("refused 2 minutes ago, a GPU free since: %+v, want usable with a note", got)
+	}
 	for _, tc := range []struct {
-		name string
-		held int64
-	}{{"a GPU free", 7}, {"holders not read", -1}} {
-		got := assessOne(t, busy(false, tc.held))
+		name    string
+		held    int64
+		refused time.Duration // ago; 0: unknown
+	}{{"a GPU free", 7, 0}, {"a GPU free, refused before the validator's retry", 7, health.RetryWithin + time.Minute}, {"holders not read", -1, 0}} {
+		s := busy(false, tc.held)
+		if tc.refused > 0 {
+			s.Pods[len(s.Pods)-1].Health.Started = now.Add(-tc.refused)
+		}
+		got := assessOne(t, s)
 		if got.Usable || got.Cause.Code != health.InitWaiting || got.Cause.Operand != operand.OperatorValidator || len(got.Notes) != 0 {
 			t.Errorf("%s: %+v, want unusable: init-waiting operator-validator", tc.name, got)
 		}

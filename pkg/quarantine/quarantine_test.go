@@ -324,7 +324,8 @@ func BenchmarkDecide(b *testing.B) {
 // A node that is full, not broken, is never quarantined: the validator's
 // workload pod refused a GPU where the pods on the node request every one
 // (NVIDIA/gpu-operator#233, #481) is a note on a usable node. The same
-// refusal with a GPU free is the node's cause, and quarantined.
+// refusal with a GPU free (and no time of it to tell it recent) is the
+// node's cause, and quarantined.
 func TestNeverAFullNode(t *testing.T) {
 	validator, err := operand.Lookup(operand.Real, operand.OperatorValidator)
 	if err != nil {

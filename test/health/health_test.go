@@ -152,12 +152,16 @@ var scenarios = []scenario{
 		pods: allReady(map[string]string{operand.Driver: ""})},
 	{name: "cpu", cpu: true},
 	// The validator's workload pod refused a GPU: the pods on the node hold
-	// all 8 (NVIDIA/gpu-operator#233, #481), a note on a usable node; with
-	// one GPU free the refusal is the node's.
+	// all 8 (NVIDIA/gpu-operator#233, #481), a note on a usable node; so
+	// with one freed since a refusal just now (the validator takes it at its
+	// next try); with one free past the validator's retry (health.RetryWithin)
+	// the refusal is the node's.
 	{name: "full", gpus: &[2]int64{8, 8}, pods: allReady(map[string]string{operand.OperatorValidator: inInit("plugin-validation")}),
 		kubelet: kubelet{refused: true, held: 8, note: health.GPUsAllInUse}},
+	{name: "freed-lately", gpus: &[2]int64{8, 8}, pods: allReady(map[string]string{operand.OperatorValidator: inInit("plugin-validation")}),
+		kubelet: kubelet{refused: true, held: 7, note: health.GPUsAllInUse}},
 	{name: "refused-gpu-free", gpus: &[2]int64{8, 8}, pods: allReady(map[string]string{operand.OperatorValidator: inInit("plugin-validation")}),
-		kubelet: kubelet{refused: true, held: 7}, code: health.InitWaiting, operand: operand.OperatorValidator, blocked: []string{}},
+		kubelet: kubelet{refused: true, refusedAt: time.Hour, held: 7}, code: health.InitWaiting, operand: operand.OperatorValidator, blocked: []string{}},
 	// The toolkit's pod runs, containerd has no "nvidia" runtime: the pods
 	// of that RuntimeClass get no sandbox (#432, #549, #730).
 	{name: "no-runtime", gpus: &[2]int64{8, 8}, pods: map[string]string{

@@ -26,12 +26,14 @@ const (
 )
 
 // kubelet is what the kubelet reports of a scenario's node besides its
-// pods' states: the validator's workload pod it refused a GPU, the GPUs
+// pods' states: the validator's workload pod it refused a GPU (and how
+// long ago), the GPUs
 // that users' pods (in a namespace of their own) request there, the
 // operands whose pods it could not give a sandbox, and the note the node's
 // verdict carries.
 type kubelet struct {
 	refused   bool
+	refusedAt time.Duration // ago; 0: as the test makes it
 	held      int64
 	noRuntime []string
 	note      string
@@ -48,8 +50,12 @@ func (k kubelet) report(t *testing.T, env *testcluster.Env, node string, states 
 		spec := corev1.PodSpec{RestartPolicy: corev1.RestartPolicyOnFailure,
 			InitContainers: []corev1.Container{{Name: "plugin-validation", Image: "registry.example/fake:1", Resources: testcluster.GPUs(1)}},
 			Containers:     []corev1.Container{{Name: "nvidia-device-plugin-validator", Image: "registry.example/fake:1"}}}
+		var at time.Time
+		if k.refusedAt > 0 {
+			at = time.Now().Add(-k.refusedAt)
+		}
 		p, err := env.Client.CoreV1().Pods(env.Namespace).Create(ctx,
-			testcluster.Rejected(snapshot.PluginWorkloadPrefix, node, snapshot.UnexpectedAdmissionError, refusedMessage, spec), metav1.CreateOptions{})
+			testcluster.Rejected(snapshot.PluginWorkloadPrefix, node, snapshot.UnexpectedAdmissionError, refusedMessage, at, spec), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,8 +22,8 @@ import (
 // A full node is never quarantined: with the validator's workload check on,
 // its plugin-validation pod refused a GPU (UnexpectedAdmissionError,
 // NVIDIA/gpu-operator#233, #481) on a node whose GPUs the users' pods hold
-// all. The same refusal on a node with a GPU free is the node's fault, and
-// is quarantined meanwhile: the quarantine acts, on the other node alone,
+// all. The same refusal, long past the validator's retry, on a node with a
+// GPU free is the node's fault, and is quarantined meanwhile: the quarantine acts, on the other node alone,
 // with no rate or limit in the way.
 func TestNeverAFullNode(t *testing.T) {
 	env := testcluster.New(t)
@@ -55,8 +55,12 @@ func TestNeverAFullNode(t *testing.T) {
 	users := env.OtherNamespace(t, "users")
 	for node, held := range map[string][]int64{full: {4, 4}, free1: {4, 3}} {
 		env.AddNode(t, node, labels, gpus)
+		var at time.Time // the full node's refusal now; the other's long before the validator's retry
+		if node == free1 {
+			at = time.Now().Add(-time.Hour)
+		}
 		refused := testcluster.Rejected(snapshot.PluginWorkloadPrefix, node, snapshot.UnexpectedAdmissionError,
-			"Pod was rejected: Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected",
+			"Pod was rejected: Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected", at,
 			corev1.PodSpec{InitContainers: []corev1.Container{{Name: "plugin-validation", Image: "registry.example/fake:1", Resources: testcluster.GPUs(1)}},
 				Containers: []corev1.Container{{Name: "nvidia-device-plugin-validator", Image: "registry.example/fake:1"}}})
 		if _, err := env.Client.CoreV1().Pods(env.Namespace).Create(ctx, refused, metav1.CreateOptions{}); err != nil {
