@@ -100,12 +100,12 @@ type Node struct {
 	UpgradeState string
 }
 
-// Of is what a decision needs of a GPU node's health verdict, seen at
-// since: usable or its root cause, who holds it, and gpuops's marks. A
+// Of is what a decision needs of a GPU node's health verdict, the node
+// named, seen at since: usable or its root cause, who holds it, and gpuops's marks. A
 // node that is full, not broken (a note, health.GPUsAllInUse) is usable:
 // never quarantined.
-func Of(h *health.Node, since time.Time) Node {
-	n := Node{Name: h.Node, Usable: h.Usable, Held: h.OutOfService, Recorded: h.Marks.Recorded, Marked: h.Marks.Other, Since: since}
+func Of(name string, h *health.Node, since time.Time) Node {
+	n := Node{Name: name, Usable: h.Usable, Held: h.OutOfService, Recorded: h.Marks.Recorded, Marked: h.Marks.Other, Since: since}
 	if h.Cause != nil {
 		n.Code, n.Operand = h.Cause.Code, h.Cause.Operand
 	}

@@ -344,7 +344,7 @@ func TestNeverAFullNode(t *testing.T) {
 	}
 	var nodes []quarantine.Node
 	for _, h := range health.Assess(s, []operand.Operand{validator}, now, time.Hour) {
-		nodes = append(nodes, quarantine.Of(&h, now.Add(-time.Hour)))
+		nodes = append(nodes, quarantine.Of(h.Node, &h, now.Add(-time.Hour)))
 	}
 	d := decide(nodes)
 	if got := quarantined(d); !slices.Equal(got, []string{"gpu-free"}) || d.Quarantine[0].Code != health.InitWaiting {

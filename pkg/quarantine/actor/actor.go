@@ -154,7 +154,7 @@ func (a *Actor) take(b verdict.Batch) {
 			}
 			continue
 		}
-		n := quarantine.Of(h.Health, b.Time)
+		n := quarantine.Of(name, h.Health, b.Time)
 		if h.Upgrade != nil {
 			n.UpgradeState = h.Upgrade.State
 		}
