@@ -43,12 +43,13 @@ func warningPod(obj any) ([]string, error) {
 	return nil, nil
 }
 
-// watchWarnings adds the informer of the Warning Events on pods; the user
-// may go without it.
-func (t *Tracker) watchWarnings() error {
+// watchWarnings adds the informer of the Warning Events on pods, whose
+// node it finds in pods, the pod informer's store; the user may go without
+// it.
+func (t *Tracker) watchWarnings(pods cache.Indexer) error {
 	selectWarnings := func(o *metav1.ListOptions) { o.FieldSelector = read.PodWarnings }
 	events := coreinformers.NewFilteredEventInformer(t.client, t.opts.Namespace, 0, cache.Indexers{podNameIndex: warningPod}, selectWarnings)
-	return t.add("warnings", events, trimWarning, handler(t.mark, t.warningNode), &optional{func(ctx context.Context) error {
+	return t.add("warnings", events, trimWarning, handler(t.mark, warningNode(pods, t.opts.Namespace)), &optional{func(ctx context.Context) error {
 		o := metav1.ListOptions{Limit: 1}
 		selectWarnings(&o)
 		_, err := t.client.CoreV1().Events(t.opts.Namespace).List(ctx, o)
@@ -56,17 +57,19 @@ func (t *Tracker) watchWarnings() error {
 	}, "health goes without the Warning Events on pods (a sandbox the runtime cannot create goes unseen)"})
 }
 
-// warningNode is the node of the pod a Warning is about, as the pod store
-// holds it: an Event names its pod, not the pod's node.
-func (t *Tracker) warningNode(w *stored[podWarning]) []string {
-	obj, found, _ := t.podIndex().GetByKey(t.opts.Namespace + "/" + w.Of.Pod)
-	if !found {
+// warningNode finds the node of the pod a Warning is about, as the pod
+// store holds it: an Event names its pod, not the pod's node.
+func warningNode(pods cache.Indexer, namespace string) func(*stored[podWarning]) []string {
+	return func(w *stored[podWarning]) []string {
+		obj, found, _ := pods.GetByKey(namespace + "/" + w.Of.Pod)
+		if !found {
+			return nil
+		}
+		if n := obj.(*stored[snapshot.Pod]).Of.Placement(); n != "" {
+			return []string{n}
+		}
 		return nil
 	}
-	if n := obj.(*stored[snapshot.Pod]).Of.Placement(); n != "" {
-		return []string{n}
-	}
-	return nil
 }
 
 // addKubelet adds to s, for its pods, what the kubelet reports of them:

@@ -127,7 +127,7 @@ func New(client kubernetes.Interface, opts Options) (*Tracker, error) {
 		return nil, err
 	}
 	if opts.ReadOptions().Kubelet {
-		if err := t.watchWarnings(); err != nil {
+		if err := t.watchWarnings(pods.GetIndexer()); err != nil {
 			return nil, err
 		}
 	}

@@ -100,7 +100,7 @@ func trimEvent(obj any) (any, error) {
 func trimPod(obj any) (any, error) {
 	if p, ok := obj.(*corev1.Pod); ok {
 		pod := snapshot.PodFrom(p)
-		for _, s := range []*string{&pod.Node, &pod.Target, &pod.DaemonSet, &pod.Revision, &pod.Reason,
+		for _, s := range []*string{&pod.Node, &pod.Target, &pod.DaemonSet, &pod.Revision, &pod.Reason, &pod.StatusReason,
 			&pod.Health.Container, &pod.Health.State, &pod.Health.LastState} {
 			*s = intern(*s)
 		}
