@@ -76,8 +76,9 @@ const (
 	GPUsAllInUse = "gpus-all-in-use"
 )
 
-// Codes are every cause code, the chain's first, then how the node offers
-// its GPUs (sharing.go, dra.go): what the help and the docs list.
+// Codes are every code health says, the chain's causes first, then how the
+// node offers its GPUs (sharing.go, dra.go), then what the kubelet reports
+// (kubelet.go: a cause, and the one note): what the help and the docs list.
 var Codes = []string{NodeNotReady, Missing, NotRunning, ContainerWaiting, CrashLoop, InitWaiting, NotReady, Paused, Stuck,
 	Order, GPUsNotAdvertised, GPUsUnhealthy, UpgradeFailed, UpgradeStuck,
 	SharingConfigUnknown, SharingNotApplied, MPSDaemonNotReady, MIGConfigUnknown, MIGFailed, MIGStuck, MIGLayoutMismatch,
