@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the offline lab control plane from pinned Go source modules into
 # .lab/bin (git-ignored): etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler (links to one binary, kube), kubectl, kwok, kwokctl; and
-# prometheus and promtool, for the tests of gpuops serve's alerts.
+# kube-scheduler (links to one binary, kube), kubectl, kwok, kwokctl;
+# prometheus and promtool, for the tests of gpuops serve's alerts and
+# dashboard; and helm, for the tests of the chart charts/gpuops.
 #
 # Each tools module under hack/tools/ is built only when its inputs changed
 # (go.mod, go.sum, tools.go, the build arguments, the Go version) or a binary
@@ -24,8 +25,8 @@
 # instead of built.
 #
 # Usage: build-tools.sh [lab]. With `lab`, only what the lab cluster needs
-# (Prometheus and promtool are for the tests; they are a few minutes of a
-# cold build).
+# (Prometheus, promtool and helm are for the tests; they are a few minutes of
+# a cold build).
 #
 # Environment: LAB_BIN overrides the output folder.
 set -euo pipefail
@@ -173,3 +174,5 @@ build prometheus "prometheus promtool" -- \
 	-tags remove_all_sd -ldflags "-s -w -X github.com/prometheus/common/version.Version=3.16.0" -o "$BIN/" \
 	github.com/prometheus/prometheus/cmd/prometheus \
 	github.com/prometheus/prometheus/cmd/promtool
+build helm "helm" -- \
+	-ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=v4.3.2" -o "$BIN/helm" helm.sh/helm/v4/cmd/helm
