@@ -58,13 +58,7 @@ func TestDeployManifests(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = env.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
 
-	crds := filepath.Join(moduleDir(t, prometheusOperator), "example", "prometheus-operator-crd")
-	for _, kind := range []string{"servicemonitors", "prometheusrules"} {
-		env.Kubectl(t, "apply", "--server-side", "-f", filepath.Join(crds, "monitoring.coreos.com_"+kind+".yaml"))
-		t.Cleanup(func() { env.Kubectl(t, "delete", "crd", kind+".monitoring.coreos.com") })
-	}
-	env.Kubectl(t, "wait", "--for", "condition=established", "--timeout", "60s",
-		"crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com")
+	operatorCRDs(t, env)
 
 	// Every object of each kustomization, as the server's dry run returns it:
 	// kind, namespace (none for cluster-scoped ones), name.
@@ -116,9 +110,32 @@ func TestDeployManifests(t *testing.T) {
 	// overlay opens: serve says once that it goes without them.
 	srv = serveAs(t, env, "../../kustomize/deploy/rbac", "gpuops-judge-serve")
 	srv.waitFor(t, "the node judged with the base's rights", judged)
+	expectServeRights(t, srv)
+}
+
+// operatorCRDs installs the Prometheus Operator's CRDs of ServiceMonitor
+// and PrometheusRule, from its source module, until the test ends.
+func operatorCRDs(t *testing.T, env *testcluster.Env) {
+	t.Helper()
+	crds := filepath.Join(moduleDir(t, prometheusOperator), "example", "prometheus-operator-crd")
+	for _, kind := range []string{"servicemonitors", "prometheusrules"} {
+		env.Kubectl(t, "apply", "--server-side", "-f", filepath.Join(crds, "monitoring.coreos.com_"+kind+".yaml"))
+		t.Cleanup(func() { env.Kubectl(t, "delete", "crd", kind+".monitoring.coreos.com") })
+	}
+	env.Kubectl(t, "wait", "--for", "condition=established", "--timeout", "60s",
+		"crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com")
+}
+
+// expectServeRights checks serve's stderr once it has judged with serve's
+// rights (kustomize/deploy/rbac's, the chart's): no watch failed, only the
+// upgrade controller's Events, which live in namespace default and only the
+// events overlay opens, are gone without, said once. So: the serving line,
+// that note and the ready line.
+func expectServeRights(t *testing.T, srv *server) {
+	t.Helper()
 	lines := srv.stderr.all()
 	if len(lines) != 3 || !strings.HasPrefix(lines[1], "events: not watched, the driver upgrade verdict goes without them: ") || !strings.Contains(lines[1], "forbidden") {
-		t.Errorf("serve with the base's rights: stderr %q, want the serving line, the one note on events and the ready line", lines)
+		t.Errorf("serve with serve's rights: stderr %q, want the serving line, the one note on events and the ready line", lines)
 	}
 }
 
