@@ -73,6 +73,7 @@ func TestDeployManifests(t *testing.T) {
 		"kustomize/deploy/prometheus-operator": append(slices.Clone(base), "PrometheusRule gpu-operator gpuops", "ServiceMonitor gpu-operator gpuops"),
 		"kustomize/deploy/events":              append(slices.Clone(base), "Role default gpuops-events", "RoleBinding default gpuops-events"),
 		"kustomize/deploy/alerts":              {"ConfigMap gpu-operator gpuops-alerts"},
+		"kustomize/deploy/grafana":             {"ConfigMap gpu-operator gpuops-dashboard"},
 	} {
 		got := dryRun(t, env, filepath.Join("..", "..", dir))
 		slices.Sort(want)
@@ -110,7 +111,7 @@ func TestDeployManifests(t *testing.T) {
 	// overlay opens: serve says once that it goes without them.
 	srv = serveAs(t, env, "../../kustomize/deploy/rbac", "gpuops-judge-serve")
 	srv.waitFor(t, "the node judged with the base's rights", judged)
-	expectServeRights(t, srv)
+	expectServeRights(t, srv.stderr.all())
 }
 
 // operatorCRDs installs the Prometheus Operator's CRDs of ServiceMonitor
@@ -126,14 +127,13 @@ func operatorCRDs(t *testing.T, env *testcluster.Env) {
 		"crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com")
 }
 
-// expectServeRights checks serve's stderr once it has judged with serve's
-// rights (kustomize/deploy/rbac's, the chart's): no watch failed, only the
-// upgrade controller's Events, which live in namespace default and only the
-// events overlay opens, are gone without, said once. So: the serving line,
-// that note and the ready line.
-func expectServeRights(t *testing.T, srv *server) {
+// expectServeRights checks the lines serve wrote on stderr once it has
+// judged with serve's rights (kustomize/deploy/rbac's, the chart's): no
+// watch failed, only the upgrade controller's Events, which live in
+// namespace default and only the events overlay opens, are gone without,
+// said once. So: the serving line, that note and the ready line.
+func expectServeRights(t *testing.T, lines []string) {
 	t.Helper()
-	lines := srv.stderr.all()
 	if len(lines) != 3 || !strings.HasPrefix(lines[1], "events: not watched, the driver upgrade verdict goes without them: ") || !strings.Contains(lines[1], "forbidden") {
 		t.Errorf("serve with serve's rights: stderr %q, want the serving line, the one note on events and the ready line", lines)
 	}
