@@ -12,14 +12,19 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
 const dashboardFile = "../../kustomize/deploy/grafana/gpuops.json"
 
 type datasource struct{ Type, UID string }
+
+// variable is a dashboard variable: Definition is a query variable's query.
+type variable struct{ Name, Type, Definition, AllValue string }
 
 // dashboard is what the tests read of the dashboard JSON: the fields
 // Grafana's dashboard model requires, and those the dashboard promises.
@@ -27,11 +32,7 @@ type dashboard struct {
 	UID, Title    string
 	SchemaVersion int
 	Templating    struct {
-		List []struct {
-			Name, Type string
-			Query      any
-			AllValue   string
-		}
+		List []variable
 	}
 	Panels []struct {
 		ID          int
@@ -43,9 +44,10 @@ type dashboard struct {
 		}
 		Links   []struct{ URL string }
 		Targets []struct {
-			RefID      string
-			Expr       string
-			Datasource *datasource
+			RefID        string
+			Expr         string
+			LegendFormat string
+			Datasource   *datasource
 		}
 	}
 }
@@ -147,13 +149,16 @@ func githubAnchor(h string) string {
 // real Prometheus scraping gpuops serve on a fleet that holds each case the
 // dashboard shows, and checks that each returns the series it should. The
 // fleet: a healthy node; a node its toolkit taken from under its device
-// plugin (a start-up-order violation), quarantined by serve; a node whose
-// operands a taint keeps off, which trips the quarantine's fuse (at most
-// one node); a node the driver upgrade controller gave up on; a node a
-// person cordoned.
+// plugin (a start-up-order violation), quarantined by serve, and a second
+// one, which trips the quarantine's fuse (at most one node); a node whose
+// operands a taint keeps off; a node the driver upgrade controller gave up
+// on; a node a person cordoned.
 func TestDashboardOnRealPrometheus(t *testing.T) {
 	f := newFleet(t)
-	ok, viol, upgrade, cordoned := f.gpuNode(t, "ok"), f.gpuNode(t, "viol"), f.gpuNode(t, "upgrade"), f.gpuNode(t, "cordoned")
+	gpus := testcluster.WithCapacity(corev1.ResourceList{snapshot.GPUResource: resource.MustParse("8")})
+	ok, viol, viol2, upgrade, cordoned := f.gpuNode(t, "ok", gpus), f.gpuNode(t, "viol", gpus), f.gpuNode(t, "viol2", gpus),
+		f.gpuNode(t, "upgrade", gpus), f.gpuNode(t, "cordoned", gpus)
+	taint := f.gpuNode(t, "taint", gpus, testcluster.WithTaints(corev1.Taint{Key: "gpuops.test/broken", Effect: corev1.TaintEffectNoSchedule}))
 	f.env.LabelNode(t, upgrade, operand.UpgradeStateLabel, operand.UpgradeFailed)
 	f.env.Kubectl(t, "cordon", cordoned)
 	srv := serve(t, append(slices.Clone(f.args), "--quarantine=on", "--quarantine-after", "1s", "--quarantine-max", "1", "--quarantine-rate", "5")...)
@@ -161,24 +166,79 @@ func TestDashboardOnRealPrometheus(t *testing.T) {
 	srv.waitFor(t, viol+" quarantined", func(m metrics) bool {
 		return m.has("gpuops_quarantined_node", map[string]string{"node": viol, "mode": "on"})
 	})
-	taint := f.gpuNode(t, "taint", testcluster.WithTaints(corev1.Taint{Key: "gpuops.test/broken", Effect: corev1.TaintEffectNoSchedule}))
+	f.env.LabelNode(t, viol2, toolkit.LabelKey(), "false")
 	srv.waitFor(t, "the fuse tripped", func(m metrics) bool {
 		fuse, _ := m.value("gpuops_quarantine_fuse_tripped", nil)
 		return fuse == 1
 	})
 	prom := startPrometheus(t, strings.TrimPrefix(srv.url, "http://"))
-	prom.waitFor(t, "the tripped fuse scraped", func() bool { return prom.count(t, "gpuops_quarantine_fuse_tripped == 1") == 1 })
+	// Two scrapes of the tripped fuse at least: rate() needs two samples.
+	prom.waitFor(t, "the tripped fuse scraped twice", func() bool {
+		return prom.count(t, "count_over_time(gpuops_quarantine_fuse_tripped[5m]) >= 2 and gpuops_quarantine_fuse_tripped == 1") == 1
+	})
 
-	// What each panel shows: its targets' series, "labels value", in
-	// order. The node names are the test's own: n replaces them by the
-	// case's name.
-	want := map[string][]string{}
+	// What each panel shows: its targets' series, in order, as Grafana
+	// names them (the target's legend, else the labels) with their values.
+	// The node names are the test's own: n replaces them by the case's name.
+	want := map[string][]string{
+		"GPU nodes: usable and unusable": {"usable 2", "unusable 4"},
+		"Nodes by verdict":               {"finding 3", "ok 3"},
+		"Unusable GPU nodes by cause": {
+			"missing container-toolkit 1", "missing dcgm-exporter 1", "missing device-plugin 1", "missing driver 1",
+			"missing gpu-feature-discovery 1", "order dcgm-exporter 2", "order device-plugin 2", "order gpu-feature-discovery 2",
+			"upgrade-failed driver 1"},
+		"Operands: nodes asking vs running": {
+			"container-toolkit asked 4", "dcgm-exporter asked 6", "device-plugin asked 6", "driver asked 6", "gpu-feature-discovery asked 6",
+			"container-toolkit running 3", "dcgm-exporter running 5", "device-plugin running 5", "driver running 5", "gpu-feature-discovery running 5"},
+		"Missing operands and why": {
+			"{node=taint,operand=container-toolkit,reason=untolerated-taint} 1", "{node=taint,operand=dcgm-exporter,reason=untolerated-taint} 1",
+			"{node=taint,operand=device-plugin,reason=untolerated-taint} 1", "{node=taint,operand=driver,reason=untolerated-taint} 1",
+			"{node=taint,operand=gpu-feature-discovery,reason=untolerated-taint} 1"},
+		"Start-up-order violations": {
+			"{needs=container-toolkit,node=viol,operand=dcgm-exporter,rule=dcgm-exporter-without-toolkit} 1",
+			"{needs=container-toolkit,node=viol,operand=device-plugin,rule=device-plugin-without-toolkit} 1",
+			"{needs=container-toolkit,node=viol,operand=gpu-feature-discovery,rule=gpu-feature-discovery-without-toolkit} 1",
+			"{needs=container-toolkit,node=viol2,operand=dcgm-exporter,rule=dcgm-exporter-without-toolkit} 1",
+			"{needs=container-toolkit,node=viol2,operand=device-plugin,rule=device-plugin-without-toolkit} 1",
+			"{needs=container-toolkit,node=viol2,operand=gpu-feature-discovery,rule=gpu-feature-discovery-without-toolkit} 1"},
+		// Every watch serve runs, none failing (serve runs as the admin).
+		"Failed lists and watches": {"configmaps 0", "controllerrevisions 0", "daemonsets 0", "events 0", "nodes 0", "pods 0", "resourceslices 0"},
+		// No ClusterPolicy: the rollout's policy is none. The tainted node
+		// has no driver pod, so no part in it.
+		"Driver upgrade: nodes by verdict": {"none done 4", "none failed 1", "none in-progress 0", "none left-cordoned 0", "none outdated 0",
+			"none skipped 0", "none stuck 0", "none waiting 0"},
+		// The failed node counts as in progress, the two cordoned ones
+		// (by a person, by gpuops) as unavailable.
+		"Driver upgrade: budget": {"none available 0", "none in_progress 1", "none max_parallel 0", "none max_unavailable 0", "none unavailable 2"},
+		"Driver upgrade: nodes": {"{node=cordoned,verdict=done} 1", "{node=ok,verdict=done} 1", "{node=upgrade,state=upgrade-failed,verdict=failed} 1",
+			"{node=viol,verdict=done} 1", "{node=viol2,verdict=done} 1"},
+		"Quarantine: nodes held and its limit":                  {"on 1", "max 1"},
+		"Quarantine fuse":                                       {"fuse 1"},
+		"Quarantine: unusable nodes left in service, by reason": {"fuse-tripped 2", "held-by-other 1", "in-driver-upgrade 1"},
+		"Out of service, by who took them out":                  {"driver-manager 0", "gpuops 1", "kured 0", "nvsentinel 0", "person 1", "unknown 1", "upgrade-controller 0"},
+		"Nodes out of service":                                  {"{actor=gpuops,node=viol} 1", "{actor=person,node=cordoned} 1", "{actor=unknown,node=taint} 1"},
+	}
 	d := readDashboard(t)
-	n := strings.NewReplacer(ok, "ok", viol, "viol", upgrade, "upgrade", cordoned, "cordoned", taint, "taint")
+	// The pool variable: its query as Grafana runs it (label_values is the
+	// label values API), and its All value in the panels' queries.
+	i := slices.IndexFunc(d.Templating.List, func(v variable) bool { return v.Name == "pool" })
+	if i < 0 {
+		t.Fatal("the dashboard has no pool variable")
+	}
+	pool := d.Templating.List[i]
+	m := regexp.MustCompile(`^label_values\((\w+), *(\w+)\)$`).FindStringSubmatch(pool.Definition)
+	if m == nil {
+		t.Fatalf("the pool variable's query %q, want label_values(METRIC, LABEL)", pool.Definition)
+	}
+	var values struct{ Data []string }
+	if !prom.get(t, "/api/v1/label/"+m[2]+"/values?match[]="+url.QueryEscape(m[1]), &values) || !slices.Equal(values.Data, []string{"none"}) {
+		t.Errorf("the pool variable's values %q, want the rollout's one policy, none", values.Data)
+	}
+	n := strings.NewReplacer(ok, "ok", viol2, "viol2", viol, "viol", upgrade, "upgrade", cordoned, "cordoned", taint, "taint")
 	for _, p := range d.Panels {
 		var got []string
 		for _, tg := range p.Targets {
-			got = append(got, prom.series(t, strings.ReplaceAll(tg.Expr, "$pool", ".*"))...)
+			got = append(got, prom.series(t, strings.ReplaceAll(tg.Expr, "$pool", pool.AllValue), tg.LegendFormat)...)
 		}
 		got = strings.Split(n.Replace(strings.Join(got, "\n")), "\n")
 		w, known := want[p.Title]
@@ -196,10 +256,12 @@ func TestDashboardOnRealPrometheus(t *testing.T) {
 	}
 }
 
-// series runs an instant query and returns its series as "labels value",
-// the labels sorted and without the target's instance and job, the series
-// sorted.
-func (p *prometheus) series(t *testing.T, query string) []string {
+// series runs an instant query and returns its series as Grafana names
+// them, with their values: legend, a target's legendFormat, with each
+// {{label}} replaced; without one, the labels, sorted, without the
+// metric's name and the target's instance and job (the dashboard's tables
+// hide them). The series come sorted.
+func (p *prometheus) series(t *testing.T, query, legend string) []string {
 	t.Helper()
 	var r struct {
 		Status string
@@ -215,13 +277,20 @@ func (p *prometheus) series(t *testing.T, query string) []string {
 	}
 	var out []string
 	for _, s := range r.Data.Result {
-		var ls []string
-		for _, k := range slices.Sorted(maps.Keys(s.Metric)) {
-			if k != "instance" && k != "job" {
-				ls = append(ls, k+"="+s.Metric[k])
+		name := legend
+		if name == "" {
+			var ls []string
+			for _, k := range slices.Sorted(maps.Keys(s.Metric)) {
+				if k != "__name__" && k != "instance" && k != "job" {
+					ls = append(ls, k+"="+s.Metric[k])
+				}
 			}
+			name = "{" + strings.Join(ls, ",") + "}"
 		}
-		out = append(out, fmt.Sprintf("{%s} %v", strings.Join(ls, ","), s.Value[1]))
+		name = regexp.MustCompile(`\{\{ *(\w+) *\}\}`).ReplaceAllStringFunc(name, func(l string) string {
+			return s.Metric[strings.Trim(l, "{} ")]
+		})
+		out = append(out, fmt.Sprintf("%s %v", name, s.Value[1]))
 	}
 	slices.Sort(out)
 	return out
