@@ -198,7 +198,8 @@ func objects(t *testing.T, stream, ns string) map[string]map[string]any {
 				}
 			}
 		}
-		id := fmt.Sprintf("%s %v/%v", o["kind"], meta["namespace"], meta["name"])
+		namespace, _ := meta["namespace"].(string) // none: cluster-scoped
+		id := fmt.Sprintf("%s %s/%s", o["kind"], namespace, meta["name"])
 		if _, dup := out[id]; dup {
 			t.Fatalf("%s twice", id)
 		}
@@ -278,7 +279,7 @@ func TestChartInstall(t *testing.T) {
 		manifest = append(manifest, id)
 	}
 	slices.Sort(manifest)
-	want := []string{"ClusterRole <nil>/" + account, "ClusterRoleBinding <nil>/" + account,
+	want := []string{"ClusterRole /" + account, "ClusterRoleBinding /" + account,
 		"Deployment " + ns + "/" + release, "PrometheusRule " + ns + "/" + release, "Role " + ns + "/" + account,
 		"RoleBinding " + ns + "/" + account, "Service " + ns + "/" + release, "ServiceAccount " + ns + "/" + account,
 		"ServiceMonitor " + ns + "/" + release}

@@ -151,8 +151,9 @@ func githubAnchor(h string) string {
 // fleet: a healthy node; a node its toolkit taken from under its device
 // plugin (a start-up-order violation), quarantined by serve, and a second
 // one, which trips the quarantine's fuse (at most one node); a node whose
-// operands a taint keeps off; a node the driver upgrade controller gave up
-// on; a node a person cordoned.
+// operands a taint keeps off (a taint of no actor the ledger knows: out of
+// service, by unknown); a node the driver upgrade controller gave up on; a
+// node a person cordoned.
 func TestDashboardOnRealPrometheus(t *testing.T) {
 	f := newFleet(t)
 	gpus := testcluster.WithCapacity(corev1.ResourceList{snapshot.GPUResource: resource.MustParse("8")})
