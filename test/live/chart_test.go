@@ -42,7 +42,8 @@ var chartCopies = map[string]string{
 }
 
 // helm runs helm (hack/build-tools.sh builds it from pinned source into
-// .lab/bin) with folders of the test's own for its settings and caches.
+// .lab/bin) with folders of the test's own for its settings and caches,
+// and no kubeconfig but the test cluster's, passed as --kubeconfig.
 func helm(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	bin, err := exec.LookPath("helm")
@@ -51,7 +52,8 @@ func helm(t *testing.T, args ...string) (string, error) {
 	}
 	home := t.TempDir()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+home+"/config", "HELM_CACHE_HOME="+home+"/cache", "HELM_DATA_HOME="+home+"/data")
+	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+home+"/config", "HELM_CACHE_HOME="+home+"/cache", "HELM_DATA_HOME="+home+"/data",
+		"KUBECONFIG="+home+"/none")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()
