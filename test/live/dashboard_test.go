@@ -257,6 +257,9 @@ func TestDashboardOnRealPrometheus(t *testing.T) {
 	}
 }
 
+// legendLabel is a label in a legend: {{node}}.
+var legendLabel = regexp.MustCompile(`\{\{ *\w+ *\}\}`)
+
 // series runs an instant query and returns its series as Grafana names
 // them, with their values: legend, a target's legendFormat, with each
 // {{label}} replaced; without one, the labels, sorted, without the
@@ -288,9 +291,7 @@ func (p *prometheus) series(t *testing.T, query, legend string) []string {
 			}
 			name = "{" + strings.Join(ls, ",") + "}"
 		}
-		name = regexp.MustCompile(`\{\{ *(\w+) *\}\}`).ReplaceAllStringFunc(name, func(l string) string {
-			return s.Metric[strings.Trim(l, "{} ")]
-		})
+		name = legendLabel.ReplaceAllStringFunc(name, func(l string) string { return s.Metric[strings.Trim(l, "{} ")] })
 		out = append(out, fmt.Sprintf("%s %v", name, s.Value[1]))
 	}
 	slices.Sort(out)
