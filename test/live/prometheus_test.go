@@ -248,6 +248,12 @@ func TestFuseAlertOnRealPrometheus(t *testing.T) {
 	for _, n := range nodes {
 		f.env.LabelNode(t, n, toolkit.LabelKey(), "true")
 	}
+	// A reset while either node is still unusable (its toolkit pod not yet
+	// running) would trip the fuse again at once: reset once both are
+	// repaired, as a person would.
+	srv.waitFor(t, "both nodes usable again", func(m metrics) bool {
+		return m.has("gpuops_node_usable", map[string]string{"node": nodes[0]}) && m.has("gpuops_node_usable", map[string]string{"node": nodes[1]})
+	})
 	gpuopstest.Cluster{Kubeconfig: f.env.Kubeconfig, Namespace: f.env.Namespace}.Want(t, 0, "quarantine", "reset")
 	prom.waitFor(t, name+" resolved", func() bool { return find(prom.alerts(t), name, nil) == nil })
 	if prom.count(t, "gpuops_quarantine_fuse_tripped == 0") != 1 {
