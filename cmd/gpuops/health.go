@@ -36,9 +36,10 @@ func healthCommand(e cliopts.Env) *cli.Command {
 			"off is healthy. A node whose validator's workload pod was refused a GPU because the pods on it hold\n" +
 			"them all is full, not broken: \"<node> READY note gpus-all-in-use operator-validator\".\n" +
 			"--explain adds the evidence: container, reason, restarts, for how long, the termination message\n" +
-			"and the pod's Warning Events (read always: one LIST of the namespace's). NODE... judges those\n" +
+			"and the pod's Warning Events (read always: one LIST of the namespace's). --logs reads the failing\n" +
+			"containers' logs and adds \"hint <code>\" when a line names the host's fault. NODE... judges those\n" +
 			"nodes only (one that does not exist is an error, exit 2). Exit 1 if any GPU node is unusable.",
-		Flags: o.NodeFlags(&o.Output),
+		Flags: append(o.NodeFlags(&o.Output), o.LogsFlag()),
 	}, o)
 }
 

@@ -34,7 +34,7 @@ func reportCommand(e cliopts.Env) *cli.Command {
 			"as gpuops summary (the file is written either way).",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "html", Destination: &o.file, Usage: "write the HTML page to `FILE` (replaced atomically; - for stdout)"},
-		}, o.FleetFlags()...),
+		}, append(o.FleetFlags(), o.LogsFlag())...),
 	}, o)
 }
 

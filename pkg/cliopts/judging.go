@@ -31,6 +31,7 @@ type Judging struct {
 	StuckAfter time.Duration
 	GroupBy    string
 	groupBySet bool
+	Logs       bool
 	Many       Clusters
 	Opts       pipeline.Options
 }
@@ -91,6 +92,18 @@ func (j *Judging) GroupByFlag(value string) cli.Flag {
 	}
 }
 
+// LogsFlag is --logs: the failing containers' logs, matched against the
+// catalog of known host faults (pkg/signature).
+func (j *Judging) LogsFlag() cli.Flag {
+	return &cli.BoolFlag{
+		Name: "logs", Destination: &j.Logs,
+		Usage: "read the last lines of each failing container's log on the unusable GPU nodes (the instance before\n" +
+			"for a crash loop; at most " + fmt.Sprint(pipeline.MaxLogs) + " a run) and name the host's fault a known line shows as the\n" +
+			"node's hint (nouveau loaded, a driver already in use, no kernel headers, Secure Boot, SELinux, no\n" +
+			"fabric manager, ...; codes in docs/troubleshooting.md). Needs get on pods/log; without it, a note",
+	}
+}
+
 // NodeFlags are the flags of a judge of nodes (audit, health): -o and
 // --no-headers of out, --lab, -l, --explain, --discover, --stuck-after and
 // the many-cluster flags.
@@ -148,7 +161,7 @@ func (j *Judging) Validate(o *Output) error {
 	}
 	j.Opts = pipeline.Options{
 		Namespace: j.Lab.Namespace, NodeSelector: j.Selector, Roster: roster, AllRules: j.AllRules,
-		StuckAfter: j.StuckAfter, GroupBy: j.GroupBy,
+		StuckAfter: j.StuckAfter, GroupBy: j.GroupBy, Logs: j.Logs,
 		// -o wide and the formats that always say why are audit --explain's.
 		Explain: j.Explain || f.Explained() || f == report.Wide,
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/ledger"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/signature"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
@@ -121,6 +122,10 @@ type Node struct {
 	// Marks are what gpuops's quarantine reads of the node besides
 	// (pkg/quarantine); not printed.
 	Marks ledger.Marks `json:"-"`
+	// Hints are the host faults the logs of the node's failing containers
+	// name (pkg/signature), read only when asked (health --logs): the
+	// pipeline adds them after the verdict, which they never change.
+	Hints []signature.Hint `json:"hints,omitempty"`
 }
 
 // Assess assesses every node of the snapshot, in natural name order.
@@ -358,6 +363,25 @@ func isWaiting(reason string) bool {
 		return true
 	}
 	return false
+}
+
+// LogOf says whether the pod's worst container has a log to read, and
+// which instance's: the one before for a container waiting to start again
+// after it ran (CrashLoopBackOff), the current one for a container that
+// terminated; none for a container that never ran (ImagePullBackOff,
+// CreateContainerConfigError, ...) or when no container is in a bad state.
+func LogOf(h snapshot.PodHealth) (previous, ok bool) {
+	switch {
+	case h.Container == "":
+		return false, false
+	case terminated(h.State):
+		return false, true
+	case isWaiting(h.State):
+		ran := h.Restarts > 0 || h.LastState != ""
+		return ran, ran
+	}
+	ran := h.Restarts > 0 // running again after a failure, not ready: the instance that failed
+	return ran, ran
 }
 
 func restarts(h snapshot.PodHealth) string {

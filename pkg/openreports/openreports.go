@@ -439,6 +439,13 @@ func (b *builder) health(h *health.Node) {
 	}
 	props["also"] = strings.Join(also, ",")
 	props["evidence"] = strings.Join(h.Evidence, "; ")
+	var hints []string // the host's faults the failing containers' logs name (health --logs)
+	for _, x := range h.Hints {
+		hints = append(hints, fmt.Sprintf("%s: %s; remedy: %s", x.Code, x.Cause, x.Remedy))
+	}
+	if len(hints) > 0 {
+		props["hint"] = strings.Join(hints, "; ")
+	}
 	b.add(Health, UsableRule, High, Fail, h.Cause.Message, props, "")
 }
 

@@ -30,8 +30,11 @@ type Result struct {
 	Explain bool              // the verdicts carry the reasons
 	Roster  []operand.Operand // the operands judged
 	Notes   []string          // what the read and the roster say to the reader
-	Taken   time.Time         // the "now" the nodes were judged at
-	Nodes   []verdict.Verdict // natural name order
+	// LogNotes say which failing containers' logs could not be read, when
+	// they were asked for (health --logs): a right missing, a log gone.
+	LogNotes []string
+	Taken    time.Time         // the "now" the nodes were judged at
+	Nodes    []verdict.Verdict // natural name order
 	// TotalPods are the Running pods of any DaemonSet in the namespace.
 	TotalPods int
 	// Disabled are the roster's operands the ClusterPolicy switches off.

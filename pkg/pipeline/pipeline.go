@@ -76,6 +76,11 @@ type Options struct {
 	// Health judges whether each node can run GPU work (pkg/health): pods
 	// Ready along the start-up chain, devices advertised, the root cause.
 	Health bool
+	// Logs reads, with Health, the tail of each failing container's log on
+	// the unusable nodes and names the host's fault it shows
+	// (pkg/signature) as the node's hint; Run reads them, the live
+	// tracker through its own reader (LogReader).
+	Logs bool
 	// Upgrades judges the driver upgrade as the operator's upgrade
 	// controller walks it (pkg/upgrade): per node done, in progress,
 	// waiting for the budget, stuck, failed and why, left cordoned.

@@ -21,7 +21,11 @@ func Run(ctx context.Context, c kubernetes.Interface, o Options) (*outcome.Resul
 		return nil, err
 	}
 	judge.SortNodes(s) // once, for every judge of it (judge.SortedNodes)
-	return Decide(s, o).Judge(s, time.Now())
+	r, err := Decide(s, o).Judge(s, time.Now())
+	if err == nil && o.Logs && o.Health {
+		readHints(ctx, c, s, r)
+	}
+	return r, err
 }
 
 // ReadOptions say what the judges of these options read, and no more: a

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/outcome"
+	"github.com/gpuops/gpuops/pkg/signature"
 )
 
 // Health statuses of a GPU node, as health prints them.
@@ -81,8 +82,9 @@ func (h healthView) data(o *Origin) any {
 	}
 	return struct {
 		*Origin
-		Nodes []health.Node `json:"nodes"`
-	}{o, hs}
+		Nodes    []health.Node `json:"nodes"`
+		LogNotes []string      `json:"logNotes,omitempty"` // the logs --logs could not read
+	}{o, hs, h.r.LogNotes}
 }
 
 func (h healthView) cases() []junitCase {
@@ -127,6 +129,9 @@ func healthLines(h health.Node, why bool) []string {
 	if len(h.Blocked) > 0 {
 		l += " blocks " + strings.Join(h.Blocked, ",")
 	}
+	if codes := hintCodes(h); len(codes) > 0 {
+		l += " hint " + strings.Join(codes, ",")
+	}
 	out := []string{l}
 	if !why {
 		return out
@@ -138,7 +143,33 @@ func healthLines(h health.Node, why bool) []string {
 	for _, e := range h.Evidence {
 		out = append(out, "  "+e)
 	}
+	for _, x := range h.Hints {
+		out = append(out, fmt.Sprintf("  hint %s: %s logged %q", x.Code, hintSource(x), x.Line),
+			"    cause: "+x.Cause, "    remedy: "+x.Remedy)
+	}
 	return append(out, outOfService(h, why)...)
+}
+
+// hintCodes are the codes of the node's hints, each once, in the order
+// found.
+func hintCodes(h health.Node) []string {
+	var out []string
+	for _, x := range h.Hints {
+		if !slices.Contains(out, x.Code) {
+			out = append(out, x.Code)
+		}
+	}
+	return out
+}
+
+// hintSource says whose log showed a hint: the container, its pod, and
+// whether it was the instance before.
+func hintSource(x signature.Hint) string {
+	s := fmt.Sprintf("container %s of pod %s", x.Container, x.Pod)
+	if x.Previous {
+		s += " (its previous instance)"
+	}
+	return s
 }
 
 // outOfService is, explained, the line that says who took the node out of

@@ -144,15 +144,22 @@ func (p Printer) Notes(w io.Writer, r *outcome.Result) {
 
 // notes are the lines Notes prints.
 func (p Printer) notes(r *outcome.Result) []string {
-	if p.Format.Data() || p.Format == JUnit || p.Format == Name || p.Format == OpenReports || !(r.Explain || p.Format == Table || p.Format == Wide) {
+	if p.Format.Data() || p.Format == JUnit || p.Format == Name || p.Format == OpenReports {
 		return nil
 	}
 	var out []string
-	for _, n := range r.Notes {
-		out = append(out, "note: "+n)
+	if r.Explain || p.Format == Table || p.Format == Wide {
+		for _, n := range r.Notes {
+			out = append(out, "note: "+n)
+		}
+		for _, d := range r.Disabled {
+			out = append(out, fmt.Sprintf("note: %s is off (%s): it is never missing, and the rules count it as the hosts'", d.Operand, d.Reason))
+		}
 	}
-	for _, d := range r.Disabled {
-		out = append(out, fmt.Sprintf("note: %s is off (%s): it is never missing, and the rules count it as the hosts'", d.Operand, d.Reason))
+	// Logs the user asked for and could not have: said however the verdict
+	// is printed.
+	for _, n := range r.LogNotes {
+		out = append(out, "note: "+n)
 	}
 	return out
 }

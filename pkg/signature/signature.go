@@ -234,3 +234,24 @@ func matchLine(line string) (int, bool) {
 	}
 	return 0, false
 }
+
+// Hint is a signature found in a failing container's log: what the node's
+// verdict adds to its root cause, the host's fault by name.
+type Hint struct {
+	Code      string `json:"code"`
+	Component string `json:"component"`
+	Pod       string `json:"pod"`
+	Container string `json:"container"`
+	// Previous: the log read was the instance's before (a container waiting
+	// to restart), as kubectl logs --previous.
+	Previous bool   `json:"previous,omitempty"`
+	Line     string `json:"line"` // the log's line that shows it
+	Cause    string `json:"cause"`
+	Remedy   string `json:"remedy"`
+}
+
+// Hint is the hint of a signature found in the log of a pod's container.
+func (f Found) Hint(pod, container string, previous bool) Hint {
+	return Hint{Code: f.Code, Component: f.Component, Pod: pod, Container: container, Previous: previous,
+		Line: f.Line, Cause: f.Cause, Remedy: f.Remedy}
+}
