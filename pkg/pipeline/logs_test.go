@@ -1,0 +1,98 @@
+package pipeline_test
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gpuops/gpuops/internal/snapshottest"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/pipeline"
+	"github.com/gpuops/gpuops/pkg/podlogs"
+	"github.com/gpuops/gpuops/pkg/signature"
+	"github.com/gpuops/gpuops/pkg/snapshot"
+)
+
+// failingFleet: node a's driver crash-loops, node b's toolkit waits for its
+// image (it never ran), node c is healthy with a pod that restarted once
+// long ago; a validator workload pod (no DaemonSet) failed on a.
+func failingFleet() *snapshot.Snapshot {
+	ops := []operand.Operand{operand.Lab.Driver(), operand.Lab.ContainerToolkit()}
+	b := snapshottest.New("gpu-operator").DaemonSets(ops...)
+	for _, n := range []string{"a", "b", "c"} {
+		b.Node(n, snapshottest.Asks(ops...), func(n *snapshot.Node) { n.Ready = true }).Running(n, ops...)
+	}
+	s := b.Snapshot()
+	for i := range s.Pods {
+		p := &s.Pods[i]
+		switch {
+		case p.Node == "a" && p.DaemonSet == operand.Lab.Driver().DaemonSet:
+			p.Health = snapshot.PodHealth{Container: "nvidia-driver-ctr", State: "CrashLoopBackOff", Restarts: 7, LastState: "Error"}
+		case p.Node == "b" && p.DaemonSet == operand.Lab.ContainerToolkit().DaemonSet:
+			p.Health = snapshot.PodHealth{Container: "toolkit", State: "ImagePullBackOff"}
+		case p.Node == "c":
+			p.Health = snapshot.PodHealth{Ready: true, Restarts: 1}
+		default:
+			p.Health.Ready = true
+		}
+	}
+	s.Pods = append(s.Pods, snapshot.Pod{Name: "nvidia-cuda-validator-x", Node: "a", Phase: "Failed",
+		Health: snapshot.PodHealth{Container: "cuda-validation", State: "Error"}})
+	return s
+}
+
+func TestFailingContainersAreTheUnusableNodesFailedOnes(t *testing.T) {
+	s := failingFleet()
+	r, err := pipeline.Decide(s, pipeline.Options{Namespace: "gpu-operator", Roster: pipeline.LabRoster, Health: true}).Judge(s, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range pipeline.FailingContainers(s, r) {
+		got = append(got, f.Node+" "+f.Pod+" "+f.Container.Container+" previous="+map[bool]string{true: "yes", false: "no"}[f.Previous])
+	}
+	driverPod := operand.Lab.Driver().DaemonSet + "-a"
+	want := []string{"a " + driverPod + " nvidia-driver-ctr previous=yes", "a nvidia-cuda-validator-x cuda-validation previous=no"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("failing containers %q, want %q (b's toolkit never ran, c is usable)", got, want)
+	}
+	if v, _ := r.Verdict("c"); !v.Health.Usable {
+		t.Errorf("node c is not usable: %+v", v.Health)
+	}
+}
+
+// A log that shows a signature is its node's hint; a healthy log none; a
+// log forbidden is one note for all, another error a note of its own.
+func TestAddHints(t *testing.T) {
+	s := failingFleet()
+	r, err := pipeline.Decide(s, pipeline.Options{Namespace: "gpu-operator", Roster: pipeline.LabRoster, Health: true}).Judge(s, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := pipeline.FailingContainers(s, r)
+	sig, _ := signature.Of(signature.DriverInUse)
+	logs := []podlogs.Log{
+		{Container: fs[0].Container, Text: "Unloading NVIDIA driver kernel modules...\n" + sig.Texts[0] + "\n"},
+		{Container: fs[1].Container, Text: "Test PASSED\n"},
+	}
+	pipeline.AddHints(r, fs, logs)
+	v, _ := r.Verdict("a")
+	if h := v.Health.Hints; len(h) != 1 || h[0].Code != signature.DriverInUse || h[0].Pod != fs[0].Pod || !h[0].Previous || h[0].Line != sig.Texts[0] {
+		t.Errorf("node a's hints: %+v", h)
+	}
+	if len(r.LogNotes) != 0 {
+		t.Errorf("notes %q of logs all read", r.LogNotes)
+	}
+
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods/log"}, fs[0].Pod, errors.New("no"))
+	r.LogNotes = nil
+	pipeline.AddHints(r, append(fs, fs[0]), []podlogs.Log{{Container: fs[0].Container, Err: forbidden}, {Container: fs[1].Container, Err: errors.New("container not found\n(gone)")}, {Container: fs[0].Container, Err: forbidden}})
+	if len(r.LogNotes) != 2 || !strings.Contains(r.LogNotes[0], "get on pods/log") || r.LogNotes[1] != "--logs: the log of container cuda-validation of pod nvidia-cuda-validator-x could not be read: container not found (gone)" {
+		t.Errorf("notes %q, want one of the right missing, one of the log not read", r.LogNotes)
+	}
+}
