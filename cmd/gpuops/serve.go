@@ -18,6 +18,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/metrics"
 	"github.com/gpuops/gpuops/pkg/nodeevents"
 	"github.com/gpuops/gpuops/pkg/oneline"
+	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/quarantine"
 	"github.com/gpuops/gpuops/pkg/quarantine/actor"
 	"github.com/gpuops/gpuops/pkg/reportsync"
@@ -63,6 +64,10 @@ func serveCommand(e cliopts.Env) *cli.Command {
 			&cli.IntFlag{Name: "quarantine-max", Destination: &o.settings.Max, Action: func(*cli.Context, int) error { o.maxSet = true; return nil },
 				Usage: "most nodes quarantined at once; past it the fuse trips until gpuops quarantine reset\n" +
 					"(default: 10% of the GPU nodes, at least 1)"},
+			&cli.BoolFlag{Name: "logs", Destination: &o.Logs, Usage: "read the failing containers' logs on the unusable GPU nodes, as health --logs, and name the host's fault\n" +
+				"a known line shows (the node's hint; gpuops_node_host_fault, and --reports); each failure once (a container\n" +
+				"is read again only after a restart), at most " + fmt.Sprint(pipeline.LogsPerMinute) + " reads a minute, in the background. Needs get on\n" +
+				"pods/log (kustomize/deploy/rbac grants it); without it, one line on stderr"},
 			&cli.IntFlag{Name: "quarantine-rate", Value: quarantine.DefaultRate, Destination: &o.settings.Rate, Usage: "most nodes quarantined in a minute"},
 		},
 	}, o)
@@ -92,7 +97,15 @@ func (o *serveOptions) Validate() error {
 
 func (o *serveOptions) Run(ctx context.Context) error {
 	gcpace.Steady()
-	j, cl, err := newTracker(&o.Judging, live.Options{Options: o.Opts}, false)
+	cl, err := o.Connect()
+	if err != nil {
+		return err
+	}
+	opts := live.Options{Options: o.Opts}
+	if o.Logs {
+		opts.Hints = pipeline.NewLogReader(cl.Kube, pipeline.LogsPerMinute, func(note string) { fmt.Fprintln(o.ErrOut, note) }).Hints
+	}
+	j, err := live.NewFor(cl, opts, false)
 	if err != nil {
 		return err
 	}

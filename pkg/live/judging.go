@@ -334,6 +334,9 @@ func (t *Tracker) judgeInto(out map[string]*verdict.Verdict, names []string, now
 	sc := t.plan
 	sc.Upgrades = false
 	r, _ := sc.Judge(s, now)
+	if r != nil && t.opts.Hints != nil {
+		t.opts.Hints(s, r, t.queue.Add)
+	}
 	if r != nil {
 		for i := range r.Nodes {
 			// A verdict, and its health, are their own allocations: pointing

@@ -66,6 +66,7 @@ const (
 	outOfServiceFam
 	outOfServiceNodesFam
 	upgradeBudgetUsedFam
+	hostFaultFam
 )
 
 var families = []promtext.Family{
@@ -120,6 +121,9 @@ var families = []promtext.Family{
 	upgradeBudgetUsedFam: {Name: "gpuops_driver_upgrade_budget_used",
 		Help:   "Nodes of the upgrade policy's maxUnavailable each actor holds (the controller counts every cordoned or NotReady node against it; NotReady counts as unknown).",
 		Labels: []string{"actor", "policy"}},
+	hostFaultFam: {Name: "gpuops_node_host_fault",
+		Help:   "1 for each host fault a failing container's log names on an unusable GPU node (serve --logs): a code of the catalog in docs/commands.md.",
+		Labels: []string{"code", "node"}},
 }
 
 var syncedDesc = prometheus.NewDesc("gpuops_informer_synced",
@@ -311,6 +315,15 @@ func (sc scrape) write(t *promtext.Series) {
 			t.Gauge(causeFam, 1, h.Cause.Code, v.Node, h.Cause.Operand)
 			for _, c := range h.Also {
 				t.Gauge(causeFam, 1, c.Code, v.Node, c.Operand)
+			}
+		}
+	})
+	judged(func(v *verdict.Verdict, h *health.Node) {
+		var seen []string // a fault two containers' logs name is one series
+		for _, x := range h.Hints {
+			if !slices.Contains(seen, x.Code) {
+				seen = append(seen, x.Code)
+				t.Gauge(hostFaultFam, 1, x.Code, v.Node)
 			}
 		}
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/ledger"
 	"github.com/gpuops/gpuops/pkg/metrics"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/signature"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/upgrade"
 	"github.com/gpuops/gpuops/pkg/verdict"
@@ -187,8 +188,8 @@ func TestDocsListEveryMetric(t *testing.T) {
 			t.Errorf("docs/metrics.md has no row for %s", name)
 		}
 	}
-	if len(names) != 20 {
-		t.Errorf("%d metrics, want 20", len(names))
+	if len(names) != 21 {
+		t.Errorf("%d metrics, want 21", len(names))
 	}
 }
 
@@ -214,13 +215,16 @@ gpuops_nodes{state="ok"} 1
 }
 
 // A GPU node's health is one series, and its root cause another with
-// bounded labels: a code and an operand, never a message.
+// bounded labels: a code and an operand, never a message; each host fault
+// its failing containers' logs name (serve --logs) one more, however many
+// logs name it.
 func TestNodeHealth(t *testing.T) {
 	e := metrics.New(synced)
 	ready := node("a", all, []string{}, []string{}, []string{"toolkit", "device-plugin"})
 	ready.Health = &health.Node{Node: "a", Judged: true, Usable: true}
 	broken := node("d", all, []string{}, []string{}, []string{"toolkit", "device-plugin"})
-	broken.Health = &health.Node{Node: "d", Judged: true, Cause: &health.Cause{Code: health.GPUsNotAdvertised, Operand: "device-plugin", Message: "0 of 8"}}
+	broken.Health = &health.Node{Node: "d", Judged: true, Cause: &health.Cause{Code: health.GPUsNotAdvertised, Operand: "device-plugin", Message: "0 of 8"},
+		Hints: []signature.Hint{{Code: signature.NVMLNotFound, Pod: "p1"}, {Code: signature.NVMLNotFound, Pod: "p2"}, {Code: signature.DriverLibraryMismatch, Pod: "p3"}}}
 	cpu := node("e", nil, []string{}, []string{}, nil)
 	cpu.Health = &health.Node{Node: "e", Usable: true}
 	e.Judged(verdict.Batch{Time: t0, Initial: true, Roster: roster, Rules: rules, Changes: []verdict.Change{{After: ready}, {After: broken}, {After: cpu}}})
@@ -232,8 +236,12 @@ gpuops_node_usable{node="d"} 0
 # HELP gpuops_node_unusable_cause 1 for each root cause that makes a GPU node unusable: a code of gpuops health and the operand (empty for the node itself).
 # TYPE gpuops_node_unusable_cause gauge
 gpuops_node_unusable_cause{code="gpus-not-advertised",node="d",operand="device-plugin"} 1
+# HELP gpuops_node_host_fault 1 for each host fault a failing container's log names on an unusable GPU node (serve --logs): a code of the catalog in docs/commands.md.
+# TYPE gpuops_node_host_fault gauge
+gpuops_node_host_fault{code="driver-library-mismatch",node="d"} 1
+gpuops_node_host_fault{code="nvml-not-found",node="d"} 1
 `
-	if err := compare(t, e, want, "gpuops_node_usable", "gpuops_node_unusable_cause"); err != nil {
+	if err := compare(t, e, want, "gpuops_node_usable", "gpuops_node_unusable_cause", "gpuops_node_host_fault"); err != nil {
 		t.Error(err)
 	}
 }

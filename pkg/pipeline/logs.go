@@ -3,6 +3,8 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -67,24 +69,38 @@ func FailingContainers(s *snapshot.Snapshot, r *outcome.Result) []Failing {
 func AddHints(r *outcome.Result, fs []Failing, logs []podlogs.Log) {
 	forbidden := false
 	for i, l := range logs {
+		h, note := hintOf(l)
 		switch {
 		case l.Forbidden():
 			if !forbidden {
-				r.LogNotes = append(r.LogNotes, fmt.Sprintf("--logs: no right to read the logs of pods in namespace %s (get on pods/log): no hint names the host's fault", l.Namespace))
+				r.LogNotes = append(r.LogNotes, note)
 			}
 			forbidden = true
-		case l.Err != nil:
-			r.LogNotes = append(r.LogNotes, fmt.Sprintf("--logs: the log of container %s of pod %s could not be read: %s", l.Container.Container, l.Pod, oneline.Error(l.Err)))
-		default:
-			found, ok := signature.Match(l.Text)
-			if !ok {
-				continue
-			}
+		case note != "":
+			r.LogNotes = append(r.LogNotes, note)
+		case h != nil:
 			if v, err := r.Verdict(fs[i].Node); err == nil && v.Health != nil {
-				v.Health.Hints = append(v.Health.Hints, found.Hint(l.Pod, l.Container.Container, l.Previous))
+				v.Health.Hints = append(v.Health.Hints, *h)
 			}
 		}
 	}
+}
+
+// hintOf is what one log read gives: the hint of the signature it shows
+// (nil for none), or the note of why it could not be read.
+func hintOf(l podlogs.Log) (*signature.Hint, string) {
+	switch {
+	case l.Forbidden():
+		return nil, fmt.Sprintf("--logs: no right to read the logs of pods in namespace %s (get on pods/log): no hint names the host's fault", l.Namespace)
+	case l.Err != nil:
+		return nil, fmt.Sprintf("--logs: the log of container %s of pod %s could not be read: %s", l.Container.Container, l.Pod, oneline.Error(l.Err))
+	}
+	found, ok := signature.Match(l.Text)
+	if !ok {
+		return nil, ""
+	}
+	h := found.Hint(l.Pod, l.Container.Container, l.Previous)
+	return &h, ""
 }
 
 // readHints reads the logs of the result's failing containers, at most
@@ -100,4 +116,90 @@ func readHints(ctx context.Context, c kubernetes.Interface, s *snapshot.Snapshot
 		cs[i] = f.Container
 	}
 	AddHints(r, fs, podlogs.Read(ctx, c, cs))
+}
+
+// LogReader reads failing containers' logs for the live tracker (serve
+// --logs), never in the judge's way: a judgement adds the hints already
+// read and starts the reads it lacks in the background, and the node is
+// judged again once one is done. Each failure is read once — a container
+// is read again only when it has restarted since, a new failure — and at
+// most PerMinute reads start in a minute: a fleet whose nodes fail together
+// loads the kubelets no more than that; a failure left unread is tried
+// when its node is judged again.
+type LogReader struct {
+	c         kubernetes.Interface
+	perMinute int
+	note      func(string)
+
+	mu        sync.Mutex
+	read      map[logKey]*signature.Hint // nil: read, and no signature in it
+	reading   map[logKey]bool
+	window    time.Time // the minute the reads below started in
+	started   int
+	forbidden bool // said once: every other read would be refused alike
+}
+
+// LogsPerMinute is how many logs serve --logs reads at most in a minute.
+const LogsPerMinute = 10
+
+// maxRemembered bounds what a LogReader remembers: past it, it forgets
+// every failure read (pods come and go), and reads again what still fails.
+const maxRemembered = 4096
+
+// logKey is one failure of one container: a restart is a new one.
+type logKey struct {
+	pod, container string
+	restarts       int32
+}
+
+// NewLogReader reads through c, at most perMinute logs a minute, and says
+// what it could not read through note.
+func NewLogReader(c kubernetes.Interface, perMinute int, note func(string)) *LogReader {
+	return &LogReader{c: c, perMinute: perMinute, note: note, read: map[logKey]*signature.Hint{}, reading: map[logKey]bool{}}
+}
+
+// Hints adds to the result the hints of its failing containers read so
+// far, and starts reading the others, as the budget allows; again judges a
+// node again (once its read is done).
+func (l *LogReader) Hints(s *snapshot.Snapshot, r *outcome.Result, again func(node string)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if now.Sub(l.window) >= time.Minute {
+		l.window, l.started = now, 0
+	}
+	for _, f := range FailingContainers(s, r) {
+		k := logKey{f.Pod, f.Container.Container, f.Restarts}
+		if h, done := l.read[k]; done {
+			if v, err := r.Verdict(f.Node); err == nil && h != nil {
+				v.Health.Hints = append(v.Health.Hints, *h)
+			}
+			continue
+		}
+		if l.reading[k] || l.forbidden || l.started >= l.perMinute {
+			continue
+		}
+		l.reading[k], l.started = true, l.started+1
+		go l.readOne(k, f, again)
+	}
+}
+
+// readOne reads one failing container's log and judges its node again.
+func (l *LogReader) readOne(k logKey, f Failing, again func(node string)) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	got := podlogs.Read(ctx, l.c, []podlogs.Container{f.Container})[0]
+	h, note := hintOf(got)
+	l.mu.Lock()
+	delete(l.reading, k)
+	if note != "" && !(got.Forbidden() && l.forbidden) {
+		l.note(note)
+	}
+	l.forbidden = l.forbidden || got.Forbidden()
+	if len(l.read) >= maxRemembered {
+		clear(l.read)
+	}
+	l.read[k] = h // a log that could not be read is not read again for this failure either
+	l.mu.Unlock()
+	again(f.Node)
 }
