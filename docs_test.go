@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/pkg/health"
+	"github.com/gpuops/gpuops/pkg/signature"
 )
 
 // The README is the front door: what gpuops is, the two commands, a short
@@ -243,6 +244,30 @@ func TestEveryHealthCodeDocumented(t *testing.T) {
 	}
 }
 
+// Every code of the catalog of host faults, and each text it matches, is
+// in docs/commands.md's table, and health's and serve's help name --logs.
+func TestEveryHostFaultDocumented(t *testing.T) {
+	raw, err := os.ReadFile("docs/commands.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range signature.Catalog {
+		if !strings.Contains(string(raw), "| `"+s.Code+"` |") {
+			t.Errorf("docs/commands.md has no row for `%s`", s.Code)
+		}
+		for _, text := range s.Texts {
+			if !strings.Contains(string(raw), text) {
+				t.Errorf("docs/commands.md does not quote %s's text %q", s.Code, text)
+			}
+		}
+	}
+	for _, cmd := range []string{"health", "serve"} {
+		if help := gpuopstest.Run(t, nil, gpuopstest.Binary(t), cmd, "--help").Stdout; !strings.Contains(help, "--logs") {
+			t.Errorf("gpuops %s --help does not name --logs", cmd)
+		}
+	}
+}
+
 func TestEveryCommandDocumented(t *testing.T) {
 	bin := gpuopstest.Binary(t)
 	raw, err := os.ReadFile("docs/commands.md")
@@ -339,6 +364,7 @@ var upstreamPaths = map[string]bool{
 	"internal/kubernetes/client.go":         true, // k8s-driver-manager
 	"internal/k8soperations/annotations.go": true, // kured
 	"cmd/kured/main.go":                     true, // kured
+	"internal/plugin/factory.go":            true, // k8s-device-plugin
 }
 
 // Packages are renamed and files move: every path of the repository the
