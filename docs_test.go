@@ -3,6 +3,7 @@ package gpuops_test
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/pkg/health"
+	"github.com/gpuops/gpuops/pkg/pipeline"
+	"github.com/gpuops/gpuops/pkg/podlogs"
 	"github.com/gpuops/gpuops/pkg/signature"
 )
 
@@ -259,6 +262,14 @@ func TestEveryHostFaultDocumented(t *testing.T) {
 			if !strings.Contains(string(raw), text) {
 				t.Errorf("docs/commands.md does not quote %s's text %q", s.Code, text)
 			}
+		}
+	}
+	for _, bound := range []string{
+		fmt.Sprintf("at most %d a run", pipeline.MaxLogs), fmt.Sprintf("at most %d reads start in a minute", pipeline.LogsPerMinute),
+		fmt.Sprintf("its last %d lines, at most %d KiB", podlogs.TailLines, podlogs.LimitBytes>>10),
+	} {
+		if !strings.Contains(string(raw), bound) {
+			t.Errorf("docs/commands.md does not say %q", bound)
 		}
 	}
 	for _, cmd := range []string{"health", "serve"} {

@@ -97,7 +97,7 @@ var Catalog = []Signature{
 		Sources: []string{
 			"NVIDIA/gpu-driver-container 25.01.21 ubuntu22.04/nvidia-driver, rhel9/nvidia-driver (_unload_driver)",
 			"NVIDIA/k8s-driver-manager v0.8.0 driver-manager, v0.12.0 cmd/driver-manager/main.go",
-			"NVIDIA/gpu-operator#126", "NVIDIA/gpu-operator#163", "NVIDIA/nvidia-docker#1242",
+			"NVIDIA/gpu-operator#126", "NVIDIA/nvidia-docker#1242",
 		},
 	},
 	{
