@@ -127,12 +127,12 @@ func readHints(ctx context.Context, c kubernetes.Interface, s *snapshot.Snapshot
 // loads the kubelets no more than that; a failure left unread is tried
 // when its node is judged again.
 type LogReader struct {
-	c         kubernetes.Interface
+	read      func(context.Context, []podlogs.Container) []podlogs.Log
 	perMinute int
 	note      func(string)
 
 	mu        sync.Mutex
-	read      map[logKey]*signature.Hint // nil: read, and no signature in it
+	done      map[logKey]*signature.Hint // nil: read, and no signature in it
 	reading   map[logKey]bool
 	window    time.Time // the minute the reads below started in
 	started   int
@@ -155,7 +155,12 @@ type logKey struct {
 // NewLogReader reads through c, at most perMinute logs a minute, and says
 // what it could not read through note.
 func NewLogReader(c kubernetes.Interface, perMinute int, note func(string)) *LogReader {
-	return &LogReader{c: c, perMinute: perMinute, note: note, read: map[logKey]*signature.Hint{}, reading: map[logKey]bool{}}
+	return newLogReader(func(ctx context.Context, cs []podlogs.Container) []podlogs.Log { return podlogs.Read(ctx, c, cs) }, perMinute, note)
+}
+
+// newLogReader reads with read.
+func newLogReader(read func(context.Context, []podlogs.Container) []podlogs.Log, perMinute int, note func(string)) *LogReader {
+	return &LogReader{read: read, perMinute: perMinute, note: note, done: map[logKey]*signature.Hint{}, reading: map[logKey]bool{}}
 }
 
 // Hints adds to the result the hints of its failing containers read so
@@ -170,7 +175,7 @@ func (l *LogReader) Hints(s *snapshot.Snapshot, r *outcome.Result, again func(no
 	}
 	for _, f := range FailingContainers(s, r) {
 		k := logKey{f.Pod, f.Container.Container, f.Restarts}
-		if h, done := l.read[k]; done {
+		if h, done := l.done[k]; done {
 			if v, err := r.Verdict(f.Node); err == nil && h != nil {
 				v.Health.Hints = append(v.Health.Hints, *h)
 			}
@@ -188,7 +193,7 @@ func (l *LogReader) Hints(s *snapshot.Snapshot, r *outcome.Result, again func(no
 func (l *LogReader) readOne(k logKey, f Failing, again func(node string)) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	got := podlogs.Read(ctx, l.c, []podlogs.Container{f.Container})[0]
+	got := l.read(ctx, []podlogs.Container{f.Container})[0]
 	h, note := hintOf(got)
 	l.mu.Lock()
 	delete(l.reading, k)
@@ -196,10 +201,10 @@ func (l *LogReader) readOne(k logKey, f Failing, again func(node string)) {
 		l.note(note)
 	}
 	l.forbidden = l.forbidden || got.Forbidden()
-	if len(l.read) >= maxRemembered {
-		clear(l.read)
+	if len(l.done) >= maxRemembered {
+		clear(l.done)
 	}
-	l.read[k] = h // a log that could not be read is not read again for this failure either
+	l.done[k] = h // a log that could not be read is not read again for this failure either
 	l.mu.Unlock()
 	again(f.Node)
 }

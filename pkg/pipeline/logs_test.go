@@ -1,9 +1,11 @@
 package pipeline_test
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	"github.com/gpuops/gpuops/internal/snapshottest"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/podlogs"
 	"github.com/gpuops/gpuops/pkg/signature"
@@ -95,4 +98,93 @@ func TestAddHints(t *testing.T) {
 	if len(r.LogNotes) != 2 || !strings.Contains(r.LogNotes[0], "get on pods/log") || r.LogNotes[1] != "--logs: the log of container cuda-validation of pod nvidia-cuda-validator-x could not be read: container not found (gone)" {
 		t.Errorf("notes %q, want one of the right missing, one of the log not read", r.LogNotes)
 	}
+}
+
+// logBook is a LogReader's read function that counts the reads of each
+// container and answers with the text given for it; done is told each
+// node judged again.
+type logBook struct {
+	mu    sync.Mutex
+	reads map[string]int
+	text  map[string]string
+	again chan string
+}
+
+func newLogBook() *logBook {
+	return &logBook{reads: map[string]int{}, text: map[string]string{}, again: make(chan string, 100)}
+}
+
+func (b *logBook) read(_ context.Context, cs []podlogs.Container) []podlogs.Log {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]podlogs.Log, len(cs))
+	for i, c := range cs {
+		b.reads[c.Pod]++
+		out[i] = podlogs.Log{Container: c, Text: b.text[c.Pod]}
+	}
+	return out
+}
+
+// judge judges the snapshot and lets the reader add its hints; waits for
+// n reads it starts to be done.
+func (b *logBook) judge(t *testing.T, l *pipeline.LogReader, s *snapshot.Snapshot, n int) *outcome.Result {
+	t.Helper()
+	r, err := pipeline.Decide(s, pipeline.Options{Namespace: "gpu-operator", Roster: pipeline.LabRoster, Health: true}).Judge(s, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Hints(s, r, func(node string) { b.again <- node })
+	for range n {
+		select {
+		case <-b.again:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a read started was never done")
+		}
+	}
+	return r
+}
+
+// serve --logs: a failure is read once, in the background, its hint added
+// from the next judgement on; a restart is a new failure, read again; no
+// more reads start in a minute than allowed.
+func TestLogReaderReadsEachFailureOnce(t *testing.T) {
+	s := failingFleet()
+	driverPod := operand.Lab.Driver().DaemonSet + "-a"
+	b := newLogBook()
+	sig, _ := signature.Of(signature.KernelHeadersMissing)
+	b.text[driverPod] = sig.Texts[0]
+	l := pipeline.NewLogReaderWith(b.read, 10, func(note string) { t.Errorf("note %q", note) })
+
+	if r := b.judge(t, l, s, 2); hints(r, "a") != "" {
+		t.Errorf("hints %q before any read was done", hints(r, "a"))
+	}
+	if r := b.judge(t, l, s, 0); hints(r, "a") != signature.KernelHeadersMissing {
+		t.Errorf("hints %q once read, want %s", hints(r, "a"), signature.KernelHeadersMissing)
+	}
+	if b.reads[driverPod] != 1 || b.reads["nvidia-cuda-validator-x"] != 1 {
+		t.Errorf("reads %v, want each failing container read once", b.reads)
+	}
+	s.Pods[0].Health.Restarts++ // node a's driver failed again
+	b.judge(t, l, s, 1)
+	if b.reads[driverPod] != 2 || b.reads["nvidia-cuda-validator-x"] != 1 {
+		t.Errorf("reads %v, want the driver read again after its restart, the rest not", b.reads)
+	}
+
+	b = newLogBook()
+	l = pipeline.NewLogReaderWith(b.read, 1, func(string) {})
+	b.judge(t, l, s, 1)
+	b.judge(t, l, s, 0)
+	if n := b.reads[driverPod] + b.reads["nvidia-cuda-validator-x"]; n != 1 {
+		t.Errorf("%d reads in a minute, want at most 1: %v", n, b.reads)
+	}
+}
+
+// hints are the codes of a node's hints.
+func hints(r *outcome.Result, node string) string {
+	v, _ := r.Verdict(node)
+	var codes []string
+	for _, h := range v.Health.Hints {
+		codes = append(codes, h.Code)
+	}
+	return strings.Join(codes, ",")
 }
