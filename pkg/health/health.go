@@ -122,9 +122,11 @@ type Node struct {
 	// Marks are what gpuops's quarantine reads of the node besides
 	// (pkg/quarantine); not printed.
 	Marks ledger.Marks `json:"-"`
-	// Hints are the host faults the logs of the node's failing containers
-	// name (pkg/signature), read only when asked (health --logs): the
-	// pipeline adds them after the verdict, which they never change.
+	// Hints are the host faults the node's failing containers show
+	// (pkg/signature): in what the kubelet reports (a termination message,
+	// a Warning Event), always; in their logs, read only when asked (health
+	// --logs), which the pipeline adds after the verdict. They never change
+	// the verdict.
 	Hints []signature.Hint `json:"hints,omitempty"`
 }
 
@@ -183,7 +185,8 @@ type link struct {
 	code     string
 	message  string
 	evidence string
-	blockers []int // failing links it waits on, by index
+	hints    []signature.Hint // the host faults the kubelet's reports of its pod name
+	blockers []int            // failing links it waits on, by index
 }
 
 func (l *link) fail(code, message, evidence string) {
@@ -326,6 +329,7 @@ func (c chain) state(l *link, n snapshot.Node, now time.Time, stuckAfter time.Du
 		code, msg = NotReady, fmt.Sprintf("pod %s runs but is not Ready%s", p.Name, sinceText(now, h.ReadySince))
 	}
 	l.fail(code, msg, strings.Join(append([]string{podEvidence(p, now)}, c.kubeletEvidence(l, n.Name)...), "; "))
+	l.hints = c.reportedHints(l)
 }
 
 // upgrade makes a failed or stuck driver upgrade the driver's failure: the
@@ -583,6 +587,7 @@ func verdict(out Node, links []link) Node {
 			out.Also = append(out.Also, Cause{Code: l.code, Operand: l.op.Name, Message: l.message})
 		}
 		out.Evidence = append(out.Evidence, l.op.Name+": "+l.evidence)
+		out.Hints = append(out.Hints, l.hints...)
 	}
 	return out
 }

@@ -2,10 +2,12 @@ package health
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/signature"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
@@ -171,6 +173,28 @@ func (c chain) kubeletEvidence(l *link, node string) []string {
 	}
 	if w := c.kubelet.refused[node]; w != nil && l.op.Name == operand.OperatorValidator {
 		out = append(out, fmt.Sprintf("workload pod %s %s: %s", w.Name, w.Phase, oneLine(w.Reason)))
+	}
+	return out
+}
+
+// reportedHints are the host faults the kubelet's reports of the link's
+// pod name (pkg/signature): the worst container's termination message and
+// the pod's Warning Events, each fault once.
+func (c chain) reportedHints(l *link) []signature.Hint {
+	p := l.pod
+	var out []signature.Hint
+	add := func(h signature.Hint) {
+		if !slices.ContainsFunc(out, func(o signature.Hint) bool { return o.Code == h.Code }) {
+			out = append(out, h)
+		}
+	}
+	if f, ok := signature.Match(p.Health.Message); ok {
+		add(f.Hint(signature.FromMessage, p.Name, p.Health.Container, false))
+	}
+	for _, w := range c.kubelet.warnings[p.Name] {
+		if f, ok := signature.Match(w.Message); ok {
+			add(f.Hint(signature.FromEvent, p.Name, "", false))
+		}
 	}
 	return out
 }

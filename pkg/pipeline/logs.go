@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -79,10 +80,21 @@ func AddHints(r *outcome.Result, fs []Failing, logs []podlogs.Log) {
 		case note != "":
 			r.LogNotes = append(r.LogNotes, note)
 		case h != nil:
-			if v, err := r.Verdict(fs[i].Node); err == nil && v.Health != nil {
-				v.Health.Hints = append(v.Health.Hints, *h)
-			}
+			addHint(r, fs[i].Node, *h)
 		}
+	}
+}
+
+// addHint adds a hint to the node's health, unless the kubelet's reports
+// of the same container already named the same fault (a termination
+// message that is the log's tail, FallbackToLogsOnError).
+func addHint(r *outcome.Result, node string, h signature.Hint) {
+	v, err := r.Verdict(node)
+	if err != nil || v.Health == nil {
+		return
+	}
+	if !slices.ContainsFunc(v.Health.Hints, func(o signature.Hint) bool { return o.Code == h.Code && o.Pod == h.Pod }) {
+		v.Health.Hints = append(v.Health.Hints, h)
 	}
 }
 
@@ -99,7 +111,7 @@ func hintOf(l podlogs.Log) (*signature.Hint, string) {
 	if !ok {
 		return nil, ""
 	}
-	h := found.Hint(l.Pod, l.Container.Container, l.Previous)
+	h := found.Hint(signature.FromLog, l.Pod, l.Container.Container, l.Previous)
 	return &h, ""
 }
 
@@ -176,8 +188,8 @@ func (l *LogReader) Hints(s *snapshot.Snapshot, r *outcome.Result, again func(no
 	for _, f := range FailingContainers(s, r) {
 		k := logKey{f.Pod, f.Container.Container, f.Restarts}
 		if h, done := l.done[k]; done {
-			if v, err := r.Verdict(f.Node); err == nil && h != nil {
-				v.Health.Hints = append(v.Health.Hints, *h)
+			if h != nil {
+				addHint(r, f.Node, *h)
 			}
 			continue
 		}

@@ -91,6 +91,10 @@ func TestAddHints(t *testing.T) {
 	if len(r.LogNotes) != 0 {
 		t.Errorf("notes %q of logs all read", r.LogNotes)
 	}
+	pipeline.AddHints(r, fs[:1], logs[:1]) // the same fault of the same pod again (a termination message's, say)
+	if h := v.Health.Hints; len(h) != 1 {
+		t.Errorf("the same fault of the same pod twice: %+v", h)
+	}
 
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods/log"}, fs[0].Pod, errors.New("no"))
 	r.LogNotes = nil

@@ -144,7 +144,7 @@ func healthLines(h health.Node, why bool) []string {
 		out = append(out, "  "+e)
 	}
 	for _, x := range h.Hints {
-		out = append(out, fmt.Sprintf("  hint %s: %s logged %q", x.Code, hintSource(x), x.Line),
+		out = append(out, fmt.Sprintf("  hint %s: %s", x.Code, hintSource(x)),
 			"    cause: "+x.Cause, "    remedy: "+x.Remedy)
 	}
 	return append(out, outOfService(h, why)...)
@@ -162,14 +162,21 @@ func hintCodes(h health.Node) []string {
 	return out
 }
 
-// hintSource says whose log showed a hint: the container, its pod, and
-// whether it was the instance before.
+// hintSource says what showed a hint, and its line: a container's log
+// (the instance before, for a crash loop), its termination message, or a
+// Warning Event on the pod.
 func hintSource(x signature.Hint) string {
+	switch x.From {
+	case signature.FromMessage:
+		return fmt.Sprintf("container %s of pod %s terminated with message %q", x.Container, x.Pod, x.Line)
+	case signature.FromEvent:
+		return fmt.Sprintf("a Warning Event on pod %s said %q", x.Pod, x.Line)
+	}
 	s := fmt.Sprintf("container %s of pod %s", x.Container, x.Pod)
 	if x.Previous {
 		s += " (its previous instance)"
 	}
-	return s
+	return fmt.Sprintf("%s logged %q", s, x.Line)
 }
 
 // outOfService is, explained, the line that says who took the node out of

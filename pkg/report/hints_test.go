@@ -27,7 +27,7 @@ func hinted() *outcome.Result {
 		Nodes: []verdict.Verdict{{Node: "gpu-1", Health: &health.Node{Node: "gpu-1", Judged: true,
 			Cause:   &health.Cause{Code: health.CrashLoop, Operand: "driver", Message: "driver crash-loops"},
 			Blocked: []string{"container-toolkit"},
-			Hints:   []signature.Hint{found.Hint("nvidia-driver-daemonset-x", "k8s-driver-manager", true)}}}}}
+			Hints:   []signature.Hint{found.Hint(signature.FromLog, "nvidia-driver-daemonset-x", "k8s-driver-manager", true)}}}}}
 }
 
 // The verdict's line ends with the hint's code; --explain adds whose log
@@ -123,4 +123,28 @@ func TestOpenReportsHint(t *testing.T) {
 		}
 	}
 	t.Errorf("no failing result: %s", b.String())
+}
+
+// A hint the kubelet's reports gave says what showed it.
+func TestHintSources(t *testing.T) {
+	s, _ := signature.Of(signature.DriverLibraryMismatch)
+	found := signature.Found{Signature: s, Line: "nvml error: driver/library version mismatch"}
+	for _, tc := range []struct {
+		hint signature.Hint
+		want string
+	}{
+		{found.Hint(signature.FromMessage, "p", "c", false), `  hint driver-library-mismatch: container c of pod p terminated with message "nvml error: driver/library version mismatch"`},
+		{found.Hint(signature.FromEvent, "p", "", false), `  hint driver-library-mismatch: a Warning Event on pod p said "nvml error: driver/library version mismatch"`},
+		{found.Hint(signature.FromLog, "p", "c", false), `  hint driver-library-mismatch: container c of pod p logged "nvml error: driver/library version mismatch"`},
+	} {
+		r := hinted()
+		r.Explain, r.Nodes[0].Health.Hints = true, []signature.Hint{tc.hint}
+		var out bytes.Buffer
+		if err := (report.Printer{Format: report.Text}).Result(&out, &bytes.Buffer{}, r, report.HealthView); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), tc.want+"\n") {
+			t.Errorf("from %s:\n%s\nwant the line %q", tc.hint.From, out.String(), tc.want)
+		}
+	}
 }

@@ -240,18 +240,30 @@ func matchLine(line string) (int, bool) {
 type Hint struct {
 	Code      string `json:"code"`
 	Component string `json:"component"`
+	// From says what showed the line: FromLog (health --logs), the
+	// kubelet's FromMessage (a container's termination message) or
+	// FromEvent (a Warning Event on the pod).
+	From      string `json:"from"`
 	Pod       string `json:"pod"`
-	Container string `json:"container"`
+	Container string `json:"container,omitempty"` // empty for an Event
 	// Previous: the log read was the instance's before (a container waiting
 	// to restart), as kubectl logs --previous.
 	Previous bool   `json:"previous,omitempty"`
-	Line     string `json:"line"` // the log's line that shows it
+	Line     string `json:"line"` // the line that shows it
 	Cause    string `json:"cause"`
 	Remedy   string `json:"remedy"`
 }
 
-// Hint is the hint of a signature found in the log of a pod's container.
-func (f Found) Hint(pod, container string, previous bool) Hint {
-	return Hint{Code: f.Code, Component: f.Component, Pod: pod, Container: container, Previous: previous,
+// What a hint's line was read in.
+const (
+	FromLog     = "log"
+	FromMessage = "termination-message"
+	FromEvent   = "event"
+)
+
+// Hint is the hint of a signature found in what a pod's container (or,
+// for an Event, the pod) showed.
+func (f Found) Hint(from, pod, container string, previous bool) Hint {
+	return Hint{Code: f.Code, Component: f.Component, From: from, Pod: pod, Container: container, Previous: previous,
 		Line: f.Line, Cause: f.Cause, Remedy: f.Remedy}
 }
