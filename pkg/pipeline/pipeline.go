@@ -217,6 +217,9 @@ func (sc Scope) Judge(s *snapshot.Snapshot, now time.Time) (*outcome.Result, err
 		}
 	}
 	if sc.GroupBy != "" {
+		for _, n := range s.Nodes {
+			at[n.Name].Group = summary.GroupOf(n.Labels, sc.GroupBy)
+		}
 		f := summary.Build(s, r.Nodes, sc.Roster, sc.Rules, sc.GroupBy)
 		f.Rollout = r.Rollout
 		r.Fleet = &f

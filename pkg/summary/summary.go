@@ -30,6 +30,12 @@ const DefaultGroupBy = operand.GPUProductLabel
 // NoGroup is the group of nodes without the label (or with an empty value).
 const NoGroup = "(none)"
 
+// GroupOf is the group of a node with these labels: its value of the
+// groupBy label, or NoGroup.
+func GroupOf(labels map[string]string, groupBy string) string {
+	return cmp.Or(labels[groupBy], NoGroup)
+}
+
 // State is one fact about an operand on a node. A node can be in several
 // states for one operand (asked and running; asked and missing).
 type State uint8
@@ -297,7 +303,7 @@ func Build(s *snapshot.Snapshot, verdicts []verdict.Verdict, roster []operand.Op
 		if node != nil {
 			l = node.Labels
 		}
-		name := cmp.Or(l[groupBy], NoGroup)
+		name := GroupOf(l, groupBy)
 		g := groups[name]
 		if g == nil {
 			g = newGroup(name, roster, rules)

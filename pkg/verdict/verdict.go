@@ -36,6 +36,9 @@ type Verdict struct {
 	// Upgrade is the node's part in the driver rollout; nil unless asked
 	// for, or when the node takes no part (no driver pod, no state label).
 	Upgrade *upgrade.Node
+	// Group is the node's value of the pipeline's GroupBy label
+	// (summary.GroupOf); empty unless grouped.
+	Group string
 }
 
 // GPU reports whether the verdict is of a GPU node: one health judged (a
