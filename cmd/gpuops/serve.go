@@ -45,12 +45,13 @@ func serveCommand(e cliopts.Env) *cli.Command {
 			"(every node once, then only the nodes an event touches; the rollout over every node) and serves\n" +
 			"the verdicts as Prometheus metrics (gpuops_operand_missing, gpuops_order_violation,\n" +
 			"gpuops_node_usable, gpuops_driver_upgrade_node, ...; see docs/metrics.md). A resource the user may\n" +
-			"not list (ControllerRevisions, Events) is left unwatched with a line on stderr.\n" +
+			"not list (ControllerRevisions, Events) is left unwatched with a line on stderr. gpuops_node_pool names\n" +
+			"each GPU node's pool, its value of the --group-by label, as summary groups the nodes.\n" +
 			"/readyz answers 503 until the first full verdict. In a pod it uses the pod's service account.\n" +
 			"It runs until SIGTERM or Ctrl-C (exit 0); a failed watch is retried and logged on stderr.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: metrics.DefaultAddress, Destination: &o.listen, Usage: "address to serve HTTP on, host:port"},
-			o.SelectorFlag(), o.DiscoverFlag(), o.AllRulesFlag(), o.StuckAfterFlag(),
+			o.SelectorFlag(), o.DiscoverFlag(), o.AllRulesFlag(), o.StuckAfterFlag(), o.GroupByFlag(pipeline.DefaultGroupBy),
 			&cli.BoolFlag{Name: "events", Destination: &o.events, Usage: "record a Kubernetes Event on the node when a finding starts and when it ends\n" +
 				"(needs create and patch on events in the default namespace)"},
 			&cli.BoolFlag{Name: "reports", Destination: &o.reports, Usage: "keep the findings in the cluster as OpenReports ClusterReports, for Policy Reporter\n" +

@@ -67,6 +67,7 @@ const (
 	outOfServiceNodesFam
 	upgradeBudgetUsedFam
 	hostFaultFam
+	poolFam
 )
 
 var families = []promtext.Family{
@@ -124,6 +125,9 @@ var families = []promtext.Family{
 	hostFaultFam: {Name: "gpuops_node_host_fault",
 		Help:   "1 for each host fault a failing container's log names on an unusable GPU node (serve --logs): a code of the catalog in docs/commands.md.",
 		Labels: []string{"code", "node"}},
+	poolFam: {Name: "gpuops_node_pool",
+		Help:   "1 for each GPU node, with its pool: the node's value of the label serve groups by (--group-by), (none) without one.",
+		Labels: []string{"node", "pool"}},
 }
 
 var syncedDesc = prometheus.NewDesc("gpuops_informer_synced",
@@ -397,6 +401,11 @@ func (sc scrape) write(t *promtext.Series) {
 			t.Gauge(upgradeBudgetUsedFam, float64(used[actor]), actor, p.name)
 		}
 	}
+	judged(func(v *verdict.Verdict, _ *health.Node) {
+		if v.Group != "" {
+			t.Gauge(poolFam, 1, v.Node, v.Group)
+		}
+	})
 }
 
 // policy is one upgrade policy of the rollout: its counts by verdict and

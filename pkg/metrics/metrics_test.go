@@ -188,8 +188,8 @@ func TestDocsListEveryMetric(t *testing.T) {
 			t.Errorf("docs/metrics.md has no row for %s", name)
 		}
 	}
-	if len(names) != 21 {
-		t.Errorf("%d metrics, want 21", len(names))
+	if len(names) != 22 {
+		t.Errorf("%d metrics, want 22", len(names))
 	}
 }
 
@@ -242,6 +242,32 @@ gpuops_node_host_fault{code="driver-library-mismatch",node="d"} 1
 gpuops_node_host_fault{code="nvml-not-found",node="d"} 1
 `
 	if err := compare(t, e, want, "gpuops_node_usable", "gpuops_node_unusable_cause", "gpuops_node_host_fault"); err != nil {
+		t.Error(err)
+	}
+}
+
+// Each GPU node's pool is one series, (none) for a node without the label;
+// a node without a GPU has none, nor a node judged without grouping.
+func TestNodePool(t *testing.T) {
+	e := metrics.New(synced)
+	gpu := func(name, group string) *verdict.Verdict {
+		v := node(name, all, []string{}, []string{}, []string{"toolkit", "device-plugin"})
+		v.Health = &health.Node{Node: name, Judged: true, Usable: true}
+		v.Group = group
+		return v
+	}
+	cpu := node("e", nil, []string{}, []string{}, nil)
+	cpu.Health = &health.Node{Node: "e", Usable: true}
+	cpu.Group = "(none)"
+	e.Judged(verdict.Batch{Time: t0, Initial: true, Roster: roster, Rules: rules,
+		Changes: []verdict.Change{{After: gpu("a", "A100")}, {After: gpu("b", "(none)")}, {After: gpu("c", "")}, {After: cpu}}})
+	want := `
+# HELP gpuops_node_pool 1 for each GPU node, with its pool: the node's value of the label serve groups by (--group-by), (none) without one.
+# TYPE gpuops_node_pool gauge
+gpuops_node_pool{node="a",pool="A100"} 1
+gpuops_node_pool{node="b",pool="(none)"} 1
+`
+	if err := compare(t, e, want, "gpuops_node_pool"); err != nil {
 		t.Error(err)
 	}
 }
