@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/summary"
 )
 
 var (
@@ -48,6 +49,16 @@ func TestFindingsComeAndGo(t *testing.T) {
 		}
 	}
 	srv.stderr.expect(t, `ready: \d+ nodes judged in \S+`)
+
+	t.Log("give a a GPU model: its pool (serve's default --group-by) follows the label")
+	pool := func(node, pool string) map[string]string { return map[string]string{"node": node, "pool": pool} }
+	if !m.has("gpuops_node_pool", pool(a, summary.NoGroup)) || !m.has("gpuops_node_pool", pool(b, summary.NoGroup)) {
+		t.Errorf("gpuops_node_pool %q, want a and b in pool %s", m.series("gpuops_node_pool"), summary.NoGroup)
+	}
+	f.env.LabelNode(t, a, summary.DefaultGroupBy, "NVIDIA-H100-80GB-HBM3")
+	srv.waitFor(t, a+" in its GPU model's pool", func(m metrics) bool {
+		return m.has("gpuops_node_pool", pool(a, "NVIDIA-H100-80GB-HBM3")) && len(m.series("gpuops_node_pool")) == 2
+	})
 
 	t.Log("opt a out of the toolkit under its running device plugin")
 	violation := map[string]string{"node": a, "rule": operand.DeviceRule.Finding, "operand": operand.DevicePlugin, "needs": operand.ContainerToolkit}
