@@ -28,6 +28,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/render"
 	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/summary"
 )
 
 var update = flag.Bool("update", false, "copy the rule file and the dashboard into the chart")
@@ -225,6 +226,8 @@ func TestChartValuesSchema(t *testing.T) {
 		{"reports": "true"},
 		{"serviceMonitor": map[string]any{"enable": true}},
 		{"extraArgs": []any{"quarantine-max=3"}},
+		{"groupBy": "node pool"},
+		{"groupBy": ""},
 		{"replica": 2},
 	} {
 		t.Run(fmt.Sprint(bad), func(t *testing.T) {
@@ -307,8 +310,9 @@ func TestChartInstall(t *testing.T) {
 		}
 	}
 	srv := serve(t, args...)
-	srv.waitFor(t, "the node judged usable with the chart's rights, the quarantine in dry-run", func(m metrics) bool {
-		return m.has("gpuops_node_usable", map[string]string{"node": node}) && m.has("gpuops_quarantine_mode", map[string]string{"mode": "dry-run"})
+	srv.waitFor(t, "the node judged usable with the chart's rights, in its pool, the quarantine in dry-run", func(m metrics) bool {
+		return m.has("gpuops_node_usable", map[string]string{"node": node}) && m.has("gpuops_quarantine_mode", map[string]string{"mode": "dry-run"}) &&
+			m.has("gpuops_node_pool", map[string]string{"node": node, "pool": summary.NoGroup})
 	})
 	if code, body := srv.get(t, "/readyz"); code != http.StatusOK {
 		t.Errorf("/readyz: %d %s", code, body)
