@@ -1,6 +1,7 @@
 package live_test
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -17,6 +18,7 @@ import (
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/summary"
 )
 
 const dashboardFile = "../../kustomize/deploy/grafana/gpuops.json"
@@ -34,21 +36,23 @@ type dashboard struct {
 	Templating    struct {
 		List []variable
 	}
-	Panels []struct {
-		ID          int
-		Type, Title string
-		Datasource  *datasource
-		GridPos     struct{ X, Y, W, H int }
-		FieldConfig struct {
-			Defaults struct{ Unit string }
-		}
-		Links   []struct{ URL string }
-		Targets []struct {
-			RefID        string
-			Expr         string
-			LegendFormat string
-			Datasource   *datasource
-		}
+	Panels []panel
+}
+
+type panel struct {
+	ID          int
+	Type, Title string
+	Datasource  *datasource
+	GridPos     struct{ X, Y, W, H int }
+	FieldConfig struct {
+		Defaults struct{ Unit string }
+	}
+	Links   []struct{ URL string }
+	Targets []struct {
+		RefID        string
+		Expr         string
+		LegendFormat string
+		Datasource   *datasource
 	}
 }
 
@@ -83,8 +87,8 @@ func TestDashboardModel(t *testing.T) {
 	for _, v := range d.Templating.List {
 		vars[v.Name] = v.Type
 	}
-	if vars["datasource"] != "datasource" || vars["pool"] != "query" {
-		t.Errorf("variables %v, want datasource (a data source) and pool (a query)", vars)
+	if vars["datasource"] != "datasource" || vars["pool"] != "query" || vars["policy"] != "query" {
+		t.Errorf("variables %v, want datasource (a data source), pool and policy (queries)", vars)
 	}
 	doc, err := os.ReadFile("../../docs/metrics.md")
 	if err != nil {
@@ -153,13 +157,20 @@ func githubAnchor(h string) string {
 // one, which trips the quarantine's fuse (at most one node); a node whose
 // operands a taint keeps off (a taint of no actor the ledger knows: out of
 // service, by unknown); a node the driver upgrade controller gave up on; a
-// node a person cordoned.
+// node a person cordoned. The healthy node and the first violation are
+// of a second pool (a GPU model of their own, serve's default --group-by):
+// the pool variable offers both pools, and a panel filtered to the second
+// shows only its nodes.
 func TestDashboardOnRealPrometheus(t *testing.T) {
 	f := newFleet(t)
 	gpus := testcluster.WithCapacity(corev1.ResourceList{snapshot.GPUResource: resource.MustParse("8")})
 	ok, viol, viol2, upgrade, cordoned := f.gpuNode(t, "ok", gpus), f.gpuNode(t, "viol", gpus), f.gpuNode(t, "viol2", gpus),
 		f.gpuNode(t, "upgrade", gpus), f.gpuNode(t, "cordoned", gpus)
 	taint := f.gpuNode(t, "taint", gpus, testcluster.WithTaints(corev1.Taint{Key: "gpuops.test/broken", Effect: corev1.TaintEffectNoSchedule}))
+	const a100 = "NVIDIA-A100-SXM4-80GB"
+	for _, n := range []string{ok, viol} {
+		f.env.LabelNode(t, n, summary.DefaultGroupBy, a100)
+	}
 	f.env.LabelNode(t, upgrade, operand.UpgradeStateLabel, operand.UpgradeFailed)
 	f.env.Kubectl(t, "cordon", cordoned)
 	srv := serve(t, append(slices.Clone(f.args), "--quarantine=on", "--quarantine-after", "1s", "--quarantine-max", "1", "--quarantine-rate", "5")...)
@@ -231,27 +242,45 @@ func TestDashboardOnRealPrometheus(t *testing.T) {
 	}
 	d := readDashboard(t)
 	// The pool variable: its query as Grafana runs it (label_values is the
-	// label values API), and its All value in the panels' queries.
+	// label values API); every query variable at its All value, unless set.
 	i := slices.IndexFunc(d.Templating.List, func(v variable) bool { return v.Name == "pool" })
 	if i < 0 {
 		t.Fatal("the dashboard has no pool variable")
 	}
-	pool := d.Templating.List[i]
-	m := regexp.MustCompile(`^label_values\((\w+), *(\w+)\)$`).FindStringSubmatch(pool.Definition)
+	m := regexp.MustCompile(`^label_values\((\w+), *(\w+)\)$`).FindStringSubmatch(d.Templating.List[i].Definition)
 	if m == nil {
-		t.Fatalf("the pool variable's query %q, want label_values(METRIC, LABEL)", pool.Definition)
+		t.Fatalf("the pool variable's query %q, want label_values(METRIC, LABEL)", d.Templating.List[i].Definition)
 	}
 	var values struct{ Data []string }
-	if !prom.get(t, "/api/v1/label/"+m[2]+"/values?match[]="+url.QueryEscape(m[1]), &values) || !slices.Equal(values.Data, []string{"none"}) {
-		t.Errorf("the pool variable's values %q, want the rollout's one policy, none", values.Data)
+	if !prom.get(t, "/api/v1/label/"+m[2]+"/values?match[]="+url.QueryEscape(m[1]), &values) || !slices.Equal(values.Data, []string{summary.NoGroup, a100}) {
+		t.Errorf("the pool variable's values %q, want %q and %q", values.Data, summary.NoGroup, a100)
 	}
 	n := strings.NewReplacer(ok, "ok", viol2, "viol2", viol, "viol", upgrade, "upgrade", cordoned, "cordoned", taint, "taint")
-	for _, p := range d.Panels {
+	shows := func(p panel, set map[string]string) []string {
+		var args []string
+		for _, v := range d.Templating.List {
+			if v.Type == "query" {
+				args = append(args, "$"+v.Name, cmp.Or(set[v.Name], v.AllValue))
+			}
+		}
+		vars := strings.NewReplacer(args...)
 		var got []string
 		for _, tg := range p.Targets {
-			got = append(got, prom.series(t, strings.ReplaceAll(tg.Expr, "$pool", pool.AllValue), tg.LegendFormat)...)
+			got = append(got, prom.series(t, vars.Replace(tg.Expr), tg.LegendFormat)...)
 		}
-		got = strings.Split(n.Replace(strings.Join(got, "\n")), "\n")
+		return strings.Split(n.Replace(strings.Join(got, "\n")), "\n")
+	}
+	// The second pool alone, as Grafana writes one value into a regular
+	// expression: quoted.
+	inA100 := map[string][]string{
+		"GPU nodes: usable and unusable": {"usable 1", "unusable 1"},
+		"Start-up-order violations": {
+			"{needs=container-toolkit,node=viol,operand=dcgm-exporter,rule=dcgm-exporter-without-toolkit} 1",
+			"{needs=container-toolkit,node=viol,operand=device-plugin,rule=device-plugin-without-toolkit} 1",
+			"{needs=container-toolkit,node=viol,operand=gpu-feature-discovery,rule=gpu-feature-discovery-without-toolkit} 1"},
+	}
+	for _, p := range d.Panels {
+		got := shows(p, nil)
 		w, known := want[p.Title]
 		if !known {
 			t.Errorf("panel %q: no expectation; it shows\n%s", p.Title, strings.Join(got, "\n"))
@@ -261,9 +290,15 @@ func TestDashboardOnRealPrometheus(t *testing.T) {
 			t.Errorf("panel %q shows\n%s\nwant\n%s", p.Title, strings.Join(got, "\n"), strings.Join(w, "\n"))
 		}
 		delete(want, p.Title)
+		if w, filtered := inA100[p.Title]; filtered {
+			if got := shows(p, map[string]string{"pool": regexp.QuoteMeta(a100)}); !slices.Equal(got, w) {
+				t.Errorf("panel %q of pool %s shows\n%s\nwant\n%s", p.Title, a100, strings.Join(got, "\n"), strings.Join(w, "\n"))
+			}
+			delete(inA100, p.Title)
+		}
 	}
-	if len(want) > 0 {
-		t.Errorf("no panel %q", slices.Sorted(maps.Keys(want)))
+	if len(want) > 0 || len(inA100) > 0 {
+		t.Errorf("no panel %q", slices.Concat(slices.Sorted(maps.Keys(want)), slices.Sorted(maps.Keys(inA100))))
 	}
 }
 
