@@ -328,12 +328,12 @@ func (t *Tracker) judgeInto(out map[string]*verdict.Verdict, names []string, now
 	if t.opts.ReadOptions().Kubelet {
 		t.addKubelet(t.ctx, s)
 	}
-	// Judge fails only on a rule about an operand not in the roster, which
+	// Verdicts fails only on a rule about an operand not in the roster, which
 	// the plan's rules never are. The rollout spans every node held, not a
 	// chunk: it is made once a batch (rollout), so the chunks leave it out.
 	sc := t.plan
 	sc.Upgrades = false
-	r, _ := sc.Judge(s, now)
+	r, _ := sc.Verdicts(s, now)
 	if r != nil && t.opts.Hints != nil {
 		t.opts.Hints(s, r, t.queue.Add)
 	}

@@ -115,16 +115,36 @@ func Decide(s *snapshot.Snapshot, o Options) Scope {
 	return Scope{Options: o, Roster: r.Roster, Rules: rules, Notes: slices.Concat(s.Notes, r.Notes)}
 }
 
-// Judge judges every node of the snapshot in the scope as of now. The live
-// judge calls it with a snapshot of the nodes an event touched (and their
-// pods): every node's verdict depends only on the node, its pods, the
-// DaemonSets and the scope, so it is the verdict a whole read would give —
-// but for the rollout's (see Rollout).
+// Judge judges every node of the snapshot in the scope as of now: the
+// verdicts, and with GroupBy the fleet view of them.
 func (sc Scope) Judge(s *snapshot.Snapshot, now time.Time) (*outcome.Result, error) {
+	r, s, err := sc.verdicts(s, now)
+	if err != nil || sc.GroupBy == "" {
+		return r, err
+	}
+	f := summary.Build(s, r.Nodes, sc.Roster, sc.Rules, sc.GroupBy)
+	f.Rollout = r.Rollout
+	r.Fleet = &f
+	return r, nil
+}
+
+// Verdicts are Judge's verdicts without the fleet view, which the live
+// judge, keeping verdicts, would throw away. It calls it with a snapshot of
+// the nodes an event touched (and their pods): every node's verdict depends
+// only on the node, its pods, the DaemonSets and the scope, so it is the
+// verdict a whole read would give — but for the rollout's (see Rollout).
+func (sc Scope) Verdicts(s *snapshot.Snapshot, now time.Time) (*outcome.Result, error) {
+	r, _, err := sc.verdicts(s, now)
+	return r, err
+}
+
+// verdicts are the verdicts of the snapshot's nodes, and the snapshot of
+// the nodes judged.
+func (sc Scope) verdicts(s *snapshot.Snapshot, now time.Time) (*outcome.Result, *snapshot.Snapshot, error) {
 	if len(sc.Nodes) > 0 {
 		kept, err := only(s, sc.Nodes)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		s = kept
 	}
@@ -158,7 +178,7 @@ func (sc Scope) Judge(s *snapshot.Snapshot, now time.Time) (*outcome.Result, err
 	audits := x.Audit(sc.Roster)
 	judge.Stuck(audits, s, sc.Roster, now, sc.StuckAfter)
 	if beside.Wait(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r := &outcome.Result{Namespace: s.Namespace, Selector: sc.NodeSelector, Node: sc.Node, Named: sc.Node != "" || len(sc.Nodes) > 0,
 		Explain: sc.Explain, Roster: sc.Roster, Notes: sc.Notes, Taken: now, TotalPods: m.TotalPods,
@@ -220,11 +240,8 @@ func (sc Scope) Judge(s *snapshot.Snapshot, now time.Time) (*outcome.Result, err
 		for _, n := range s.Nodes {
 			at[n.Name].Group = summary.GroupOf(n.Labels, sc.GroupBy)
 		}
-		f := summary.Build(s, r.Nodes, sc.Roster, sc.Rules, sc.GroupBy)
-		f.Rollout = r.Rollout
-		r.Fleet = &f
 	}
-	return r, nil
+	return r, s, nil
 }
 
 // Rollout judges the driver upgrade of the snapshot's nodes as of now. It
