@@ -16,6 +16,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/live"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/pipeline"
+	"github.com/gpuops/gpuops/pkg/summary"
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
@@ -48,7 +49,7 @@ func recordedClient(t *testing.T, env *testcluster.Env) (kubernetes.Interface, *
 // TestFirstVerdictIsTheOneShotVerdict starts the live tracker in process
 // on a settled fleet with a finding of each kind: its first verdict is what
 // audit --explain, order-check --all-rules and matrix say from their LIST
-// snapshot; and its informers took their initial lists as streaming
+// snapshot, each node's group (a GPU model, or none) too; and its informers took their initial lists as streaming
 // watches (WatchList: no LIST request at all).
 func TestFirstVerdictIsTheOneShotVerdict(t *testing.T) {
 	f := newFleet(t)
@@ -56,6 +57,8 @@ func TestFirstVerdictIsTheOneShotVerdict(t *testing.T) {
 	tainted := f.gpuNode(t, "tainted", testcluster.WithTaints(corev1.Taint{Key: "gpuops.test/broken", Effect: corev1.TaintEffectNoSchedule}))
 	noToolkit := f.gpuNode(t, "no-toolkit")
 	f.env.LabelNode(t, noToolkit, toolkit.LabelKey(), "false")
+	const h100 = "NVIDIA-H100-80GB-HBM3"
+	f.env.LabelNode(t, healthy, summary.DefaultGroupBy, h100)
 	f.env.WaitForPods(t, f.env.Namespace, func(pods []corev1.Pod) bool {
 		running := 0
 		for _, p := range pods {
@@ -74,7 +77,8 @@ func TestFirstVerdictIsTheOneShotVerdict(t *testing.T) {
 
 	client, rec := recordedClient(t, f.env)
 	selector := testcluster.LabelTestID + "=" + f.env.ID
-	opts := pipeline.Options{Namespace: f.env.Namespace, NodeSelector: selector, AllRules: true, Explain: true, StuckAfter: pipeline.DefaultStuckAfter}
+	opts := pipeline.Options{Namespace: f.env.Namespace, NodeSelector: selector, AllRules: true, Explain: true, StuckAfter: pipeline.DefaultStuckAfter,
+		GroupBy: summary.DefaultGroupBy}
 	j, err := live.New(client, live.Options{Options: opts})
 	if err != nil {
 		t.Fatal(err)
@@ -111,8 +115,11 @@ func TestFirstVerdictIsTheOneShotVerdict(t *testing.T) {
 	if got := b.Changes[2].After; got.Node != tainted || len(got.Audit.Missing) != len(operand.Lab) {
 		t.Errorf("the tainted node's verdict: %+v", got)
 	}
-	if got := b.Changes[0].After; got.Node != noToolkit || got.Order.String() != operand.DeviceRule.Finding {
+	if got := b.Changes[0].After; got.Node != noToolkit || got.Order.String() != operand.DeviceRule.Finding || got.Group != summary.NoGroup {
 		t.Errorf("the node without toolkit: %+v", got)
+	}
+	if got := b.Changes[1].After; got.Node != healthy || got.Group != h100 {
+		t.Errorf("the healthy node: %+v, want group %s", got, h100)
 	}
 
 	rec.mu.Lock()
