@@ -28,6 +28,14 @@ import (
 
 func TestMain(m *testing.M) { testcluster.Main(m) }
 
+// jsonClient is a client of the test's cluster that speaks JSON alone, as
+// a plain client would: the reference the fast read is held to.
+func jsonClient(env *testcluster.Env) kubernetes.Interface {
+	cfg := rest.CopyConfig(env.RESTConfig)
+	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	return kubernetes.NewForConfigOrDie(cfg)
+}
+
 // plainRead is the reference: one unpaged JSON LIST per resource, converted
 // after the whole list has arrived.
 func plainRead(t *testing.T, c kubernetes.Interface, ns string, opts read.Options) *snapshot.Snapshot {
@@ -137,9 +145,7 @@ func TestReadMatchesPlainList(t *testing.T) {
 	}
 
 	opts := read.Options{NodeSelector: testcluster.LabelTestID + "=" + env.ID, DaemonSets: true}
-	jsonCfg := rest.CopyConfig(env.RESTConfig)
-	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
-	jsonClient := kubernetes.NewForConfigOrDie(jsonCfg)
+	jsonClient := jsonClient(env)
 	want := plainRead(t, jsonClient, env.Namespace, opts)
 	if len(want.Nodes) != 11 || len(want.Pods) != 22 || len(want.DaemonSets) != 3 {
 		t.Fatalf("reference read: %d nodes, %d pods, %d DaemonSets; want 11, 22, 3", len(want.Nodes), len(want.Pods), len(want.DaemonSets))

@@ -1,0 +1,198 @@
+package read
+
+import (
+	"context"
+	"fmt"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fieldsel "k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/gpuops/gpuops/pkg/workload"
+)
+
+// WorkloadOptions say which GPU pods to read.
+type WorkloadOptions struct {
+	Namespace     string // of the pods; empty: every namespace
+	LabelSelector string // of the pods; empty: all
+	PageSize      int64  // as Options.PageSize
+}
+
+// Unended selects the pods that have not ended, as the scheduler counts
+// what a node has given out (kubernetes v1.37.2
+// pkg/scheduler/framework/plugins/noderesources: every pod assigned and
+// not terminal): the API server selects pods by status.phase.
+var Unended = fieldsel.AndSelectors(fieldsel.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+	fieldsel.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed))).String()
+
+// failed selects the pods that ended in failure: those the kubelet
+// refused at admission among them.
+var failed = fieldsel.OneTermEqualSelector("status.phase", string(corev1.PodFailed)).String()
+
+// GPUPods reads the workload side of the cluster (workload.Fleet), four
+// LISTs side by side: the pods that have not ended, trimmed as they arrive
+// to what workload.PodFrom reads and dropped there unless they ask a
+// device or hold a claim; the Failed pods, kept when the kubelet refused
+// them at admission; the ResourceClaims and the DeviceClasses. A kind the
+// cluster does not serve or the user may not list is a note; the pods'
+// lists are not optional.
+func GPUPods(ctx context.Context, c kubernetes.Interface, o WorkloadOptions) (*workload.Fleet, error) {
+	f := &workload.Fleet{}
+	core := c.CoreV1().RESTClient()
+	pods := func() *rest.Request { return core.Get().Namespace(o.Namespace).Resource("pods") }
+	var read []workload.Pod
+	var classNotes, claimNotes []string
+	var g errgroup.Group
+	g.Go(func() error {
+		err := readList(ctx, pods, metav1.ListOptions{FieldSelector: Unended, LabelSelector: o.LabelSelector, Limit: o.PageSize},
+			workloadPodFields, nil, nil, &corev1.PodList{}, func(p *corev1.Pod, _ []byte) error {
+				if wp, ok := workload.PodFrom(p); ok {
+					read = append(read, wp)
+				}
+				return nil
+			})
+		if err != nil {
+			return fmt.Errorf("list pods%s: %w", where(o.Namespace), err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		err := readList(ctx, pods, metav1.ListOptions{FieldSelector: failed, LabelSelector: o.LabelSelector, Limit: o.PageSize},
+			rejectedFields, nil, nil, &corev1.PodList{}, func(p *corev1.Pod, _ []byte) error {
+				if r, ok := workload.RejectedFrom(p); ok {
+					f.Rejected = append(f.Rejected, r)
+				}
+				return nil
+			})
+		if err != nil {
+			return fmt.Errorf("list failed pods%s: %w", where(o.Namespace), err)
+		}
+		return nil
+	})
+	rc := c.ResourceV1().RESTClient()
+	g.Go(func() (err error) {
+		claims := map[string]workload.Claim{}
+		err = readList(ctx, func() *rest.Request { return rc.Get().Namespace(o.Namespace).Resource("resourceclaims") },
+			metav1.ListOptions{Limit: o.PageSize}, claimFields, nil, nil, &resourcev1.ResourceClaimList{}, func(c *resourcev1.ResourceClaim, _ []byte) error {
+				claim := workload.ClaimFrom(c)
+				claims[claim.Key()] = claim
+				return nil
+			})
+		if claimNotes, err = optional(err, "resourceclaims", "pods holding a claim are judged GPU pods"); err == nil && claimNotes == nil {
+			f.Claims = claims
+		}
+		return err
+	})
+	g.Go(func() (err error) {
+		classes := map[string]bool{}
+		err = readList(ctx, func() *rest.Request { return rc.Get().Resource("deviceclasses") },
+			metav1.ListOptions{Limit: o.PageSize}, classFields, nil, nil, &resourcev1.DeviceClassList{}, func(c *resourcev1.DeviceClass, _ []byte) error {
+				classes[c.Name] = workload.GPUClass(c)
+				return nil
+			})
+		if classNotes, err = optional(err, "deviceclasses", "a claim waiting for its devices is not judged by its class"); err == nil && classNotes == nil {
+			f.Classes = classes
+		}
+		return err
+	})
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	f.Notes = append(claimNotes, classNotes...)
+	f.Keep(read)
+	return f, nil
+}
+
+// optional turns the error of a list of resource.k8s.io/v1 kind the
+// cluster may not serve, or the user may not make, into a note saying what
+// is then left unjudged.
+func optional(err error, kind, unjudged string) ([]string, error) {
+	switch {
+	case err == nil:
+		return nil, nil
+	case apierrors.IsNotFound(err):
+		return []string{"the cluster does not serve " + kind + ".resource.k8s.io/v1: " + unjudged}, nil
+	case apierrors.IsForbidden(err):
+		return []string{"the user may not list " + kind + ".resource.k8s.io: " + unjudged}, nil
+	}
+	return nil, fmt.Errorf("list %s: %w", kind, err)
+}
+
+func where(namespace string) string {
+	if namespace == "" {
+		return " in all namespaces"
+	}
+	return " in namespace " + namespace
+}
+
+// workloadPodFields are what workload.PodFrom reads: of a container's
+// resources only the device limits (snapshot.IsDeviceResource; a pod
+// asking none of them and holding no claim is dropped as it is decoded),
+// of its conditions only PodScheduled.
+var workloadPodFields = func() fields {
+	deviceLimits := fields{8: fields{1: devices}} // a container's resources.limits
+	return fields{
+		1: fields{ // metadata
+			1:  whole,         // name
+			3:  whole,         // namespace
+			8:  whole,         // creationTimestamp
+			13: controllerRef, // ownerReferences
+		},
+		2: fields{ // spec
+			2:  deviceLimits,     // containers
+			7:  whole,            // nodeSelector
+			10: whole,            // nodeName
+			18: fields{1: whole}, // affinity: nodeAffinity
+			20: deviceLimits,     // initContainers
+			22: whole,            // tolerations
+			39: whole,            // resourceClaims
+		},
+		3: fields{ // status
+			1:  whole,                                                                    // phase
+			2:  entries{func(t string) bool { return t == string(corev1.PodScheduled) }}, // conditions
+			15: whole,                                                                    // resourceClaimStatuses
+		},
+	}
+}()
+
+// rejectedFields are what workload.RejectedFrom reads of a Failed pod.
+var rejectedFields = fields{
+	1: fields{1: whole, 3: whole},           // metadata: name, namespace
+	2: fields{10: whole},                    // spec: nodeName
+	3: fields{1: whole, 3: whole, 4: whole}, // status: phase, message, reason
+}
+
+// claimFields are what workload.ClaimFrom reads of a ResourceClaim: its
+// requests' device classes and its allocation's results, not their
+// selectors, configs and tolerations.
+var claimFields = fields{
+	1: fields{1: whole, 3: whole}, // metadata: name, namespace
+	2: fields{ // spec
+		1: fields{ // devices
+			1: fields{ // requests
+				2: fields{1: whole}, // exactly: deviceClassName
+				3: fields{2: whole}, // firstAvailable: deviceClassName
+			},
+		},
+	},
+	3: fields{ // status
+		1: fields{ // allocation
+			1: fields{ // devices
+				1: fields{2: whole, 3: whole, 4: whole, 5: whole}, // results: driver, pool, device, adminAccess
+			},
+		},
+	},
+}
+
+// classFields are what workload.GPUClass reads of a DeviceClass: its name
+// and selectors.
+var classFields = fields{
+	1: fields{1: whole}, // metadata: name
+	2: fields{1: whole}, // spec: selectors
+}
+

@@ -1,0 +1,169 @@
+// Package workload is the workload's side of a GPU cluster: which pods are
+// GPU pods (the GPU Operator's own rule), what they hold and wait for, and,
+// judged against the nodes' verdicts, where the GPUs are (capacity). It is
+// pure: API objects come in, plain values go out; pkg/snapshot/read lists
+// them.
+package workload
+
+import (
+	"regexp"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+
+	"github.com/gpuops/gpuops/pkg/snapshot"
+)
+
+// Pod is what the workload judges read of a pod that asks for GPUs or
+// holds a ResourceClaim: who it is, where it is bound, what it asks and
+// where it may go.
+type Pod struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Owner is the pod's controller as kind/name (Job/train, ReplicaSet/web-7d9f);
+	// empty for a bare pod.
+	Owner   string          `json:"owner,omitempty"`
+	Node    string          `json:"node,omitempty"` // spec.nodeName; empty while unscheduled
+	Phase   corev1.PodPhase `json:"phase"`
+	Created time.Time       `json:"created"`
+	// Requests are the device resources the pod asks, as the kubelet
+	// admits it (Requests).
+	Requests map[string]int64 `json:"requests,omitempty"`
+	// Claims are the pod's ResourceClaims, by the claim object's name: ""
+	// for an entry whose claim the resource claim controller has not made
+	// yet (from a template).
+	Claims []string `json:"claims,omitempty"`
+	// What the scheduler reads of the pod to place it.
+	NodeSelector map[string]string    `json:"-"`
+	Affinity     *corev1.NodeSelector `json:"-"` // required node affinity
+	Tolerations  []corev1.Toleration  `json:"-"`
+	// Unscheduled is the scheduler's message while PodScheduled is False.
+	Unscheduled string `json:"unscheduled,omitempty"`
+}
+
+// Key is the pod's namespace/name.
+func (p *Pod) Key() string { return p.Namespace + "/" + p.Name }
+
+// PodFrom converts an API pod; false when it asks no device resource and
+// holds no ResourceClaim, so cannot be a GPU pod whatever its claims are.
+func PodFrom(p *corev1.Pod) (Pod, bool) {
+	out := Pod{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Phase: p.Status.Phase,
+		Created: p.CreationTimestamp.Time, Requests: Requests(&p.Spec)}
+	for _, c := range p.Spec.ResourceClaims {
+		name := ""
+		switch {
+		case c.ResourceClaimName != nil:
+			name = *c.ResourceClaimName
+		default:
+			for _, st := range p.Status.ResourceClaimStatuses {
+				if st.Name == c.Name && st.ResourceClaimName != nil {
+					name = *st.ResourceClaimName
+				}
+			}
+		}
+		out.Claims = append(out.Claims, name)
+	}
+	if len(out.Requests) == 0 && len(out.Claims) == 0 {
+		return Pod{}, false
+	}
+	for _, ref := range p.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller {
+			out.Owner = ref.Kind + "/" + ref.Name
+		}
+	}
+	out.NodeSelector, out.Tolerations = p.Spec.NodeSelector, p.Spec.Tolerations
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+		out.Affinity = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			out.Unscheduled = c.Message
+		}
+	}
+	return out, true
+}
+
+// Requests are the device resources (snapshot.IsDeviceResource) a pod
+// requests as the kubelet admits it: the larger of its containers' sum and
+// any one init container's (an init container runs alone). An extended
+// resource's request is its limit: the API requires the limit and refuses
+// a request that differs (kubernetes v1.37.2
+// pkg/apis/core/validation/validation.go, "Limit must be set for non
+// overcommitable resources").
+func Requests(spec *corev1.PodSpec) map[string]int64 {
+	var out map[string]int64
+	add := func(cs []corev1.Container, fold func(old, v int64) int64) {
+		for i := range cs {
+			for name, q := range cs[i].Resources.Limits {
+				if snapshot.IsDeviceResource(string(name)) {
+					if out == nil {
+						out = map[string]int64{}
+					}
+					out[string(name)] = fold(out[string(name)], q.Value())
+				}
+			}
+		}
+	}
+	add(spec.Containers, func(old, v int64) int64 { return old + v })
+	add(spec.InitContainers, func(old, v int64) int64 { return max(old, v) })
+	return out
+}
+
+// Claim is what the workload judges read of a ResourceClaim: the device
+// classes it asks and, once allocated, the devices of driver gpu.nvidia.com
+// it holds, admin access excluded (a management view of a device, not the
+// device: NVIDIA/gpu-operator v26.7.0 controllers/nodelabeling_controller.go,
+// PodHasNVIDIAGPUClaim).
+type Claim struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Allocated bool   `json:"allocated"`
+	// Devices are the allocated GPU devices, as pool/device.
+	Devices []string `json:"devices,omitempty"`
+	// Classes are the device classes its requests name.
+	Classes []string `json:"classes,omitempty"`
+}
+
+// ClaimFrom converts an API ResourceClaim.
+func ClaimFrom(c *resourcev1.ResourceClaim) Claim {
+	out := Claim{Namespace: c.Namespace, Name: c.Name}
+	for _, r := range c.Spec.Devices.Requests {
+		switch {
+		case r.Exactly != nil:
+			out.Classes = append(out.Classes, r.Exactly.DeviceClassName)
+		default:
+			for _, s := range r.FirstAvailable {
+				out.Classes = append(out.Classes, s.DeviceClassName)
+			}
+		}
+	}
+	slices.Sort(out.Classes)
+	out.Classes = slices.Compact(out.Classes)
+	if a := c.Status.Allocation; a != nil {
+		out.Allocated = true
+		for _, r := range a.Devices.Results {
+			if r.Driver == snapshot.DRADriverName && (r.AdminAccess == nil || !*r.AdminAccess) {
+				out.Devices = append(out.Devices, r.Pool+"/"+r.Device)
+			}
+		}
+	}
+	return out
+}
+
+// Key is the claim's namespace/name.
+func (c *Claim) Key() string { return c.Namespace + "/" + c.Name }
+
+// gpuSelector is a device class's CEL selector that picks the DRA driver's
+// devices, as the operator's own classes write it (device.driver ==
+// 'gpu.nvidia.com' && ..., NVIDIA/gpu-operator v26.7.0
+// internal/state/testdata/golden/gpucluster-dra-driver-gpus-only.yaml).
+var gpuSelector = regexp.MustCompile(`device\.driver\s*==\s*['"]` + regexp.QuoteMeta(snapshot.DRADriverName) + `['"]`)
+
+// GPUClass reports whether a DeviceClass picks the DRA driver's GPUs.
+func GPUClass(c *resourcev1.DeviceClass) bool {
+	return slices.ContainsFunc(c.Spec.Selectors, func(s resourcev1.DeviceSelector) bool {
+		return s.CEL != nil && gpuSelector.MatchString(s.CEL.Expression)
+	})
+}

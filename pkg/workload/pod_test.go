@@ -1,0 +1,110 @@
+package workload
+
+import (
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func limits(kv ...string) corev1.ResourceRequirements {
+	l := corev1.ResourceList{}
+	for i := 0; i < len(kv); i += 2 {
+		l[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return corev1.ResourceRequirements{Limits: l}
+}
+
+func TestRequestsAsTheKubeletAdmits(t *testing.T) {
+	spec := corev1.PodSpec{
+		InitContainers: []corev1.Container{{Resources: limits("nvidia.com/gpu", "3")}, {Resources: limits("nvidia.com/mig-1g.10gb", "1")}},
+		Containers: []corev1.Container{
+			{Resources: limits("nvidia.com/gpu", "1", "cpu", "2")},
+			{Resources: limits("nvidia.com/gpu", "1", "nvidia.com/gpu.shared", "2")},
+			{Resources: limits("example.com/fpga", "1")},
+		},
+	}
+	want := map[string]int64{"nvidia.com/gpu": 3, "nvidia.com/gpu.shared": 2, "nvidia.com/mig-1g.10gb": 1}
+	if got := Requests(&spec); !reflect.DeepEqual(got, want) {
+		t.Errorf("Requests = %v, want %v", got, want)
+	}
+	if got := Requests(&corev1.PodSpec{Containers: []corev1.Container{{Resources: limits("cpu", "1")}}}); got != nil {
+		t.Errorf("a pod asking no device: %v, want nil", got)
+	}
+}
+
+// TestIsGPUIsTheOperatorsRule walks the operator's rule and the waiting
+// claims it leaves out, one pod each.
+func TestIsGPUIsTheOperatorsRule(t *testing.T) {
+	f := &Fleet{
+		Claims: map[string]Claim{
+			"ns/gpu":       {Allocated: true, Devices: []string{"node-a/gpu-0"}},
+			"ns/admin":     {Allocated: true}, // admin access, or another driver's devices
+			"ns/wait-gpu":  {Classes: []string{"gpu.nvidia.com"}},
+			"ns/wait-none": {Classes: []string{"nope.example.com"}},
+			"ns/wait-fpga": {Classes: []string{"fpga.example.com"}},
+		},
+		Classes: map[string]bool{"gpu.nvidia.com": true, "fpga.example.com": false},
+	}
+	for _, tc := range []struct {
+		name string
+		pod  Pod
+		want bool
+	}{
+		{"asks nvidia.com/gpu", Pod{Phase: corev1.PodPending, Requests: map[string]int64{"nvidia.com/gpu": 1}}, true},
+		{"Running, asks a MIG device", Pod{Phase: corev1.PodRunning, Requests: map[string]int64{"nvidia.com/mig-1g.10gb": 1}}, true},
+		{"Unknown phase", Pod{Phase: corev1.PodUnknown, Requests: map[string]int64{"nvidia.com/gpu": 1}}, false},
+		{"claim allocated GPUs", Pod{Namespace: "ns", Phase: corev1.PodRunning, Claims: []string{"gpu"}}, true},
+		{"claim allocated no GPU", Pod{Namespace: "ns", Phase: corev1.PodRunning, Claims: []string{"admin"}}, false},
+		{"claim not found", Pod{Namespace: "ns", Phase: corev1.PodPending, Claims: []string{"gone"}}, true},
+		{"claim waits for a GPU class", Pod{Namespace: "ns", Phase: corev1.PodPending, Claims: []string{"wait-fpga", "wait-gpu"}}, true},
+		{"claim waits for a class that does not exist", Pod{Namespace: "ns", Phase: corev1.PodPending, Claims: []string{"wait-none"}}, true},
+		{"claim waits for another driver's class", Pod{Namespace: "ns", Phase: corev1.PodPending, Claims: []string{"wait-fpga"}}, false},
+		{"claim not made yet", Pod{Namespace: "ns", Phase: corev1.PodPending, Claims: []string{""}}, false},
+	} {
+		if got := f.IsGPU(&tc.pod); got != tc.want {
+			t.Errorf("%s: IsGPU = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	// Without the classes read, a waiting claim is not judged by its class.
+	f.Classes = nil
+	if f.IsGPU(&Pod{Namespace: "ns", Phase: corev1.PodPending, Claims: []string{"wait-none"}}) {
+		t.Error("a waiting claim judged by classes that were not read")
+	}
+}
+
+func TestClaimFromAndGPUClass(t *testing.T) {
+	yes, no := true, false
+	c := resourcev1.ResourceClaim{
+		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{
+			{Name: "a", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.nvidia.com"}},
+			{Name: "b", FirstAvailable: []resourcev1.DeviceSubRequest{{DeviceClassName: "mig.nvidia.com"}, {DeviceClassName: "gpu.nvidia.com"}}},
+		}}},
+		Status: resourcev1.ResourceClaimStatus{Allocation: &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{
+			{Driver: "gpu.nvidia.com", Pool: "node-a", Device: "gpu-0", AdminAccess: &no},
+			{Driver: "gpu.nvidia.com", Pool: "node-a", Device: "gpu-1", AdminAccess: &yes},
+			{Driver: "fpga.example.com", Pool: "node-a", Device: "fpga-0"},
+		}}}},
+	}
+	got := ClaimFrom(&c)
+	want := Claim{Allocated: true, Devices: []string{"node-a/gpu-0"}, Classes: []string{"gpu.nvidia.com", "mig.nvidia.com"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ClaimFrom = %+v, want %+v", got, want)
+	}
+	class := func(expr string) *resourcev1.DeviceClass {
+		return &resourcev1.DeviceClass{Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: expr}}}}}
+	}
+	for expr, want := range map[string]bool{
+		// the operator's own class (NVIDIA/gpu-operator v26.7.0, gpucluster-dra-driver-gpus-only.yaml)
+		"device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'": true,
+		`device.driver=="gpu.nvidia.com"`:                   true,
+		"device.driver == 'compute-domain.nvidia.com'":      false,
+		"device.attributes['gpu.nvidia.com'].type == 'gpu'": false,
+	} {
+		if got := GPUClass(class(expr)); got != want {
+			t.Errorf("GPUClass(%q) = %v, want %v", expr, got, want)
+		}
+	}
+}
