@@ -73,6 +73,7 @@ func newApp(name string, stdout, stderr io.Writer) *cli.App {
 			matrixCommand(e),
 			summaryCommand(e),
 			healthCommand(e),
+			capacityCommand(e),
 			upgradesCommand(e),
 			reportCommand(e),
 			watchCommand(e),

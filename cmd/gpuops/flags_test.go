@@ -75,6 +75,7 @@ func TestBadDurationsAreBadInput(t *testing.T) {
 		{"summary", "--stuck-after=-1s"},
 		{"watch", "--stuck-after", "-1h"},
 		{"serve", "--stuck-after", "-1h"},
+		{"capacity", "--stuck-after", "-1s"},
 	} {
 		var stdout, stderr bytes.Buffer
 		full := append([]string{"gpuops", "--kubeconfig", "/nonexistent/kubeconfig"}, args...)

@@ -1,0 +1,106 @@
+package workloads_test
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuops/gpuops/internal/gpuopstest"
+	"github.com/gpuops/gpuops/internal/testcluster"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/summary"
+	"github.com/gpuops/gpuops/pkg/workload"
+)
+
+// TestCapacityIsTheHandCount: on a mixed fleet of the real control plane
+// (whole, shared and MIG GPUs; some unhealthy, a node cordoned, one
+// NotReady), with GPU pods of two namespaces bound by the scheduler and one
+// it cannot place, gpuops capacity says what a count by hand says, in JSON
+// and in text; and refuses bad input in one line.
+func TestCapacityIsTheHandCount(t *testing.T) {
+	env := testcluster.New(t)
+	ctx := context.Background()
+	a100 := map[string]string{operand.GPUProductLabel: "A100", operand.GPUCountLabel: "8"}
+	plain, sick, cordoned, down := env.NodeName("plain"), env.NodeName("sick"), env.NodeName("cordoned"), env.NodeName("down")
+	shared, mig := env.NodeName("shared"), env.NodeName("mig")
+	env.AddNode(t, plain, a100, devices("nvidia.com/gpu", 8, 8))
+	env.AddNode(t, sick, a100, devices("nvidia.com/gpu", 8, 6))
+	env.AddNode(t, cordoned, a100, devices("nvidia.com/gpu", 8, 8), testcluster.Unschedulable())
+	env.AddNode(t, down, map[string]string{operand.GPUProductLabel: "A100", operand.GPUCountLabel: "8", operand.GPUPresent: "true"},
+		devices("nvidia.com/gpu", 8, 8), testcluster.NotReady())
+	env.AddNode(t, shared, map[string]string{operand.GPUCountLabel: "2"}, devices("nvidia.com/gpu.shared", 8, 8))
+	env.AddNode(t, mig, map[string]string{operand.GPUProductLabel: "H100", operand.GPUCountLabel: "1"},
+		devices("nvidia.com/mig-1g.10gb", 7, 7), devices("nvidia.com/mig-3g.40gb", 2, 2))
+	other := env.Namespace + "-b"
+	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Client.CoreV1().Namespaces().Delete(context.Background(), other, metav1.DeleteOptions{})
+	})
+
+	create(t, env, env.Namespace, pod("train", plain, "nvidia.com/gpu", 2), pod("sick-job", sick, "nvidia.com/gpu", 4),
+		pod("share", shared, "nvidia.com/gpu.shared", 3), pod("slice", mig, "nvidia.com/mig-1g.10gb", 1),
+		pod("big", "", "nvidia.com/gpu", 16))
+	create(t, env, other, pod("infer", plain, "nvidia.com/gpu", 1))
+	running := func(ns string, n int) {
+		env.WaitForPods(t, ns, func(pods []corev1.Pod) bool {
+			c := 0
+			for _, p := range pods {
+				if p.Status.Phase == corev1.PodRunning {
+					c++
+				}
+			}
+			return c == n
+		})
+	}
+	running(env.Namespace, 4)
+	running(other, 1)
+
+	c := gpuopstest.On(env)
+	sel := testcluster.LabelTestID + "=" + env.ID
+	r := c.Want(t, 0, "capacity", "-l", sel, "-o", "json")
+	var got workload.Capacity
+	if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil {
+		t.Fatalf("capacity -o json: %v\n%s", err, r.Stdout)
+	}
+	none := map[string]int64{}
+	want := workload.Capacity{GroupBy: summary.DefaultGroupBy, Notes: []string{"no ClusterPolicy: the cluster does not serve clusterpolicies.nvidia.com"}, Pools: []workload.Pool{
+		{Name: "A100", Nodes: 4, Physical: 32, Resources: []workload.Resource{{
+			Resource: "nvidia.com/gpu", Kind: workload.Whole, Nodes: 4, Advertised: 32, Allocatable: 30, Unhealthy: 2,
+			Allocated: 2 + 1 + 4, Free: 5 + 2, Stranded: map[string]int64{workload.StrandedCordoned: 8, workload.StrandedUnusable: 8},
+			LargestFree: 5, LargestFreeNode: plain,
+		}}},
+		{Name: "H100", Nodes: 1, Physical: 1, Resources: []workload.Resource{
+			{Resource: "nvidia.com/mig-1g.10gb", Kind: workload.MIG, Nodes: 1, Advertised: 7, Allocatable: 7, Allocated: 1, Free: 6, Stranded: none, LargestFree: 6, LargestFreeNode: mig},
+			{Resource: "nvidia.com/mig-3g.40gb", Kind: workload.MIG, Nodes: 1, Advertised: 2, Allocatable: 2, Free: 2, Stranded: none, LargestFree: 2, LargestFreeNode: mig},
+		}},
+		{Name: summary.NoGroup, Nodes: 1, Physical: 2, Resources: []workload.Resource{
+			{Resource: "nvidia.com/gpu.shared", Kind: workload.Shared, Nodes: 1, Advertised: 8, Allocatable: 8, Allocated: 3, Free: 5, Stranded: none, LargestFree: 5, LargestFreeNode: shared},
+		}},
+	}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("capacity -o json\n got %+v\nwant %+v", got, want)
+	}
+
+	r = c.Want(t, 0, "capacity", "-l", sel)
+	wantText := "A100 nodes=4 physical=32\n" +
+		"  nvidia.com/gpu (gpu) nodes=4 advertised=32 allocatable=30 allocated=7 free=7 unhealthy=2 stranded=16 (unusable=8 cordoned=8) largest-free=5 on " + plain + "\n" +
+		"H100 nodes=1 physical=1\n" +
+		"  nvidia.com/mig-1g.10gb (mig) nodes=1 advertised=7 allocatable=7 allocated=1 free=6 unhealthy=0 stranded=0 largest-free=6 on " + mig + "\n" +
+		"  nvidia.com/mig-3g.40gb (mig) nodes=1 advertised=2 allocatable=2 allocated=0 free=2 unhealthy=0 stranded=0 largest-free=2 on " + mig + "\n" +
+		"(none) nodes=1 physical=2\n" +
+		"  nvidia.com/gpu.shared (shared) nodes=1 advertised=8 allocatable=8 allocated=3 free=5 unhealthy=0 stranded=0 largest-free=5 on " + shared + "\n"
+	if r.Stdout != wantText {
+		t.Errorf("capacity:\n%s\nwant:\n%s", r.Stdout, wantText)
+	}
+
+	c.WantError(t, "--selector", "capacity", "-l", "a in (")
+	c.WantError(t, "--stuck-after", "capacity", "--stuck-after", "-1s")
+	c.WantError(t, "table", "capacity", "-o", "table")
+	c.WantError(t, "--group-by", "capacity", "--group-by", "not a label")
+}
