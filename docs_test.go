@@ -18,6 +18,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/podlogs"
 	"github.com/gpuops/gpuops/pkg/signature"
+	"github.com/gpuops/gpuops/pkg/workload"
 )
 
 // The README is the front door: what gpuops is, the two commands, a short
@@ -279,6 +280,35 @@ func TestEveryHostFaultDocumented(t *testing.T) {
 	}
 }
 
+// TestEveryWhyCodeDocumented: every code why and pods give is named by
+// both commands' help and in docs/commands.md, and the headline's
+// precedence is written there in the order the code follows.
+func TestEveryWhyCodeDocumented(t *testing.T) {
+	bin := gpuopstest.Binary(t)
+	for _, cmd := range []string{"why", "pods"} {
+		help := gpuopstest.Run(t, nil, bin, cmd, "--help").Stdout
+		if !strings.Contains(gpuopstest.OneSpaced(help), strings.Join(workload.Codes, ", ")) {
+			t.Errorf("gpuops %s --help does not list the codes in their precedence: %s", cmd, strings.Join(workload.Codes, ", "))
+		}
+	}
+	raw, err := os.ReadFile("docs/commands.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, code := range workload.Codes {
+		if !strings.Contains(string(raw), "`"+code+"`") {
+			t.Errorf("docs/commands.md does not name `%s`", code)
+		}
+	}
+	var order []string
+	for _, code := range workload.Codes {
+		order = append(order, "`"+code+"`")
+	}
+	if !strings.Contains(gpuopstest.OneSpaced(string(raw)), strings.Join(order, ", ")) {
+		t.Errorf("docs/commands.md does not give the headline's precedence as %s", strings.Join(order, ", "))
+	}
+}
+
 func TestEveryCommandDocumented(t *testing.T) {
 	bin := gpuopstest.Binary(t)
 	raw, err := os.ReadFile("docs/commands.md")
@@ -366,6 +396,7 @@ var upstreamPaths = map[string]bool{
 	"pkg/upgrade/consts.go":                 true, // k8s-operator-libs
 	"pkg/controller/daemon":                 true, // Kubernetes
 	"cmd/nvidia-validator/main.go":          true, // gpu-operator
+	"cmd/gpu-operator/main.go":              true, // gpu-operator
 	"cmd/config-manager/main.go":            true, // k8s-device-plugin
 	"internal/lm/mig-strategy.go":           true, // k8s-device-plugin
 	"internal/rm/rm.go":                     true, // k8s-device-plugin

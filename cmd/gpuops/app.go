@@ -74,6 +74,8 @@ func newApp(name string, stdout, stderr io.Writer) *cli.App {
 			summaryCommand(e),
 			healthCommand(e),
 			capacityCommand(e),
+			whyCommand(e),
+			podsCommand(e),
 			upgradesCommand(e),
 			reportCommand(e),
 			watchCommand(e),

@@ -75,6 +75,8 @@ func TestBadDurationsAreBadInput(t *testing.T) {
 		{"summary", "--stuck-after=-1s"},
 		{"watch", "--stuck-after", "-1h"},
 		{"serve", "--stuck-after", "-1h"},
+		{"why", "trainer-0", "--stuck-after", "-1s"},
+		{"pods", "--stuck-after", "-1s"},
 		{"capacity", "--stuck-after", "-1s"},
 	} {
 		var stdout, stderr bytes.Buffer

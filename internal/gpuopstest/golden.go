@@ -82,7 +82,7 @@ func CheckGolden(t *testing.T, c Cluster, dir string, v Volatile, cases []Golden
 		}
 		w := string(want)
 		if folded(g.Args) { // unfolded first, so that a folded age is found
-			got, w = v.normalize(oneSpaced(got)), oneSpaced(w)
+			got, w = v.normalize(OneSpaced(got)), OneSpaced(w)
 		}
 		if w = v.normalize(w); got != w {
 			t.Errorf("gpuops %s: output changed from %s:\n%s", strings.Join(g.Args, " "), path, lineDiff(w, got))
@@ -98,8 +98,9 @@ func folded(args []string) bool {
 	return i >= 0 && i+1 < len(args) && (args[i+1] == "yaml" || args[i+1] == "openreports")
 }
 
-// oneSpaced is s with every run of white space one space.
-func oneSpaced(s string) string { return strings.Join(strings.Fields(s), " ") }
+// OneSpaced is s with every run of white space one space: wrapped help
+// and prose as they read.
+func OneSpaced(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // lineDiff names the first line where got leaves want, with both.
 func lineDiff(want, got string) string {

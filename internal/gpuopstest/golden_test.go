@@ -34,7 +34,7 @@ func TestFolded(t *testing.T) {
 	if folded([]string{"audit", "-o", "table"}) || folded([]string{"audit"}) {
 		t.Error("a table and the text lines must compare byte for byte")
 	}
-	if a, b := oneSpaced("by driver-manager <age>\n  ago, longer"), oneSpaced("by driver-manager\n  <age> ago, longer"); a != b {
+	if a, b := OneSpaced("by driver-manager <age>\n  ago, longer"), OneSpaced("by driver-manager\n  <age> ago, longer"); a != b {
 		t.Errorf("%q != %q", a, b)
 	}
 }

@@ -2,7 +2,7 @@ package pipeline
 
 import (
 	"context"
-	"slices"
+	"fmt"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -21,8 +21,7 @@ import (
 type workloads struct {
 	s      *snapshot.Snapshot
 	health map[string]*health.Node
-	fleet  *workload.Fleet
-	notes  []string
+	fleet  *workload.Fleet // its notes are what the commands note: the roster's are the node judges' to say
 }
 
 // readWorkloads reads the nodes (judged for health as o says; with every
@@ -52,7 +51,6 @@ func readWorkloads(ctx context.Context, c kubernetes.Interface, o Options, allLa
 	for i := range hs {
 		w.health[hs[i].Node] = &hs[i]
 	}
-	w.notes = slices.Concat(sc.Notes, w.fleet.Notes)
 	return w, nil
 }
 
@@ -65,7 +63,109 @@ func Capacity(ctx context.Context, c kubernetes.Interface, o Options) (*workload
 		return nil, err
 	}
 	out := workload.CapacityOf(w.s, w.health, w.fleet, o.GroupBy)
-	out.Notes = w.notes
+	out.Notes = w.fleet.Notes
 	return out, nil
 }
 
+// Why says why the target's GPU pods in namespace ns are not running as
+// asked (gpuops why), judged against every GPU pod and node of the
+// cluster; a target with no pod there is a NotFoundError.
+func Why(ctx context.Context, c kubernetes.Interface, o Options, ns string, t workload.Target) (*workload.WhyReport, error) {
+	var replicaSets map[string][]string
+	var more func() error
+	if t.Kind == "Deployment" {
+		more = func() (err error) { replicaSets, err = read.ReplicaSets(ctx, c, ns); return err }
+	}
+	w, err := readWorkloads(ctx, c, o, true, more)
+	if err != nil {
+		return nil, err
+	}
+	owns := func(p workload.Pod) bool {
+		if t.Kind == "Pod" {
+			return p.Name == t.Name
+		}
+		return t.Owns(p.Owner, replicaSets)
+	}
+	r := &workload.WhyReport{Target: t.String(), Namespace: ns, Notes: w.fleet.Notes}
+	var pods []workload.Pod
+	for _, p := range w.fleet.Pods {
+		if p.Namespace == ns && owns(p) {
+			pods = append(pods, p)
+		}
+	}
+	r.Answers = w.fleet.Why(pods, workload.Cluster{Nodes: w.s.Nodes, Health: w.health, Now: time.Now(), StuckAfter: o.StuckAfter})
+	for _, rj := range w.fleet.Rejected {
+		if rj.Namespace == ns && t.Kind == "Pod" && rj.Name == t.Name {
+			r.Answers = append(r.Answers, w.fleet.WhyRejected(rj))
+		}
+	}
+	if len(r.Answers) > 0 {
+		return r, nil
+	}
+	// No GPU pod: the target's other pods, if it has any, say why not.
+	others, err := read.PodsIn(ctx, c, ns, t, replicaSets)
+	if err != nil {
+		return nil, err
+	}
+	if len(others) == 0 {
+		return nil, &NotFoundError{Target: t, Namespace: ns}
+	}
+	r.Others = others
+	return r, nil
+}
+
+// NotFoundError is a target that has no pod: bad input.
+type NotFoundError struct {
+	Target    workload.Target
+	Namespace string
+}
+
+func (e *NotFoundError) Error() string {
+	if e.Target.Kind == "Pod" {
+		return fmt.Sprintf("pod %q not found in namespace %s", e.Target.Name, e.Namespace)
+	}
+	return fmt.Sprintf("no pod of %s in namespace %s", e.Target, e.Namespace)
+}
+
+// Pods says why each GPU pod that is not running as asked is not (gpuops
+// pods): every one of the cluster, or those of namespace ns (every
+// namespace when empty) that selector selects (all when empty), listed by
+// a second LIST narrowed on the server.
+func Pods(ctx context.Context, c kubernetes.Interface, o Options, ns, selector string) (*workload.PodsReport, error) {
+	var listed *workload.Fleet
+	var more func() error
+	if ns != "" || selector != "" {
+		more = func() (err error) {
+			listed, err = read.GPUPods(ctx, c, read.WorkloadOptions{Namespace: ns, LabelSelector: selector})
+			return err
+		}
+	}
+	w, err := readWorkloads(ctx, c, o, true, more)
+	if err != nil {
+		return nil, err
+	}
+	if listed == nil {
+		listed = w.fleet
+	}
+	keys := map[string]bool{}
+	for _, p := range listed.Pods {
+		keys[p.Key()] = true
+	}
+	var pods []workload.Pod
+	for _, p := range w.fleet.Pods {
+		if keys[p.Key()] {
+			pods = append(pods, p)
+		}
+	}
+	r := &workload.PodsReport{Notes: w.fleet.Notes}
+	for _, a := range w.fleet.Why(pods, workload.Cluster{Nodes: w.s.Nodes, Health: w.health, Now: time.Now(), StuckAfter: o.StuckAfter}) {
+		if a.State != workload.Running {
+			r.Pods = append(r.Pods, a)
+		}
+	}
+	for _, rj := range listed.Rejected {
+		r.Pods = append(r.Pods, w.fleet.WhyRejected(rj))
+	}
+	r.Sort()
+	return r, nil
+}

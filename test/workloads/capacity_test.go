@@ -69,7 +69,7 @@ func TestCapacityIsTheHandCount(t *testing.T) {
 		t.Fatalf("capacity -o json: %v\n%s", err, r.Stdout)
 	}
 	none := map[string]int64{}
-	want := workload.Capacity{GroupBy: summary.DefaultGroupBy, Notes: []string{"no ClusterPolicy: the cluster does not serve clusterpolicies.nvidia.com"}, Pools: []workload.Pool{
+	want := workload.Capacity{GroupBy: summary.DefaultGroupBy, Pools: []workload.Pool{
 		{Name: "A100", Nodes: 4, Physical: 32, Resources: []workload.Resource{{
 			Resource: "nvidia.com/gpu", Kind: workload.Whole, Nodes: 4, Advertised: 32, Allocatable: 30, Unhealthy: 2,
 			Allocated: 2 + 1 + 4, Free: 5 + 2, Stranded: map[string]int64{workload.StrandedCordoned: 8, workload.StrandedUnusable: 8},

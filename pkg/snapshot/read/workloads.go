@@ -196,3 +196,52 @@ var classFields = fields{
 	2: fields{1: whole}, // spec: selectors
 }
 
+// ReplicaSets lists the namespace's ReplicaSets and maps each Deployment
+// to those it controls, by name.
+func ReplicaSets(ctx context.Context, c kubernetes.Interface, namespace string) (map[string][]string, error) {
+	list, err := c.AppsV1().ReplicaSets(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list replicasets in namespace %s: %w", namespace, err)
+	}
+	out := map[string][]string{}
+	for i := range list.Items {
+		if ref := metav1.GetControllerOfNoCopy(&list.Items[i]); ref != nil && ref.Kind == "Deployment" {
+			out[ref.Name] = append(out[ref.Name], list.Items[i].Name)
+		}
+	}
+	return out, nil
+}
+
+// PodsIn lists the target's pods in the namespace, of any phase, as no GPU
+// pods: why each is not one (it asks no GPU, or it ended). A pod the
+// target names is listed by name (one LIST narrowed by metadata.name).
+func PodsIn(ctx context.Context, c kubernetes.Interface, namespace string, t workload.Target, replicaSets map[string][]string) ([]workload.Other, error) {
+	o := metav1.ListOptions{}
+	if t.Kind == "Pod" {
+		o.FieldSelector = fieldsel.OneTermEqualSelector("metadata.name", t.Name).String()
+	}
+	list, err := c.CoreV1().Pods(namespace).List(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("list pods in namespace %s: %w", namespace, err)
+	}
+	var out []workload.Other
+	for i := range list.Items {
+		p := &list.Items[i]
+		owner := ""
+		if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+			owner = ref.Kind + "/" + ref.Name
+		}
+		if t.Kind != "Pod" && !t.Owns(owner, replicaSets) {
+			continue
+		}
+		why := "asks no GPU"
+		if _, gpu := workload.PodFrom(p); gpu || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			why = "phase " + string(p.Status.Phase)
+			if p.Status.Reason != "" {
+				why += ", " + p.Status.Reason
+			}
+		}
+		out = append(out, workload.Other{Pod: namespace + "/" + p.Name, Why: why})
+	}
+	return out, nil
+}

@@ -1,0 +1,398 @@
+package workload
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedcorev1 "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+
+	"github.com/gpuops/gpuops/pkg/health"
+	"github.com/gpuops/gpuops/pkg/judge"
+	"github.com/gpuops/gpuops/pkg/ledger"
+	"github.com/gpuops/gpuops/pkg/snapshot"
+)
+
+// Cause codes of a GPU pod that is not running as asked, stable for
+// scripts reading the JSON output. The first group is per node (why that
+// node does not take the pod); the rest are the pod's own.
+const (
+	// The node would take the pod but health says it cannot run GPU work
+	// (its cause carried).
+	NodeUnusable = "node-unusable"
+	// Unhealthy GPUs (capacity − allocatable) are what leaves the node
+	// short.
+	GPUsUnhealthy = "gpus-unhealthy"
+	// The node's allocatable GPUs are taken by the pods bound there.
+	AllAllocated = "all-allocated"
+	// The node is cordoned (spec.unschedulable), by whom the ledger says.
+	Cordoned = "cordoned"
+	// A taint the pod does not tolerate, key=value:effect.
+	UntoleratedTaint = "untolerated-taint"
+	// nodeSelector or required node affinity excludes the node.
+	SelectorMismatch = "selector-mismatch"
+	// The request is larger than the node's GPUs.
+	ExceedsNode = "exceeds-node"
+
+	// No node offers the resource the pod asks for.
+	ResourceNotOffered = "resource-not-offered"
+	// Enough free GPUs in the fleet, on no single node enough.
+	Fragmented = "fragmented"
+	// What gpuops does not model: the scheduler's message, verbatim.
+	Scheduler = "scheduler"
+	// Bound, or Running, on a node health calls unusable (for a cause
+	// other than some unhealthy GPUs): the pod got a device it cannot use.
+	OnUnusableNode = "on-unusable-node"
+	// Failed by the kubelet at admission (UnexpectedAdmissionError).
+	AdmissionRejected = "admission-rejected"
+)
+
+// Codes are every code why and pods give, in the headline's precedence:
+// the stack first, then what a person set, then capacity; the scheduler's
+// own words last.
+var Codes = []string{OnUnusableNode, AdmissionRejected, NodeUnusable, Cordoned, UntoleratedTaint, SelectorMismatch,
+	GPUsUnhealthy, AllAllocated, Fragmented, ExceedsNode, ResourceNotOffered, Scheduler}
+
+// precedence ranks a code by Codes.
+func precedence(code string) int { return slices.Index(Codes, code) }
+
+// The states of a GPU pod.
+const (
+	Running = "Running" // running, bound to a usable node
+	Waiting = "Waiting" // Pending for less than stuck-after: not a finding yet
+	Pending = "Pending" // Pending for longer
+	Stuck   = "Stuck"   // bound or Running where it cannot use its GPUs
+	Refused = "Refused" // the kubelet failed it at admission
+)
+
+// Answer is why one GPU pod is not running as asked.
+type Answer struct {
+	Pod   string           `json:"pod"` // namespace/name
+	Owner string           `json:"owner,omitempty"`
+	Asks  map[string]int64 `json:"asks,omitempty"`
+	Node  string           `json:"node,omitempty"`
+	State string           `json:"state"`
+	// Code is the headline cause ("" when running as asked), Message
+	// says it in one line.
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message"`
+	// Health is the node's health cause the code carries
+	// (on-unusable-node).
+	Health *health.Cause `json:"health,omitempty"`
+	// Nodes are, for a pod the scheduler has not placed, every GPU node
+	// and why it does not take the pod, in natural name order.
+	Nodes []NodeAnswer `json:"nodes,omitempty"`
+	// Said is the scheduler's or the kubelet's own message.
+	Said string `json:"said,omitempty"`
+}
+
+// Finding reports whether the answer is a finding: a pod stuck, not one
+// running or still waiting.
+func (a *Answer) Finding() bool { return a.State != Running && a.State != Waiting }
+
+// NodeAnswer is why one node does not take the pod.
+type NodeAnswer struct {
+	Node    string   `json:"node"`
+	Reasons []Reason `json:"reasons"`
+}
+
+// Reason is one reason a node does not take the pod.
+type Reason struct {
+	Code    string        `json:"code"`
+	Message string        `json:"message"`
+	Health  *health.Cause `json:"health,omitempty"`
+}
+
+// Cluster is what the why judge reads besides the pods: the nodes, each
+// node's health (by node name), and the clock.
+type Cluster struct {
+	Nodes      []snapshot.Node
+	Health     map[string]*health.Node
+	Now        time.Time
+	StuckAfter time.Duration
+}
+
+// Why says why each of the pods is not running as asked, judged against
+// the fleet's GPU pods (those bound hold their GPUs) and the cluster.
+func (f *Fleet) Why(pods []Pod, c Cluster) []Answer {
+	held := map[string]map[string]int64{}  // node → resource → requested
+	holders := map[string]map[string]int{} // node → namespace → pods
+	for _, p := range f.Pods {
+		if p.Node == "" {
+			continue
+		}
+		if held[p.Node] == nil {
+			held[p.Node], holders[p.Node] = map[string]int64{}, map[string]int{}
+		}
+		for r, n := range p.Requests {
+			held[p.Node][r] += n
+		}
+		holders[p.Node][p.Namespace]++
+	}
+	out := make([]Answer, 0, len(pods))
+	for i := range pods {
+		out = append(out, c.why(&pods[i], held, holders))
+	}
+	return out
+}
+
+// WhyRejected is the answer for a pod the kubelet failed at admission,
+// with how many such pods pile up on its node.
+func (f *Fleet) WhyRejected(r Rejected) Answer {
+	n := f.RejectedOn()[r.Node]
+	return Answer{Pod: r.Namespace + "/" + r.Name, Node: r.Node, State: Refused, Code: AdmissionRejected,
+		Message: fmt.Sprintf("the kubelet of %s failed it at admission (%d such pods there): its device plugin could not allocate what it asked", r.Node, n),
+		Said:    UnexpectedAdmissionError + ": " + r.Message}
+}
+
+func (c Cluster) why(p *Pod, held map[string]map[string]int64, holders map[string]map[string]int) Answer {
+	a := Answer{Pod: p.Key(), Owner: p.Owner, Asks: p.Requests, Node: p.Node, Said: p.Unscheduled}
+	if p.Node != "" {
+		a.State = Running
+		if p.Phase == corev1.PodPending {
+			a.State = Pending
+		}
+		h := c.Health[p.Node]
+		if h != nil && Stranding(nodeNamed(c.Nodes, p.Node), h) == StrandedUnusable {
+			a.State, a.Code, a.Health = Stuck, OnUnusableNode, h.Cause
+			a.Message = fmt.Sprintf("bound to %s, which cannot run GPU work: %s", p.Node, causeLine(h.Cause))
+			return a
+		}
+		if a.State == Running {
+			a.Message = "running on " + p.Node
+		} else {
+			a.State, a.Message = Waiting, "bound to "+p.Node+", starting"
+		}
+		return a
+	}
+	a.State = Pending
+	if c.StuckAfter == 0 || c.Now.Sub(p.Created) < c.StuckAfter { // 0: never a finding, as for a pause
+		a.State = Waiting
+	}
+	if len(p.Requests) == 0 {
+		// A DRA pod: its devices come from claims, which gpuops does not
+		// walk node by node yet.
+		a.Code, a.Message = Scheduler, cmp.Or(p.Unscheduled, "not scheduled yet")
+		return a
+	}
+	offered := false
+	fits := 0
+	var free int64 // over the nodes that take the pod but for capacity
+	for i := range c.Nodes {
+		n := &c.Nodes[i]
+		reasons, ok := c.nodeReasons(p, n, held[n.Name], holders[n.Name])
+		if ok {
+			offered = true
+		}
+		if !ok {
+			continue
+		}
+		if len(reasons) == 0 {
+			fits++
+			continue
+		}
+		if len(reasons) == 1 && reasons[0].Code == AllAllocated {
+			free += freeOf(p, n, held[n.Name])
+		}
+		a.Nodes = append(a.Nodes, NodeAnswer{Node: n.Name, Reasons: reasons})
+	}
+	slices.SortFunc(a.Nodes, func(x, y NodeAnswer) int { return judge.NaturalCompare(x.Node, y.Node) })
+	switch {
+	case !offered:
+		a.Code, a.Message = ResourceNotOffered, c.notOffered(p)
+	case fits > 0:
+		// gpuops finds a node that fits: the scheduler said no for a
+		// reason gpuops does not model, or has not tried yet.
+		a.Code = Scheduler
+		a.Message = fmt.Sprintf("%d GPU node(s) would take it as gpuops reads them: %s", fits, cmp.Or(p.Unscheduled, "the scheduler has not placed it yet"))
+	default:
+		a.Code, a.Message = headline(a.Nodes)
+		if a.Code == AllAllocated && free >= total(p.Requests) && len(p.Requests) == 1 {
+			a.Code = Fragmented
+			a.Message = fmt.Sprintf("%d free GPU(s) on the nodes that would take it, not %d on any one", free, total(p.Requests))
+		}
+	}
+	return a
+}
+
+// headline is the most actionable code among the nodes' reasons: of the
+// nodes that would take the pod but for one reason, the one first in
+// Codes; with no such node, the first of every reason.
+func headline(nodes []NodeAnswer) (string, string) {
+	best, msg := "", ""
+	pick := func(only bool) {
+		for _, n := range nodes {
+			if only && len(n.Reasons) != 1 {
+				continue
+			}
+			for _, r := range n.Reasons {
+				if best == "" || precedence(r.Code) < precedence(best) {
+					best, msg = r.Code, n.Node+": "+r.Message
+				}
+			}
+		}
+	}
+	if pick(true); best == "" {
+		pick(false)
+	}
+	count := 0
+	for _, n := range nodes {
+		if slices.ContainsFunc(n.Reasons, func(r Reason) bool { return r.Code == best }) {
+			count++
+		}
+	}
+	if count > 1 {
+		msg = fmt.Sprintf("%s (and %d more node(s))", msg, count-1)
+	}
+	return best, msg
+}
+
+// nodeReasons are why the node does not take the pod, none when it would;
+// false when it is no GPU node or offers none of what the pod asks.
+func (c Cluster) nodeReasons(p *Pod, n *snapshot.Node, held map[string]int64, holders map[string]int) ([]Reason, bool) {
+	var out []Reason
+	for _, r := range slices.Sorted(maps.Keys(p.Requests)) {
+		want := p.Requests[r]
+		d, ok := n.Devices[r]
+		if !ok || d.Capacity == 0 && d.Allocatable == 0 {
+			return nil, false
+		}
+		free := d.Allocatable - held[r]
+		switch {
+		case want > d.Capacity:
+			out = append(out, Reason{Code: ExceedsNode, Message: fmt.Sprintf("asks %d %s, the node has %d", want, r, d.Capacity)})
+		case want > free && want <= d.Capacity-held[r]:
+			out = append(out, Reason{Code: GPUsUnhealthy, Message: fmt.Sprintf("%d of its %d %s unhealthy (allocatable %d, %d held): %d free, asks %d",
+				d.Capacity-d.Allocatable, d.Capacity, r, d.Allocatable, held[r], max(0, free), want)})
+		case want > free:
+			out = append(out, Reason{Code: AllAllocated, Message: fmt.Sprintf("%d of its %d %s held by %s: %d free, asks %d",
+				held[r], d.Allocatable, r, podsOf(holders), max(0, free), want)})
+		}
+	}
+	if h := c.Health[n.Name]; h != nil && Stranding(n, h) == StrandedUnusable {
+		out = append(out, Reason{Code: NodeUnusable, Message: "cannot run GPU work: " + causeLine(h.Cause), Health: h.Cause})
+	}
+	if n.Unschedulable {
+		by := "someone"
+		if e := ledger.Of(n); e != nil {
+			by = e.Actor
+		}
+		out = append(out, Reason{Code: Cordoned, Message: "cordoned, by " + by})
+	}
+	if t, ok := untolerated(p, n); ok {
+		out = append(out, Reason{Code: UntoleratedTaint, Message: fmt.Sprintf("taint %s=%s:%s not tolerated", t.Key, t.Value, t.Effect)})
+	}
+	if why, ok := mismatch(p, n); ok {
+		out = append(out, Reason{Code: SelectorMismatch, Message: why})
+	}
+	return out, true
+}
+
+// untolerated is the first NoSchedule or NoExecute taint of the node the
+// pod does not tolerate, as the scheduler's TaintToleration filter reads
+// them; not the cordon's own taint (Cordoned says it).
+func untolerated(p *Pod, n *snapshot.Node) (corev1.Taint, bool) {
+	return schedcorev1.FindMatchingUntoleratedTaint(klog.Background(), n.Taints, p.Tolerations, func(t *corev1.Taint) bool {
+		return (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute) && t.Key != corev1.TaintNodeUnschedulable
+	}, false)
+}
+
+// mismatch says how the pod's nodeSelector or required node affinity
+// excludes the node: the first nodeSelector label that differs, else the
+// affinity.
+func mismatch(p *Pod, n *snapshot.Node) (string, bool) {
+	for _, k := range slices.Sorted(maps.Keys(p.NodeSelector)) {
+		if v, ok := n.Labels[k]; !ok || v != p.NodeSelector[k] {
+			have := "not set"
+			if ok {
+				have = "=" + v
+			}
+			return fmt.Sprintf("nodeSelector %s=%s, the node's %s %s", k, p.NodeSelector[k], k, have), true
+		}
+	}
+	if p.Affinity == nil {
+		return "", false
+	}
+	affinity := nodeaffinity.NewRequiredNodeAffinity(nil, &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: p.Affinity}})
+	if ok, _ := affinity.Match(n.API()); !ok {
+		return "required node affinity does not match the node's labels", true
+	}
+	return "", false
+}
+
+// notOffered says what the nodes offer instead of what the pod asks.
+func (c Cluster) notOffered(p *Pod) string {
+	offered := map[string]int{}
+	for _, n := range c.Nodes {
+		for r, d := range n.Devices {
+			if d.Allocatable > 0 || d.Capacity > 0 {
+				offered[r]++
+			}
+		}
+	}
+	asks := slices.Sorted(maps.Keys(p.Requests))
+	if len(offered) == 0 {
+		return fmt.Sprintf("no node offers %s: no node advertises any GPU (is the device plugin running?)", strings.Join(asks, ", "))
+	}
+	var instead []string
+	for _, r := range slices.Sorted(maps.Keys(offered)) {
+		instead = append(instead, fmt.Sprintf("%s on %d node(s)", r, offered[r]))
+	}
+	hint := ""
+	if slices.ContainsFunc(instead, func(s string) bool { return strings.HasPrefix(s, snapshot.GPUResource+".") }) {
+		hint = " (time-slicing with renameByDefault renames it)"
+	} else if slices.ContainsFunc(instead, func(s string) bool { return strings.HasPrefix(s, snapshot.MIGResourcePrefix) }) {
+		hint = " (the MIG mixed strategy offers MIG devices by profile)"
+	}
+	return fmt.Sprintf("no node offers %s; offered: %s%s", strings.Join(asks, ", "), strings.Join(instead, ", "), hint)
+}
+
+// freeOf is the node's free devices of the pod's one resource.
+func freeOf(p *Pod, n *snapshot.Node, held map[string]int64) int64 {
+	for r := range p.Requests {
+		return max(0, n.Devices[r].Allocatable-held[r])
+	}
+	return 0
+}
+
+func total(m map[string]int64) int64 {
+	var t int64
+	for _, v := range m {
+		t += v
+	}
+	return t
+}
+
+// podsOf says how many pods of which namespaces hold a node's devices.
+func podsOf(holders map[string]int) string {
+	var parts []string
+	n := 0
+	for _, ns := range slices.Sorted(maps.Keys(holders)) {
+		parts = append(parts, fmt.Sprintf("%d in %s", holders[ns], ns))
+		n += holders[ns]
+	}
+	if n == 0 {
+		return "no pod"
+	}
+	return fmt.Sprintf("%d pod(s): %s", n, strings.Join(parts, ", "))
+}
+
+func causeLine(c *health.Cause) string {
+	if c == nil {
+		return "unusable"
+	}
+	return strings.TrimSpace(c.Code+" "+c.Operand) + " (" + c.Message + ")"
+}
+
+func nodeNamed(nodes []snapshot.Node, name string) *snapshot.Node {
+	if i := slices.IndexFunc(nodes, func(n snapshot.Node) bool { return n.Name == name }); i >= 0 {
+		return &nodes[i]
+	}
+	return &snapshot.Node{Name: name}
+}

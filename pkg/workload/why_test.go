@@ -1,0 +1,96 @@
+package workload
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuops/gpuops/pkg/health"
+	"github.com/gpuops/gpuops/pkg/snapshot"
+)
+
+// TestWhyEachCause: for each cause, a pending pod and a node that would
+// take it but for that cause; the headline names it.
+func TestWhyEachCause(t *testing.T) {
+	now := time.Date(2026, 12, 7, 5, 0, 0, 0, time.UTC)
+	gpu := func(name string, capacity, allocatable int64, change func(*snapshot.Node)) snapshot.Node {
+		n := snapshot.Node{Name: name, Ready: true, Labels: map[string]string{"zone": "a"},
+			Devices: map[string]snapshot.DeviceCount{snapshot.GPUResource: {Capacity: capacity, Allocatable: allocatable}}}
+		if change != nil {
+			change(&n)
+		}
+		return n
+	}
+	asks := func(n int64) Pod {
+		return Pod{Namespace: "team-b", Name: "trainer-0", Phase: corev1.PodPending, Created: now.Add(-time.Hour),
+			Requests: map[string]int64{snapshot.GPUResource: n}, Unscheduled: "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."}
+	}
+	holds := func(node string, n int64) Pod {
+		return Pod{Namespace: "team-a", Name: "job-" + node, Node: node, Phase: corev1.PodRunning, Requests: map[string]int64{snapshot.GPUResource: n}}
+	}
+	unusable := map[string]*health.Node{"n": {Judged: true, Cause: &health.Cause{Code: health.Order, Operand: "device-plugin", Message: "device-plugin runs without container-toolkit"}}}
+	for _, tc := range []struct {
+		name   string
+		nodes  []snapshot.Node
+		health map[string]*health.Node
+		held   []Pod
+		pod    Pod
+		code   string
+		says   string
+	}{
+		{"all allocated", []snapshot.Node{gpu("n", 8, 8, nil)}, nil, []Pod{holds("n", 6)}, asks(4), AllAllocated, "6 of its 8 nvidia.com/gpu held by 1 pod(s): 1 in team-a: 2 free, asks 4"},
+		{"unhealthy GPUs", []snapshot.Node{gpu("n", 8, 6, nil)}, nil, []Pod{holds("n", 4)}, asks(4), GPUsUnhealthy, "2 of its 8 nvidia.com/gpu unhealthy"},
+		{"cordoned", []snapshot.Node{gpu("n", 8, 8, func(n *snapshot.Node) { n.Unschedulable = true })}, nil, nil, asks(4), Cordoned, "cordoned, by unknown"},
+		{"untolerated taint", []snapshot.Node{gpu("n", 8, 8, func(n *snapshot.Node) {
+			n.Taints = []corev1.Taint{{Key: "dedicated", Value: "infer", Effect: corev1.TaintEffectNoSchedule}}
+		})}, nil, nil, asks(4), UntoleratedTaint, "taint dedicated=infer:NoSchedule not tolerated"},
+		{"selector mismatch", []snapshot.Node{gpu("n", 8, 8, nil)}, nil, nil, func() Pod {
+			p := asks(4)
+			p.NodeSelector = map[string]string{"zone": "b"}
+			return p
+		}(), SelectorMismatch, "nodeSelector zone=b, the node's zone =a"},
+		{"node unusable", []snapshot.Node{gpu("n", 8, 8, nil)}, unusable, nil, asks(4), NodeUnusable, "cannot run GPU work: order device-plugin"},
+		{"exceeds every node", []snapshot.Node{gpu("n", 8, 8, nil)}, nil, nil, asks(16), ExceedsNode, "asks 16 nvidia.com/gpu, the node has 8"},
+		{"fragmented", []snapshot.Node{gpu("n", 8, 8, nil), gpu("m", 8, 8, nil)}, nil, []Pod{holds("n", 6), holds("m", 6)}, asks(4), Fragmented,
+			"4 free GPU(s) on the nodes that would take it, not 4 on any one"},
+		{"resource not offered", []snapshot.Node{{Name: "n", Ready: true, Devices: map[string]snapshot.DeviceCount{"nvidia.com/gpu.shared": {Capacity: 32, Allocatable: 32}}}},
+			nil, nil, asks(1), ResourceNotOffered, "no node offers nvidia.com/gpu; offered: nvidia.com/gpu.shared on 1 node(s) (time-slicing with renameByDefault renames it)"},
+		{"the scheduler's own reason", []snapshot.Node{gpu("n", 8, 8, nil)}, nil, nil, asks(4), Scheduler, "1 GPU node(s) would take it as gpuops reads them: 0/1 nodes are available"},
+		// A person's cordon before the fleet being full: an alert on the
+		// stack's codes never fires for a fleet merely full.
+		{"precedence", []snapshot.Node{gpu("n", 8, 8, func(n *snapshot.Node) { n.Unschedulable = true }), gpu("m", 8, 8, nil)}, nil, []Pod{holds("m", 8)}, asks(4), Cordoned, "n: cordoned"},
+		{"on an unusable node", []snapshot.Node{gpu("n", 8, 8, nil)}, unusable, nil, holds("n", 1), OnUnusableNode,
+			"bound to n, which cannot run GPU work: order device-plugin (device-plugin runs without container-toolkit)"},
+	} {
+		f := &Fleet{Pods: tc.held}
+		got := f.Why([]Pod{tc.pod}, Cluster{Nodes: tc.nodes, Health: tc.health, Now: now, StuckAfter: 5 * time.Minute})[0]
+		if got.Code != tc.code || !strings.Contains(got.Message, tc.says) || !got.Finding() {
+			t.Errorf("%s: %s %q (finding %v), want %s with %q", tc.name, got.Code, got.Message, got.Finding(), tc.code, tc.says)
+		}
+	}
+}
+
+func TestWhyRunningAndWaiting(t *testing.T) {
+	now := time.Now()
+	nodes := []snapshot.Node{{Name: "n", Ready: true, Devices: map[string]snapshot.DeviceCount{snapshot.GPUResource: {Capacity: 8, Allocatable: 8}}}}
+	f := &Fleet{}
+	running := Pod{Namespace: "a", Name: "r", Node: "n", Phase: corev1.PodRunning, Requests: map[string]int64{snapshot.GPUResource: 1}}
+	young := Pod{Namespace: "a", Name: "y", Phase: corev1.PodPending, Created: now.Add(-time.Minute), Requests: map[string]int64{snapshot.GPUResource: 16}}
+	got := f.Why([]Pod{running, young}, Cluster{Nodes: nodes, Now: now, StuckAfter: 5 * time.Minute})
+	if got[0].State != Running || got[0].Code != "" || got[0].Finding() {
+		t.Errorf("a running pod: %+v", got[0])
+	}
+	if got[1].State != Waiting || got[1].Code != ExceedsNode || got[1].Finding() {
+		t.Errorf("a pod pending for less than stuck-after: %+v, want Waiting (exceeds-node), no finding", got[1])
+	}
+}
+
+func TestWhyRejected(t *testing.T) {
+	f := &Fleet{Rejected: []Rejected{{Namespace: "a", Name: "x", Node: "n", Message: "Allocate failed"}, {Namespace: "a", Name: "y", Node: "n"}}}
+	got := f.WhyRejected(f.Rejected[0])
+	if got.Code != AdmissionRejected || got.State != Refused || !strings.Contains(got.Message, "(2 such pods there)") || !got.Finding() {
+		t.Errorf("a pod refused at admission: %+v", got)
+	}
+}

@@ -1,0 +1,231 @@
+package workloads_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuops/gpuops/internal/gpuopstest"
+	"github.com/gpuops/gpuops/internal/testcluster"
+	"github.com/gpuops/gpuops/pkg/health"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/workload"
+)
+
+const gpu = "nvidia.com/gpu"
+
+// unscheduled waits until the scheduler has said why it cannot place the
+// pod (its PodScheduled condition False, with a message).
+func unscheduled(t *testing.T, env *testcluster.Env, name string) string {
+	t.Helper()
+	var msg string
+	env.WaitForPods(t, env.Namespace, func(pods []corev1.Pod) bool {
+		for _, p := range pods {
+			for _, c := range p.Status.Conditions {
+				if p.Name == name && c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {
+					msg = c.Message
+					return true
+				}
+			}
+		}
+		return false
+	})
+	return msg
+}
+
+// runs waits until the pod runs on the node.
+func runs(t *testing.T, env *testcluster.Env, name, node string) {
+	t.Helper()
+	env.WaitForPods(t, env.Namespace, func(pods []corev1.Pod) bool {
+		for _, p := range pods {
+			if p.Name == name {
+				return testcluster.PodRunningOn(&p, node)
+			}
+		}
+		return false
+	})
+}
+
+// why runs gpuops why on the pod (every pod already past --stuck-after)
+// and returns its one answer, checking the exit: 1 for a finding, else 0.
+func why(t *testing.T, env *testcluster.Env, pod string) workload.Answer {
+	t.Helper()
+	r := gpuopstest.On(env).Run(t, "why", pod, "--stuck-after", "1ns", "-o", "json")
+	var got workload.WhyReport
+	if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil || len(got.Answers) != 1 {
+		t.Fatalf("why %s -o json: exit %d, %v\n%s%s", pod, r.Code, err, r.Stdout, r.Stderr)
+	}
+	a := got.Answers[0]
+	if want := map[bool]int{true: 1, false: 0}[a.Finding()]; r.Code != want {
+		t.Errorf("why %s: exit %d, want %d", pod, r.Code, want)
+	}
+	return a
+}
+
+// TestWhyEachSchedulingCause: per cause, on the real scheduler, a node
+// that would take a GPU pod but for that cause, the pod it leaves Pending
+// (gpuops why names the cause, quoting the scheduler) and a pod that does
+// fit and runs (gpuops why says so).
+func TestWhyEachSchedulingCause(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// setup makes the nodes and the pods that hold GPUs, and returns
+		// the pending pod, the one that runs and where.
+		setup   func(t *testing.T, env *testcluster.Env) (pending, fits *corev1.Pod, on string)
+		code    string
+		says    string
+		carries string // the health code the answer carries, if any
+	}{
+		{name: "all allocated", code: workload.AllAllocated, says: "8 of its 8 nvidia.com/gpu held by 2 pod(s)", setup: func(t *testing.T, env *testcluster.Env) (*corev1.Pod, *corev1.Pod, string) {
+			n := env.NodeName("full")
+			env.AddNode(t, n, nil, devices(gpu, 8, 8))
+			create(t, env, env.Namespace, pod("holder", n, gpu, 6))
+			runs(t, env, "holder", n)
+			return pod("asks-4", "", gpu, 4), pod("asks-2", "", gpu, 2), n
+		}},
+		{name: "unhealthy GPUs", code: workload.GPUsUnhealthy, says: "2 of its 8 nvidia.com/gpu unhealthy", setup: func(t *testing.T, env *testcluster.Env) (*corev1.Pod, *corev1.Pod, string) {
+			n := env.NodeName("sick")
+			env.AddNode(t, n, nil, devices(gpu, 8, 6))
+			create(t, env, env.Namespace, pod("holder", n, gpu, 3))
+			runs(t, env, "holder", n)
+			return pod("asks-4", "", gpu, 4), pod("asks-1", "", gpu, 1), n
+		}},
+		{name: "cordoned", code: workload.Cordoned, says: "cordoned, by", setup: func(t *testing.T, env *testcluster.Env) (*corev1.Pod, *corev1.Pod, string) {
+			n := env.NodeName("cordoned")
+			env.AddNode(t, n, nil, devices(gpu, 8, 8), testcluster.Unschedulable())
+			fits := pod("tolerates-cordon", "", gpu, 1)
+			fits.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+			return pod("asks-1", "", gpu, 1), fits, n
+		}},
+		{name: "untolerated taint", code: workload.UntoleratedTaint, says: "taint dedicated=infer:NoSchedule", setup: func(t *testing.T, env *testcluster.Env) (*corev1.Pod, *corev1.Pod, string) {
+			n := env.NodeName("tainted")
+			env.AddNode(t, n, nil, devices(gpu, 8, 8), testcluster.WithTaints(corev1.Taint{Key: "dedicated", Value: "infer", Effect: corev1.TaintEffectNoSchedule}))
+			fits := pod("tolerates", "", gpu, 1)
+			fits.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "infer", Effect: corev1.TaintEffectNoSchedule}}
+			return pod("asks-1", "", gpu, 1), fits, n
+		}},
+		{name: "selector mismatch", code: workload.SelectorMismatch, says: "nodeSelector example.com/zone=b, the node's example.com/zone =a", setup: func(t *testing.T, env *testcluster.Env) (*corev1.Pod, *corev1.Pod, string) {
+			n := env.NodeName("zone-a")
+			env.AddNode(t, n, map[string]string{"example.com/zone": "a"}, devices(gpu, 8, 8))
+			pending, fits := pod("wants-b", "", gpu, 1), pod("wants-a", "", gpu, 1)
+			pending.Spec.NodeSelector = map[string]string{"example.com/zone": "b"}
+			fits.Spec.NodeSelector = map[string]string{"example.com/zone": "a"}
+			return pending, fits, n
+		}},
+		{name: "exceeds every node", code: workload.ExceedsNode, says: "asks 16 nvidia.com/gpu, the node has 8", setup: func(t *testing.T, env *testcluster.Env) (*corev1.Pod, *corev1.Pod, string) {
+			n := env.NodeName("eight")
+			env.AddNode(t, n, nil, devices(gpu, 8, 8))
+			return pod("asks-16", "", gpu, 16), pod("asks-8", "", gpu, 8), n
+		}},
+		{name: "resource not offered", code: workload.ResourceNotOffered, says: "offered: nvidia.com/gpu.shared on 1 node(s) (time-slicing with renameByDefault renames it)", setup: func(t *testing.T, env *testcluster.Env) (*corev1.Pod, *corev1.Pod, string) {
+			n := env.NodeName("shared")
+			env.AddNode(t, n, nil, devices("nvidia.com/gpu.shared", 32, 32))
+			return pod("asks-gpu", "", gpu, 1), pod("asks-shared", "", "nvidia.com/gpu.shared", 1), n
+		}},
+		{name: "fragmented", code: workload.Fragmented, says: "5 free GPU(s) on the nodes that would take it, not 4 on any one", setup: func(t *testing.T, env *testcluster.Env) (*corev1.Pod, *corev1.Pod, string) {
+			a, b := env.NodeName("a"), env.NodeName("b")
+			env.AddNode(t, a, nil, devices(gpu, 8, 8))
+			env.AddNode(t, b, nil, devices(gpu, 8, 8))
+			create(t, env, env.Namespace, pod("holder-a", a, gpu, 5), pod("holder-b", b, gpu, 5))
+			runs(t, env, "holder-a", a)
+			runs(t, env, "holder-b", b)
+			return pod("asks-4", "", gpu, 4), pod("asks-1", a, gpu, 1), a
+		}},
+		// cpu: a filter gpuops does not model; it says so, and quotes.
+		{name: "the scheduler's own reason", code: workload.Scheduler, says: "Insufficient cpu", setup: func(t *testing.T, env *testcluster.Env) (*corev1.Pod, *corev1.Pod, string) {
+			n := env.NodeName("cpus")
+			env.AddNode(t, n, nil, devices(gpu, 8, 8))
+			pending := pod("asks-64-cpus", "", gpu, 1)
+			pending.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = resource.MustParse("64")
+			return pending, pod("asks-1", "", gpu, 1), n
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := testcluster.New(t)
+			pending, fits, on := tc.setup(t, env)
+			create(t, env, env.Namespace, pending, fits)
+			said := unscheduled(t, env, pending.Name)
+			runs(t, env, fits.Name, on)
+
+			a := why(t, env, pending.Name)
+			if a.State != workload.Pending || a.Code != tc.code || !strings.Contains(a.Message+" "+a.Said, tc.says) || a.Said != said {
+				t.Errorf("why %s: %s %s %q (said %q); want Pending %s with %q, said %q", pending.Name, a.State, a.Code, a.Message, a.Said, tc.code, tc.says, said)
+			}
+			if a := why(t, env, fits.Name); a.State != workload.Running || a.Code != "" || a.Node != on {
+				t.Errorf("why %s: %+v, want Running on %s", fits.Name, a, on)
+			}
+		})
+	}
+}
+
+// TestWhyOnUnusableNode: the black hole. The scheduler places a GPU pod on
+// a node that advertises GPUs while health says it cannot run GPU work
+// (its device plugin is asked and missing); why says on-unusable-node,
+// carrying health's cause, and its text says it in one headline.
+func TestWhyOnUnusableNode(t *testing.T) {
+	env := testcluster.New(t)
+	n := env.NodeName("hole")
+	env.AddNode(t, n, map[string]string{operand.GPUPresent: "true", operand.Lab.DevicePlugin().LabelKey(): "true"}, devices(gpu, 8, 8))
+	create(t, env, env.Namespace, pod("train", n, gpu, 8))
+	runs(t, env, "train", n)
+	a := why(t, env, "train")
+	if a.State != workload.Stuck || a.Code != workload.OnUnusableNode || a.Health == nil || a.Health.Code != health.Missing {
+		t.Errorf("why train: %+v, want Stuck on-unusable-node carrying %s", a, health.Missing)
+	}
+	r := gpuopstest.On(env).Want(t, 1, "why", "pod/train")
+	if want := env.Namespace + "/train Stuck on-unusable-node bound to " + n + ", which cannot run GPU work: missing device-plugin"; !strings.HasPrefix(r.Stdout, want) {
+		t.Errorf("why pod/train:\n%s\nwant a headline starting %q", r.Stdout, want)
+	}
+}
+
+// TestWhyRefusedAtAdmission: a pod the kubelet failed at admission, its
+// status as the kubelet writes it (kubernetes v1.37.2
+// pkg/kubelet/cm/devicemanager/manager.go, "Allocate failed due to
+// requested number of devices unavailable for %s. Requested: %d,
+// Available: %d, which is unexpected"; reason UnexpectedAdmissionError,
+// pkg/kubelet/lifecycle/predicate.go), is admission-rejected.
+func TestWhyRefusedAtAdmission(t *testing.T) {
+	env := testcluster.New(t)
+	ctx := context.Background()
+	p := pod("refused", "", gpu, 1)
+	p.Spec.NodeName = env.NodeName("gone") // no kubelet there: the status is the test's to write
+	create(t, env, env.Namespace, p)
+	pods := env.Client.CoreV1().Pods(env.Namespace)
+	got, err := pods.Get(ctx, "refused", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := "Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected"
+	got.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: workload.UnexpectedAdmissionError, Message: msg}
+	if _, err := pods.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a := why(t, env, "refused")
+	if a.State != workload.Refused || a.Code != workload.AdmissionRejected || a.Said != workload.UnexpectedAdmissionError+": "+msg {
+		t.Errorf("why refused: %+v", a)
+	}
+}
+
+// TestWhyBadInputAndNoGPU: a pod or workload that does not exist, a
+// malformed target or --stuck-after: one line, exit 2. A pod asking no
+// GPU says so, exit 0.
+func TestWhyBadInputAndNoGPU(t *testing.T) {
+	env := testcluster.New(t)
+	c := gpuopstest.On(env)
+	c.WantError(t, `pod "nope" not found in namespace `+env.Namespace, "why", "nope")
+	c.WantError(t, "no pod of job/nope in namespace "+env.Namespace, "why", "job/nope")
+	c.WantError(t, "want POD, pod/NAME", "why", "daemonset/x")
+	c.WantError(t, "invalid name", "why", "pod/Not_A_Name")
+	c.WantError(t, "want one TARGET", "why")
+	c.WantError(t, "--stuck-after", "why", "x", "--stuck-after", "-1s")
+	web := pod("web", "", corev1.ResourceCPU.String(), 1)
+	create(t, env, env.Namespace, web)
+	if r := c.Want(t, 0, "why", "web"); r.Stdout != env.Namespace+"/web asks no GPU\n" {
+		t.Errorf("why web: %q", r.Stdout)
+	}
+}
