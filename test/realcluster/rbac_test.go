@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuops/gpuops/internal/gpuopstest"
@@ -36,6 +37,14 @@ func TestLeastPrivilege(t *testing.T) {
 		return testcluster.RunningOn(pods, full) == 2 && testcluster.RunningOn(pods, bare) == 1
 	})
 
+	// A GPU pod no node can take: the workload's side reads every pod,
+	// claim and device class as the judge (no note: nothing it may not list).
+	train := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "train"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.example/train:1",
+		Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}}}}}
+	if _, err := env.Client.CoreV1().Pods(env.Namespace).Create(context.Background(), train, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	ns, sel := env.Namespace, selector(env)
 	for _, tc := range []struct {
 		args []string
@@ -54,6 +63,10 @@ func TestLeastPrivilege(t *testing.T) {
 		// A table is for a person: the notes come with it, as with --explain.
 		{[]string{"matrix", "-l", sel, "--discover", "-o", "table"}, 0, "DEVICE-PLUGIN",
 			"note: no ClusterPolicy: the cluster does not serve clusterpolicies.nvidia.com\n"},
+		{[]string{"capacity", "-l", sel}, 0, "(none) nodes=2 physical=0\n", ""},
+		// -n is the pods' namespace for why and pods; the operator's is its own flag.
+		{[]string{"why", "train", "--stuck-after", "1ns", "--operator-namespace", ns}, 1, ns + "/train Pending resource-not-offered no node offers nvidia.com/gpu", ""},
+		{[]string{"pods", "--stuck-after", "1ns", "--operator-namespace", ns}, 1, "resource-not-offered: 1\n  " + ns + "/train Pending", ""},
 	} {
 		r := asJudge.Run(t, tc.args...)
 		if r.Code != tc.code || !strings.Contains(r.Stdout, tc.out) || r.Stderr != tc.err {
@@ -61,6 +74,8 @@ func TestLeastPrivilege(t *testing.T) {
 				strings.Join(tc.args, " "), r.Code, r.Stdout, r.Stderr, tc.code, tc.out, tc.err)
 		}
 	}
+
+	asJudge.WantError(t, `pod "nope" not found in namespace `+ns, "why", "nope", "--operator-namespace", ns)
 
 	// up as the judge: refused before anything is written, here or in the cluster.
 	work := t.TempDir()
