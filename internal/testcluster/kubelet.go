@@ -71,3 +71,19 @@ func (e *Env) OtherNamespace(t testing.TB, suffix string) string {
 	}
 	return name
 }
+
+// Warning records a Warning Event on the pod as the kubelet of node
+// records one: a reason and message it has retried count times, last at
+// at.
+func (e *Env) Warning(t testing.TB, p *corev1.Pod, node, reason, message string, count int32, at time.Time) {
+	t.Helper()
+	ev := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: p.Name + "."},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID, APIVersion: "v1"},
+		Reason:         reason, Message: message, Type: corev1.EventTypeWarning, Count: count,
+		FirstTimestamp: metav1.NewTime(at), LastTimestamp: metav1.NewTime(at), Source: corev1.EventSource{Component: "kubelet", Host: node},
+	}
+	if _, err := e.Client.CoreV1().Events(p.Namespace).Create(context.Background(), ev, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}

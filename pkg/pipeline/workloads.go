@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -72,9 +73,16 @@ func Capacity(ctx context.Context, c kubernetes.Interface, o Options) (*workload
 // cluster; a target with no pod there is a NotFoundError.
 func Why(ctx context.Context, c kubernetes.Interface, o Options, ns string, t workload.Target) (*workload.WhyReport, error) {
 	var replicaSets map[string][]string
-	var more func() error
-	if t.Kind == "Deployment" {
-		more = func() (err error) { replicaSets, err = read.ReplicaSets(ctx, c, ns); return err }
+	var warnings map[string][]snapshot.Warning
+	var notes []string
+	more := func() (err error) {
+		if t.Kind == "Deployment" {
+			if replicaSets, err = read.ReplicaSets(ctx, c, ns); err != nil {
+				return err
+			}
+		}
+		warnings, notes, err = read.Warnings(ctx, c, ns)
+		return err
 	}
 	w, err := readWorkloads(ctx, c, o, true, more)
 	if err != nil {
@@ -86,14 +94,14 @@ func Why(ctx context.Context, c kubernetes.Interface, o Options, ns string, t wo
 		}
 		return t.Owns(p.Owner, replicaSets)
 	}
-	r := &workload.WhyReport{Target: t.String(), Namespace: ns, Notes: w.fleet.Notes}
+	r := &workload.WhyReport{Target: t.String(), Namespace: ns, Notes: slices.Concat(w.fleet.Notes, notes)}
 	var pods []workload.Pod
 	for _, p := range w.fleet.Pods {
 		if p.Namespace == ns && owns(p) {
 			pods = append(pods, p)
 		}
 	}
-	r.Answers = w.fleet.Why(pods, workload.Cluster{Nodes: w.s.Nodes, Health: w.health, Now: time.Now(), StuckAfter: o.StuckAfter})
+	r.Answers = w.fleet.Why(pods, workload.Cluster{Nodes: w.s.Nodes, Health: w.health, Warnings: warnings, Now: time.Now(), StuckAfter: o.StuckAfter})
 	for _, rj := range w.fleet.Rejected {
 		if rj.Namespace == ns && t.Kind == "Pod" && rj.Name == t.Name {
 			r.Answers = append(r.Answers, w.fleet.WhyRejected(rj))
@@ -133,12 +141,16 @@ func (e *NotFoundError) Error() string {
 // a second LIST narrowed on the server.
 func Pods(ctx context.Context, c kubernetes.Interface, o Options, ns, selector string) (*workload.PodsReport, error) {
 	var listed *workload.Fleet
-	var more func() error
-	if ns != "" || selector != "" {
-		more = func() (err error) {
-			listed, err = read.GPUPods(ctx, c, read.WorkloadOptions{Namespace: ns, LabelSelector: selector})
-			return err
+	var warnings map[string][]snapshot.Warning
+	var notes []string
+	more := func() (err error) {
+		if ns != "" || selector != "" {
+			if listed, err = read.GPUPods(ctx, c, read.WorkloadOptions{Namespace: ns, LabelSelector: selector}); err != nil {
+				return err
+			}
 		}
+		warnings, notes, err = read.Warnings(ctx, c, ns)
+		return err
 	}
 	w, err := readWorkloads(ctx, c, o, true, more)
 	if err != nil {
@@ -157,8 +169,8 @@ func Pods(ctx context.Context, c kubernetes.Interface, o Options, ns, selector s
 			pods = append(pods, p)
 		}
 	}
-	r := &workload.PodsReport{Notes: w.fleet.Notes}
-	for _, a := range w.fleet.Why(pods, workload.Cluster{Nodes: w.s.Nodes, Health: w.health, Now: time.Now(), StuckAfter: o.StuckAfter}) {
+	r := &workload.PodsReport{Notes: slices.Concat(w.fleet.Notes, notes)}
+	for _, a := range w.fleet.Why(pods, workload.Cluster{Nodes: w.s.Nodes, Health: w.health, Warnings: warnings, Now: time.Now(), StuckAfter: o.StuckAfter}) {
 		if a.State != workload.Running {
 			r.Pods = append(r.Pods, a)
 		}

@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
 // Fleet is the workload side of one cluster, as one read finds it.
@@ -26,13 +28,6 @@ type Fleet struct {
 	Notes []string
 }
 
-// UnexpectedAdmissionError is the kubelet's status reason for a pod it
-// failed at admission because the device manager could not allocate what
-// it asked (kubernetes v1.37.2 pkg/kubelet/cm/admission/errors.go; its
-// message "Allocate failed due to ..., which is unexpected",
-// pkg/kubelet/cm/devicemanager/manager.go).
-const UnexpectedAdmissionError = "UnexpectedAdmissionError"
-
 // Rejected is a pod the kubelet failed at admission.
 type Rejected struct {
 	Namespace string `json:"namespace"`
@@ -42,9 +37,10 @@ type Rejected struct {
 }
 
 // RejectedFrom converts a Failed API pod; false unless the kubelet failed
-// it at admission.
+// it at admission because its device manager could not allocate
+// (snapshot.UnexpectedAdmissionError).
 func RejectedFrom(p *corev1.Pod) (Rejected, bool) {
-	if p.Status.Phase != corev1.PodFailed || p.Status.Reason != UnexpectedAdmissionError {
+	if p.Status.Phase != corev1.PodFailed || p.Status.Reason != snapshot.UnexpectedAdmissionError {
 		return Rejected{}, false
 	}
 	return Rejected{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Message: p.Status.Message}, true

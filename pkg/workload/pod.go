@@ -29,7 +29,7 @@ type Pod struct {
 	Phase   corev1.PodPhase `json:"phase"`
 	Created time.Time       `json:"created"`
 	// Requests are the device resources the pod asks, as the kubelet
-	// admits it (Requests).
+	// admits it (snapshot.DeviceRequests).
 	Requests map[string]int64 `json:"requests,omitempty"`
 	// Claims are the pod's ResourceClaims, by the claim object's name: ""
 	// for an entry whose claim the resource claim controller has not made
@@ -50,7 +50,7 @@ func (p *Pod) Key() string { return p.Namespace + "/" + p.Name }
 // holds no ResourceClaim, so cannot be a GPU pod whatever its claims are.
 func PodFrom(p *corev1.Pod) (Pod, bool) {
 	out := Pod{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Phase: p.Status.Phase,
-		Created: p.CreationTimestamp.Time, Requests: Requests(&p.Spec)}
+		Created: p.CreationTimestamp.Time, Requests: snapshot.DeviceRequests(&p.Spec)}
 	for _, c := range p.Spec.ResourceClaims {
 		name := ""
 		switch {
@@ -83,32 +83,6 @@ func PodFrom(p *corev1.Pod) (Pod, bool) {
 		}
 	}
 	return out, true
-}
-
-// Requests are the device resources (snapshot.IsDeviceResource) a pod
-// requests as the kubelet admits it: the larger of its containers' sum and
-// any one init container's (an init container runs alone). An extended
-// resource's request is its limit: the API requires the limit and refuses
-// a request that differs (kubernetes v1.37.2
-// pkg/apis/core/validation/validation.go, "Limit must be set for non
-// overcommitable resources").
-func Requests(spec *corev1.PodSpec) map[string]int64 {
-	var out map[string]int64
-	add := func(cs []corev1.Container, fold func(old, v int64) int64) {
-		for i := range cs {
-			for name, q := range cs[i].Resources.Limits {
-				if snapshot.IsDeviceResource(string(name)) {
-					if out == nil {
-						out = map[string]int64{}
-					}
-					out[string(name)] = fold(out[string(name)], q.Value())
-				}
-			}
-		}
-	}
-	add(spec.Containers, func(old, v int64) int64 { return old + v })
-	add(spec.InitContainers, func(old, v int64) int64 { return max(old, v) })
-	return out
 }
 
 // Claim is what the workload judges read of a ResourceClaim: the device

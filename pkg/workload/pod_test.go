@@ -6,34 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
-
-func limits(kv ...string) corev1.ResourceRequirements {
-	l := corev1.ResourceList{}
-	for i := 0; i < len(kv); i += 2 {
-		l[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return corev1.ResourceRequirements{Limits: l}
-}
-
-func TestRequestsAsTheKubeletAdmits(t *testing.T) {
-	spec := corev1.PodSpec{
-		InitContainers: []corev1.Container{{Resources: limits("nvidia.com/gpu", "3")}, {Resources: limits("nvidia.com/mig-1g.10gb", "1")}},
-		Containers: []corev1.Container{
-			{Resources: limits("nvidia.com/gpu", "1", "cpu", "2")},
-			{Resources: limits("nvidia.com/gpu", "1", "nvidia.com/gpu.shared", "2")},
-			{Resources: limits("example.com/fpga", "1")},
-		},
-	}
-	want := map[string]int64{"nvidia.com/gpu": 3, "nvidia.com/gpu.shared": 2, "nvidia.com/mig-1g.10gb": 1}
-	if got := Requests(&spec); !reflect.DeepEqual(got, want) {
-		t.Errorf("Requests = %v, want %v", got, want)
-	}
-	if got := Requests(&corev1.PodSpec{Containers: []corev1.Container{{Resources: limits("cpu", "1")}}}); got != nil {
-		t.Errorf("a pod asking no device: %v, want nil", got)
-	}
-}
 
 // TestIsGPUIsTheOperatorsRule walks the operator's rule and the waiting
 // claims it leaves out, one pod each.

@@ -51,12 +51,16 @@ const (
 	OnUnusableNode = "on-unusable-node"
 	// Failed by the kubelet at admission (UnexpectedAdmissionError).
 	AdmissionRejected = "admission-rejected"
+	// Bound, its sandbox fails: the container runtime has no runtime for
+	// the pod's handler (no runtime for "nvidia" is configured): the
+	// container toolkit has not configured it.
+	RuntimeNotConfigured = "runtime-not-configured"
 )
 
 // Codes are every code why and pods give, in the headline's precedence:
 // the stack first, then what a person set, then capacity; the scheduler's
 // own words last.
-var Codes = []string{OnUnusableNode, AdmissionRejected, NodeUnusable, Cordoned, UntoleratedTaint, SelectorMismatch,
+var Codes = []string{OnUnusableNode, RuntimeNotConfigured, AdmissionRejected, NodeUnusable, Cordoned, UntoleratedTaint, SelectorMismatch,
 	GPUsUnhealthy, AllAllocated, Fragmented, ExceedsNode, ResourceNotOffered, Scheduler}
 
 // precedence ranks a code by Codes.
@@ -110,10 +114,12 @@ type Reason struct {
 }
 
 // Cluster is what the why judge reads besides the pods: the nodes, each
-// node's health (by node name), and the clock.
+// node's health (by node name), the Warning Events on the pods (by
+// namespace/name; nil when not read), and the clock.
 type Cluster struct {
 	Nodes      []snapshot.Node
 	Health     map[string]*health.Node
+	Warnings   map[string][]snapshot.Warning
 	Now        time.Time
 	StuckAfter time.Duration
 }
@@ -148,7 +154,7 @@ func (f *Fleet) WhyRejected(r Rejected) Answer {
 	n := f.RejectedOn()[r.Node]
 	return Answer{Pod: r.Namespace + "/" + r.Name, Node: r.Node, State: Refused, Code: AdmissionRejected,
 		Message: fmt.Sprintf("the kubelet of %s failed it at admission (%d such pods there): its device plugin could not allocate what it asked", r.Node, n),
-		Said:    UnexpectedAdmissionError + ": " + r.Message}
+		Said:    snapshot.UnexpectedAdmissionError + ": " + r.Message}
 }
 
 func (c Cluster) why(p *Pod, held map[string]map[string]int64, holders map[string]map[string]int) Answer {
@@ -162,6 +168,16 @@ func (c Cluster) why(p *Pod, held map[string]map[string]int64, holders map[strin
 		if h != nil && Stranding(nodeNamed(c.Nodes, p.Node), h) == StrandedUnusable {
 			a.State, a.Code, a.Health = Stuck, OnUnusableNode, h.Cause
 			a.Message = fmt.Sprintf("bound to %s, which cannot run GPU work: %s", p.Node, causeLine(h.Cause))
+			return a
+		}
+		// A pod that runs made its sandbox since: an old Warning is not its state.
+		if runtime, w, ok := snapshot.MissingRuntime(c.Warnings[p.Key()]); ok && p.Phase == corev1.PodPending {
+			a.State, a.Code, a.Said = Stuck, RuntimeNotConfigured, w.Reason+": "+w.Message
+			a.Message = fmt.Sprintf("bound to %s, whose container runtime has no runtime %q: the container toolkit has not configured it (the node: %s)",
+				p.Node, runtime, healthLine(h))
+			if h != nil {
+				a.Health = h.Cause
+			}
 			return a
 		}
 		if a.State == Running {
@@ -381,6 +397,17 @@ func podsOf(holders map[string]int) string {
 		return "no pod"
 	}
 	return fmt.Sprintf("%d pod(s): %s", n, strings.Join(parts, ", "))
+}
+
+// healthLine says a node's health: ready, not judged, or its cause.
+func healthLine(h *health.Node) string {
+	switch {
+	case h == nil || !h.Judged:
+		return "not a GPU node health judges"
+	case h.Usable:
+		return "health says ready"
+	}
+	return "health says " + causeLine(h.Cause)
 }
 
 func causeLine(c *health.Cause) string {

@@ -63,9 +63,16 @@ func TestWhyEachCause(t *testing.T) {
 		{"precedence", []snapshot.Node{gpu("n", 8, 8, func(n *snapshot.Node) { n.Unschedulable = true }), gpu("m", 8, 8, nil)}, nil, []Pod{holds("m", 8)}, asks(4), Cordoned, "n: cordoned"},
 		{"on an unusable node", []snapshot.Node{gpu("n", 8, 8, nil)}, unusable, nil, holds("n", 1), OnUnusableNode,
 			"bound to n, which cannot run GPU work: order device-plugin (device-plugin runs without container-toolkit)"},
+		{"runtime not configured", []snapshot.Node{gpu("n", 8, 8, nil)}, map[string]*health.Node{"n": {Judged: true, Usable: true}}, nil, func() Pod {
+			p := holds("n", 1)
+			p.Phase = corev1.PodPending
+			return p
+		}(), RuntimeNotConfigured, `bound to n, whose container runtime has no runtime "nvidia": the container toolkit has not configured it (the node: health says ready)`},
 	} {
 		f := &Fleet{Pods: tc.held}
-		got := f.Why([]Pod{tc.pod}, Cluster{Nodes: tc.nodes, Health: tc.health, Now: now, StuckAfter: 5 * time.Minute})[0]
+		warnings := map[string][]snapshot.Warning{"team-a/job-n": {{Reason: snapshot.FailedCreatePodSandBox,
+			Message: `Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: no runtime for "nvidia" is configured`}}}
+		got := f.Why([]Pod{tc.pod}, Cluster{Nodes: tc.nodes, Health: tc.health, Warnings: warnings, Now: now, StuckAfter: 5 * time.Minute})[0]
 		if got.Code != tc.code || !strings.Contains(got.Message, tc.says) || !got.Finding() {
 			t.Errorf("%s: %s %q (finding %v), want %s with %q", tc.name, got.Code, got.Message, got.Finding(), tc.code, tc.says)
 		}

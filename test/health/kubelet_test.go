@@ -76,7 +76,7 @@ func (k kubelet) report(t *testing.T, env *testcluster.Env, node string, states 
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
+	at := time.Now().Add(-time.Minute).Truncate(time.Second)
 	sandboxless := map[string]bool{} // by DaemonSet
 	for _, name := range k.noRuntime {
 		o, err := operand.Lookup(operand.Real, name)
@@ -91,15 +91,7 @@ func (k kubelet) report(t *testing.T, env *testcluster.Env, node string, states 
 			continue
 		}
 		made++
-		e := &corev1.Event{
-			ObjectMeta:     metav1.ObjectMeta{GenerateName: p.Name + "."},
-			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID, APIVersion: "v1"},
-			Reason:         snapshot.FailedCreatePodSandBox, Message: noRuntimeEvent, Type: corev1.EventTypeWarning, Count: 12,
-			FirstTimestamp: at, LastTimestamp: at, Source: corev1.EventSource{Component: "kubelet", Host: node},
-		}
-		if _, err := env.Client.CoreV1().Events(env.Namespace).Create(ctx, e, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		env.Warning(t, &p, node, snapshot.FailedCreatePodSandBox, noRuntimeEvent, 12, at)
 	}
 	if made != len(k.noRuntime) {
 		t.Fatalf("%d sandbox Events on %s, want one a pod of %v", made, node, k.noRuntime)

@@ -1,13 +1,11 @@
 package workloads_test
 
 import (
-	"context"
 	"encoding/json"
 	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
@@ -23,7 +21,6 @@ import (
 // and in text; and refuses bad input in one line.
 func TestCapacityIsTheHandCount(t *testing.T) {
 	env := testcluster.New(t)
-	ctx := context.Background()
 	a100 := map[string]string{operand.GPUProductLabel: "A100", operand.GPUCountLabel: "8"}
 	plain, sick, cordoned, down := env.NodeName("plain"), env.NodeName("sick"), env.NodeName("cordoned"), env.NodeName("down")
 	shared, mig := env.NodeName("shared"), env.NodeName("mig")
@@ -35,13 +32,7 @@ func TestCapacityIsTheHandCount(t *testing.T) {
 	env.AddNode(t, shared, map[string]string{operand.GPUCountLabel: "2"}, devices("nvidia.com/gpu.shared", 8, 8))
 	env.AddNode(t, mig, map[string]string{operand.GPUProductLabel: "H100", operand.GPUCountLabel: "1"},
 		devices("nvidia.com/mig-1g.10gb", 7, 7), devices("nvidia.com/mig-3g.40gb", 2, 2))
-	other := env.Namespace + "-b"
-	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = env.Client.CoreV1().Namespaces().Delete(context.Background(), other, metav1.DeleteOptions{})
-	})
+	other := env.OtherNamespace(t, "b")
 
 	create(t, env, env.Namespace, pod("train", plain, "nvidia.com/gpu", 2), pod("sick-job", sick, "nvidia.com/gpu", 4),
 		pod("share", shared, "nvidia.com/gpu.shared", 3), pod("slice", mig, "nvidia.com/mig-1g.10gb", 1),

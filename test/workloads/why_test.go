@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -14,6 +15,7 @@ import (
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/workload"
 )
 
@@ -201,12 +203,12 @@ func TestWhyRefusedAtAdmission(t *testing.T) {
 		t.Fatal(err)
 	}
 	msg := "Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected"
-	got.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: workload.UnexpectedAdmissionError, Message: msg}
+	got.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: snapshot.UnexpectedAdmissionError, Message: msg}
 	if _, err := pods.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	a := why(t, env, "refused")
-	if a.State != workload.Refused || a.Code != workload.AdmissionRejected || a.Said != workload.UnexpectedAdmissionError+": "+msg {
+	if a.State != workload.Refused || a.Code != workload.AdmissionRejected || a.Said != snapshot.UnexpectedAdmissionError+": "+msg {
 		t.Errorf("why refused: %+v", a)
 	}
 }
@@ -227,5 +229,40 @@ func TestWhyBadInputAndNoGPU(t *testing.T) {
 	create(t, env, env.Namespace, web)
 	if r := c.Want(t, 0, "why", "web"); r.Stdout != env.Namespace+"/web asks no GPU\n" {
 		t.Errorf("why web: %q", r.Stdout)
+	}
+}
+
+// TestWhyRuntimeNotConfigured: a pod the scheduler bound, whose sandbox
+// the container runtime cannot make, as the kubelet records it (its Event
+// "Failed to create pod sandbox: <the runtime's error>", kubernetes v1.37.2
+// pkg/kubelet/kuberuntime/kuberuntime_manager.go; containerd's error as
+// NVIDIA/gpu-operator#730 pastes it): runtime-not-configured, joined with
+// the node's health. KWOK holds the pod Pending (its init container waits).
+func TestWhyRuntimeNotConfigured(t *testing.T) {
+	env := testcluster.New(t)
+	n := env.NodeName("no-runtime")
+	env.AddNode(t, n, nil, devices(gpu, 8, 8))
+	p := pod("train", n, gpu, 1)
+	p.Spec.InitContainers = []corev1.Container{{Name: "wait", Image: "registry.example/wait:1"}}
+	tpl := corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta}
+	testcluster.InitWaiting(&tpl, "wait")
+	p.ObjectMeta = tpl.ObjectMeta
+	create(t, env, env.Namespace, p)
+	var bound corev1.Pod
+	env.WaitForPods(t, env.Namespace, func(pods []corev1.Pod) bool {
+		for _, q := range pods {
+			if q.Name == "train" && q.Spec.NodeName == n && q.Status.Phase == corev1.PodPending {
+				bound = q
+				return true
+			}
+		}
+		return false
+	})
+	msg := `Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: no runtime for "nvidia" is configured`
+	env.Warning(t, &bound, n, snapshot.FailedCreatePodSandBox, msg, 7, time.Now())
+	a := why(t, env, "train")
+	if a.State != workload.Stuck || a.Code != workload.RuntimeNotConfigured || a.Said != snapshot.FailedCreatePodSandBox+": "+msg ||
+		!strings.Contains(a.Message, `whose container runtime has no runtime "nvidia"`) {
+		t.Errorf("why train: %+v", a)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/kube"
+	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/snapshot/read"
 	"github.com/gpuops/gpuops/pkg/workload"
 )
@@ -105,7 +106,7 @@ func TestGPUPodsReadsTheOperatorsGPUPods(t *testing.T) {
 	for name, st := range map[string]corev1.PodStatus{
 		"done":    {Phase: corev1.PodSucceeded},
 		"evicted": {Phase: corev1.PodFailed, Reason: "Evicted", Message: "The node was low on resource: memory."},
-		"refused": {Phase: corev1.PodFailed, Reason: workload.UnexpectedAdmissionError, Message: refusal},
+		"refused": {Phase: corev1.PodFailed, Reason: snapshot.UnexpectedAdmissionError, Message: refusal},
 	} {
 		p := gpuPod(name, 1)
 		p.Spec.NodeName = gone

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fieldsel "k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/gpuops/gpuops/pkg/snapshot"
@@ -34,32 +35,34 @@ var warningFields = func() fields {
 	return f
 }()
 
-// readWarnings lists the namespace's Warning Events on pods and keeps, per
-// pod name, those KeepWarning keeps. A user who may not list Events gets a
-// note: the verdicts then go without them.
+// readWarnings lists the Warning Events on the pods of a namespace (of
+// every namespace when it is empty) and keeps, per pod as namespace/name,
+// those KeepWarning keeps. A user who may not list Events gets a note: the
+// verdicts then go without them.
 func readWarnings(ctx context.Context, core rest.Interface, namespace string, pageSize int64) (map[string][]snapshot.Warning, []string, error) {
 	out := map[string][]snapshot.Warning{}
 	err := readList(ctx, func() *rest.Request { return core.Get().Namespace(namespace).Resource("events") },
 		metav1.ListOptions{Limit: pageSize, FieldSelector: PodWarnings}, warningFields, nil, nil, &corev1.EventList{},
 		func(e *corev1.Event, _ []byte) error {
-			out[e.InvolvedObject.Name] = snapshot.KeepWarning(out[e.InvolvedObject.Name], snapshot.WarningFrom(e))
+			key := e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name
+			out[key] = snapshot.KeepWarning(out[key], snapshot.WarningFrom(e))
 			return nil
 		})
 	switch {
 	case apierrors.IsForbidden(err):
-		return nil, []string{"pod Warning Events not read (a sandbox the runtime cannot create goes unseen): the user may not list events in namespace " + namespace}, nil
+		return nil, []string{"pod Warning Events not read (a sandbox the runtime cannot create goes unseen): the user may not list events" + where(namespace)}, nil
 	case err != nil:
-		return nil, nil, fmt.Errorf("list warning events in namespace %s: %w", namespace, err)
+		return nil, nil, fmt.Errorf("list warning events%s: %w", where(namespace), err)
 	}
 	return out, nil, nil
 }
 
 // operandWarnings keeps of the Warnings those on the snapshot's operand
-// pods (snapshot.Pod.Operand).
-func operandWarnings(all map[string][]snapshot.Warning, pods []snapshot.Pod) map[string][]snapshot.Warning {
+// pods (snapshot.Pod.Operand), of the namespace, by pod name.
+func operandWarnings(all map[string][]snapshot.Warning, namespace string, pods []snapshot.Pod) map[string][]snapshot.Warning {
 	out := map[string][]snapshot.Warning{}
 	for _, p := range pods {
-		if ws, ok := all[p.Name]; ok && p.Operand() {
+		if ws, ok := all[namespace+"/"+p.Name]; ok && p.Operand() {
 			out[p.Name] = ws
 		}
 	}
@@ -115,4 +118,11 @@ func Holders(ctx context.Context, core rest.Interface, nodes []string, pageSize 
 		out[node] = h
 	}
 	return out, nil, nil
+}
+
+// Warnings reads the Warning Events on the pods of a namespace (of every
+// namespace when it is empty), by pod as namespace/name, as readWarnings
+// does for health: the workload's side reads the kubelet's words so.
+func Warnings(ctx context.Context, c kubernetes.Interface, namespace string) (map[string][]snapshot.Warning, []string, error) {
+	return readWarnings(ctx, c.CoreV1().RESTClient(), namespace, 0)
 }

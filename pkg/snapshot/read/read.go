@@ -208,7 +208,7 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 	s.Notes = append(append(append(s.Notes, notes...), draNotes...), warningNotes...)
 	if opts.Kubelet {
 		if warnings != nil {
-			s.Warnings = operandWarnings(warnings, s.Pods)
+			s.Warnings = operandWarnings(warnings, namespace, s.Pods)
 		}
 		holders, holderNotes, err := Holders(ctx, core, s.RefusedNodes(), opts.PageSize)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/workload"
 )
 
@@ -33,7 +34,7 @@ func TestWorkloadTrimKeepsWhatConversionReads(t *testing.T) {
 		if wantOK != haveOK || !semantic.DeepEqual(want, have) {
 			t.Fatalf("seed %d: pod from trimmed bytes\n got %v %+v\nwant %v %+v", seed, haveOK, have, wantOK, want)
 		}
-		pod.Status.Phase, pod.Status.Reason = corev1.PodFailed, workload.UnexpectedAdmissionError
+		pod.Status.Phase, pod.Status.Reason = corev1.PodFailed, snapshot.UnexpectedAdmissionError
 		got = corev1.Pod{}
 		decodeTrimmed(t, &pod, &got, rejectedFields, nil)
 		if w, h := must(workload.RejectedFrom(&pod)), must(workload.RejectedFrom(&got)); w != h {
