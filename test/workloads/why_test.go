@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -264,5 +266,80 @@ func TestWhyRuntimeNotConfigured(t *testing.T) {
 	if a.State != workload.Stuck || a.Code != workload.RuntimeNotConfigured || a.Said != snapshot.FailedCreatePodSandBox+": "+msg ||
 		!strings.Contains(a.Message, `whose container runtime has no runtime "nvidia"`) {
 		t.Errorf("why train: %+v", a)
+	}
+}
+
+// TestWhyWorkload: a Deployment's, a Job's and a StatefulSet's pods are
+// found through their owners (the Deployment's through its ReplicaSet),
+// each answered; a workload with no pod asking GPUs says so.
+func TestWhyWorkload(t *testing.T) {
+	env := testcluster.New(t)
+	ctx := context.Background()
+	env.AddNode(t, env.NodeName("eight"), nil, devices(gpu, 8, 8))
+	labels := func(app string) map[string]string { return map[string]string{"app": app} }
+	template := func(app string, n int64) corev1.PodTemplateSpec {
+		p := pod(app, "", gpu, n)
+		return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels(app)}, Spec: p.Spec}
+	}
+	one := int32(1)
+	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "trainer"}, Spec: appsv1.DeploymentSpec{Replicas: &one,
+		Selector: &metav1.LabelSelector{MatchLabels: labels("trainer")}, Template: template("trainer", 16)}}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "ranks"}, Spec: appsv1.StatefulSetSpec{Replicas: &one,
+		Selector: &metav1.LabelSelector{MatchLabels: labels("ranks")}, Template: template("ranks", 16)}}
+	jobTemplate := template("sweep", 16)
+	jobTemplate.Spec.RestartPolicy = corev1.RestartPolicyNever
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "sweep"}, Spec: batchv1.JobSpec{Template: jobTemplate}}
+	web := template("web", 1)
+	web.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
+	plain := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.DeploymentSpec{Replicas: &one,
+		Selector: &metav1.LabelSelector{MatchLabels: labels("web")}, Template: web}}
+	apps := env.Client.AppsV1()
+	for _, err := range []error{
+		func() error {
+			_, err := apps.Deployments(env.Namespace).Create(ctx, deploy, metav1.CreateOptions{})
+			return err
+		}(),
+		func() error {
+			_, err := apps.StatefulSets(env.Namespace).Create(ctx, sts, metav1.CreateOptions{})
+			return err
+		}(),
+		func() error {
+			_, err := env.Client.BatchV1().Jobs(env.Namespace).Create(ctx, job, metav1.CreateOptions{})
+			return err
+		}(),
+		func() error {
+			_, err := apps.Deployments(env.Namespace).Create(ctx, plain, metav1.CreateOptions{})
+			return err
+		}(),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.WaitForPods(t, env.Namespace, func(pods []corev1.Pod) bool {
+		pending, running := 0, 0
+		for _, p := range pods {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {
+					pending++
+				}
+			}
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		return pending == 3 && running == 1
+	})
+	c := gpuopstest.On(env)
+	for _, target := range []string{"deployment/trainer", "statefulset/ranks", "job/sweep"} {
+		r := c.Want(t, 1, "why", target, "--stuck-after", "1ns", "-o", "json")
+		var got workload.WhyReport
+		if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil || len(got.Answers) != 1 || got.Answers[0].Code != workload.ExceedsNode {
+			t.Errorf("why %s: %v %+v, want one pod, exceeds-node", target, err, got)
+		}
+	}
+	r := c.Want(t, 0, "why", "deploy/web")
+	if !strings.HasPrefix(r.Stdout, env.Namespace+"/web-") || !strings.HasSuffix(r.Stdout, " asks no GPU\n") {
+		t.Errorf("why deploy/web: %q", r.Stdout)
 	}
 }
