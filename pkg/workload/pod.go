@@ -41,6 +41,11 @@ type Pod struct {
 	Tolerations  []corev1.Toleration  `json:"-"`
 	// Unscheduled is the scheduler's message while PodScheduled is False.
 	Unscheduled string `json:"unscheduled,omitempty"`
+	// NotStarted is the kubelet's word on the first container that does
+	// not start: its waiting reason and message (RunContainerError, …), or
+	// its termination's, current or last, when it ended as it started
+	// (StartError); empty when none says so.
+	NotStarted string `json:"notStarted,omitempty"`
 }
 
 // Key is the pod's namespace/name.
@@ -82,8 +87,35 @@ func PodFrom(p *corev1.Pod) (Pod, bool) {
 			out.Unscheduled = c.Message
 		}
 	}
+	out.NotStarted = notStarted(&p.Status)
 	return out, true
 }
+
+// notStarted is the first container's (init containers first) word on
+// why it does not start: a termination as the runtime started it
+// (StartError), or while it waits its last such termination (a crash loop
+// of them), else its waiting reason and message. A container that runs
+// says nothing, whatever its last state.
+func notStarted(st *corev1.PodStatus) string {
+	started := func(t *corev1.ContainerStateTerminated) bool { return t == nil || t.Reason != startError }
+	for _, list := range [][]corev1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
+		for _, cs := range list {
+			switch t, last, w := cs.State.Terminated, cs.LastTerminationState.Terminated, cs.State.Waiting; {
+			case !started(t):
+				return t.Reason + ": " + t.Message
+			case w != nil && !started(last):
+				return last.Reason + ": " + last.Message
+			case w != nil && w.Message != "":
+				return w.Reason + ": " + w.Message
+			}
+		}
+	}
+	return ""
+}
+
+// startError is the kubelet's reason for a container that ended as the
+// runtime started it (a hook of the runtime failed).
+const startError = "StartError"
 
 // Claim is what the workload judges read of a ResourceClaim: the device
 // classes it asks and, once allocated, the devices of driver gpu.nvidia.com

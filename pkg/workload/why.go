@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -55,12 +56,23 @@ const (
 	// the pod's handler (no runtime for "nvidia" is configured): the
 	// container toolkit has not configured it.
 	RuntimeNotConfigured = "runtime-not-configured"
+	// Bound, a container fails in the NVIDIA hook, which cannot reach the
+	// driver (nvidia-container-cli: initialization error, load library
+	// failed, change root failed).
+	DriverNotReady = "driver-not-ready"
 )
+
+// hookFailed matches what the NVIDIA container hook says when it cannot
+// reach the driver, as the kubelet quotes it in a container's state
+// (NVIDIA/gpu-operator#511, #625: "nvidia-container-cli: initialization
+// error: load library failed: libnvidia-ml.so.1: cannot open shared object
+// file").
+var hookFailed = regexp.MustCompile(`nvidia-container-cli(\.real)?: initialization error|load library failed|change root failed`)
 
 // Codes are every code why and pods give, in the headline's precedence:
 // the stack first, then what a person set, then capacity; the scheduler's
 // own words last.
-var Codes = []string{OnUnusableNode, RuntimeNotConfigured, AdmissionRejected, NodeUnusable, Cordoned, UntoleratedTaint, SelectorMismatch,
+var Codes = []string{OnUnusableNode, RuntimeNotConfigured, DriverNotReady, AdmissionRejected, NodeUnusable, Cordoned, UntoleratedTaint, SelectorMismatch,
 	GPUsUnhealthy, AllAllocated, Fragmented, ExceedsNode, ResourceNotOffered, Scheduler}
 
 // precedence ranks a code by Codes.
@@ -175,6 +187,14 @@ func (c Cluster) why(p *Pod, held map[string]map[string]int64, holders map[strin
 			a.State, a.Code, a.Said = Stuck, RuntimeNotConfigured, w.Reason+": "+w.Message
 			a.Message = fmt.Sprintf("bound to %s, whose container runtime has no runtime %q: the container toolkit has not configured it (the node: %s)",
 				p.Node, runtime, healthLine(h))
+			if h != nil {
+				a.Health = h.Cause
+			}
+			return a
+		}
+		if hookFailed.MatchString(p.NotStarted) {
+			a.State, a.Code, a.Said = Stuck, DriverNotReady, p.NotStarted
+			a.Message = fmt.Sprintf("bound to %s, where the NVIDIA container hook cannot reach the driver (the node: %s)", p.Node, healthLine(h))
 			if h != nil {
 				a.Health = h.Cause
 			}

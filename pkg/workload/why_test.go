@@ -68,6 +68,12 @@ func TestWhyEachCause(t *testing.T) {
 			p.Phase = corev1.PodPending
 			return p
 		}(), RuntimeNotConfigured, `bound to n, whose container runtime has no runtime "nvidia": the container toolkit has not configured it (the node: health says ready)`},
+		{"driver not ready", []snapshot.Node{gpu("n", 8, 8, nil)}, nil, nil, func() Pod {
+			p := holds("n", 1)
+			p.Phase, p.Namespace = corev1.PodPending, "team-b"
+			p.NotStarted = hookError
+			return p
+		}(), DriverNotReady, "bound to n, where the NVIDIA container hook cannot reach the driver (the node: not a GPU node health judges)"},
 	} {
 		f := &Fleet{Pods: tc.held}
 		warnings := map[string][]snapshot.Warning{"team-a/job-n": {{Reason: snapshot.FailedCreatePodSandBox,
@@ -75,6 +81,35 @@ func TestWhyEachCause(t *testing.T) {
 		got := f.Why([]Pod{tc.pod}, Cluster{Nodes: tc.nodes, Health: tc.health, Warnings: warnings, Now: now, StuckAfter: 5 * time.Minute})[0]
 		if got.Code != tc.code || !strings.Contains(got.Message, tc.says) || !got.Finding() {
 			t.Errorf("%s: %s %q (finding %v), want %s with %q", tc.name, got.Code, got.Message, got.Finding(), tc.code, tc.says)
+		}
+	}
+}
+
+// hookError is a container's state when the NVIDIA hook cannot load the
+// driver's library, as the kubelet quotes containerd (NVIDIA/gpu-operator#625).
+const hookError = "RunContainerError: failed to create containerd task: failed to create shim task: OCI runtime create failed: " +
+	"runc create failed: unable to start container process: error during container init: error running hook #0: error running hook: " +
+	"exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\nnvidia-container-cli: initialization error: load library failed: " +
+	"libnvidia-ml.so.1: cannot open shared object file: no such file or directory: unknown"
+
+// TestNotStarted reads a container's word on why it does not start: a
+// crash loop of failed starts by its last one, a running container never.
+func TestNotStarted(t *testing.T) {
+	startErr := &corev1.ContainerStateTerminated{Reason: "StartError", Message: "error running hook #0"}
+	for _, tc := range []struct {
+		name string
+		cs   corev1.ContainerStatus
+		want string
+	}{
+		{"waiting", corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "RunContainerError", Message: "hook"}}}, "RunContainerError: hook"},
+		{"failed start", corev1.ContainerStatus{State: corev1.ContainerState{Terminated: startErr}}, "StartError: error running hook #0"},
+		{"crash loop of failed starts", corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off"}},
+			LastTerminationState: corev1.ContainerState{Terminated: startErr}}, "StartError: error running hook #0"},
+		{"running since", corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+			LastTerminationState: corev1.ContainerState{Terminated: startErr}}, ""},
+	} {
+		if got := notStarted(&corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{tc.cs}}); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

@@ -187,6 +187,26 @@ func TestWhyOnUnusableNode(t *testing.T) {
 	}
 }
 
+// statusOf creates a pod asking a GPU, bound to a node no kubelet runs
+// (its status is the test's to write), and writes its status as a
+// kubelet would.
+func statusOf(t *testing.T, env *testcluster.Env, name string, st corev1.PodStatus) {
+	t.Helper()
+	ctx := context.Background()
+	p := pod(name, "", gpu, 1)
+	p.Spec.NodeName = env.NodeName("gone")
+	create(t, env, env.Namespace, p)
+	pods := env.Client.CoreV1().Pods(env.Namespace)
+	got, err := pods.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Status = st
+	if _, err := pods.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestWhyRefusedAtAdmission: a pod the kubelet failed at admission, its
 // status as the kubelet writes it (kubernetes v1.37.2
 // pkg/kubelet/cm/devicemanager/manager.go, "Allocate failed due to
@@ -195,23 +215,28 @@ func TestWhyOnUnusableNode(t *testing.T) {
 // pkg/kubelet/lifecycle/predicate.go), is admission-rejected.
 func TestWhyRefusedAtAdmission(t *testing.T) {
 	env := testcluster.New(t)
-	ctx := context.Background()
-	p := pod("refused", "", gpu, 1)
-	p.Spec.NodeName = env.NodeName("gone") // no kubelet there: the status is the test's to write
-	create(t, env, env.Namespace, p)
-	pods := env.Client.CoreV1().Pods(env.Namespace)
-	got, err := pods.Get(ctx, "refused", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	msg := "Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected"
-	got.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: snapshot.UnexpectedAdmissionError, Message: msg}
-	if _, err := pods.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	statusOf(t, env, "refused", corev1.PodStatus{Phase: corev1.PodFailed, Reason: snapshot.UnexpectedAdmissionError, Message: msg})
 	a := why(t, env, "refused")
 	if a.State != workload.Refused || a.Code != workload.AdmissionRejected || a.Said != snapshot.UnexpectedAdmissionError+": "+msg {
 		t.Errorf("why refused: %+v", a)
+	}
+}
+
+// TestWhyDriverNotReady: a pod whose container the runtime cannot start
+// because the NVIDIA hook cannot load the driver's library, its state as
+// the kubelet quotes containerd (NVIDIA/gpu-operator#625, #511), is
+// driver-not-ready, the kubelet's words quoted.
+func TestWhyDriverNotReady(t *testing.T) {
+	env := testcluster.New(t)
+	msg := "failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: " +
+		"error during container init: error running hook #0: error running hook: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\n" +
+		"nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared object file: no such file or directory: unknown"
+	statusOf(t, env, "train", corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "main", Image: "registry.example/cuda:1",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "RunContainerError", Message: msg}}}}})
+	a := why(t, env, "train")
+	if a.State != workload.Stuck || a.Code != workload.DriverNotReady || a.Said != "RunContainerError: "+msg {
+		t.Errorf("why train: %+v", a)
 	}
 }
 

@@ -133,7 +133,8 @@ func where(namespace string) string {
 // workloadPodFields are what workload.PodFrom reads: of a container's
 // resources only the device limits (snapshot.IsDeviceResource; a pod
 // asking none of them and holding no claim is dropped as it is decoded),
-// of its conditions only PodScheduled.
+// of its conditions only PodScheduled, of its containers' statuses only
+// their states.
 var workloadPodFields = func() fields {
 	deviceLimits := fields{8: fields{1: devices}} // a container's resources.limits
 	return fields{
@@ -155,10 +156,16 @@ var workloadPodFields = func() fields {
 		3: fields{ // status
 			1:  whole,                                                                    // phase
 			2:  entries{func(t string) bool { return t == string(corev1.PodScheduled) }}, // conditions
+			8:  containerStates,                                                          // containerStatuses
+			10: containerStates,                                                          // initContainerStatuses
 			15: whole,                                                                    // resourceClaimStatuses
 		},
 	}
 }()
+
+// containerStates are what workload.PodFrom reads of a container status:
+// its state and last state (why it does not start).
+var containerStates = fields{2: whole, 3: whole}
 
 // rejectedFields are what workload.RejectedFrom reads of a Failed pod.
 var rejectedFields = fields{

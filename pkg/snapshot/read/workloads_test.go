@@ -23,6 +23,8 @@ func TestWorkloadTrimKeepsWhatConversionReads(t *testing.T) {
 		if seed%2 == 0 && len(pod.Spec.Containers) > 0 { // make sure a GPU pod is among them
 			pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("2"), "cpu": resource.MustParse("1")}
 			pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Message: "0/3 nodes are available"})
+			pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "RunContainerError", Message: "error running hook #0"}}})
 		}
 		var got corev1.Pod
 		decodeTrimmed(t, &pod, &got, workloadPodFields, nil)
