@@ -60,7 +60,38 @@ const (
 	// driver (nvidia-container-cli: initialization error, load library
 	// failed, change root failed).
 	DriverNotReady = "driver-not-ready"
+	// Bound, the NVIDIA hook refuses a container whose image requires a
+	// CUDA version above what the node's driver supports (its legacy
+	// mode checks NVIDIA_REQUIRE_CUDA; in CDI mode it does not,
+	// NVIDIA/nvidia-container-toolkit#1470).
+	CUDADriverTooOld = "cuda-driver-too-old"
 )
+
+// cudaRequired matches the hook's refusal and the CUDA version required
+// ("nvidia-container-cli: requirement error: unsatisfied condition:
+// cuda>=11.8, please update your driver to a newer version, or use an
+// earlier cuda container", NVIDIA/nvidia-container-toolkit#152; older
+// hooks wrote "cuda >= 9.0").
+var cudaRequired = regexp.MustCompile(`requirement error: unsatisfied condition: cuda\s*>=\s*([0-9.]+)`)
+
+// driverCUDA are GFD's labels of the CUDA version the node's driver
+// supports, major then minor: the current ones, then the deprecated ones
+// (NVIDIA/k8s-device-plugin internal/lm/nvml.go).
+var driverCUDA = [][2]string{
+	{"nvidia.com/cuda.driver-version.major", "nvidia.com/cuda.driver-version.minor"},
+	{"nvidia.com/cuda.driver.major", "nvidia.com/cuda.driver.minor"},
+}
+
+// driverCUDAOf is the CUDA version the node's driver supports, as GFD labels
+// it; false when it does not.
+func driverCUDAOf(n *snapshot.Node) (string, bool) {
+	for _, keys := range driverCUDA {
+		if major, ok := n.Labels[keys[0]]; ok {
+			return major + "." + cmp.Or(n.Labels[keys[1]], "0"), true
+		}
+	}
+	return "", false
+}
 
 // hookFailed matches what the NVIDIA container hook says when it cannot
 // reach the driver, as the kubelet quotes it in a container's state
@@ -72,7 +103,7 @@ var hookFailed = regexp.MustCompile(`nvidia-container-cli(\.real)?: initializati
 // Codes are every code why and pods give, in the headline's precedence:
 // the stack first, then what a person set, then capacity; the scheduler's
 // own words last.
-var Codes = []string{OnUnusableNode, RuntimeNotConfigured, DriverNotReady, AdmissionRejected, NodeUnusable, Cordoned, UntoleratedTaint, SelectorMismatch,
+var Codes = []string{OnUnusableNode, RuntimeNotConfigured, DriverNotReady, CUDADriverTooOld, AdmissionRejected, NodeUnusable, Cordoned, UntoleratedTaint, SelectorMismatch,
 	GPUsUnhealthy, AllAllocated, Fragmented, ExceedsNode, ResourceNotOffered, Scheduler}
 
 // precedence ranks a code by Codes.
@@ -190,6 +221,15 @@ func (c Cluster) why(p *Pod, held map[string]map[string]int64, holders map[strin
 			if h != nil {
 				a.Health = h.Cause
 			}
+			return a
+		}
+		if m := cudaRequired.FindStringSubmatch(p.NotStarted); m != nil {
+			supports := "GFD does not label the CUDA version its driver supports"
+			if v, ok := driverCUDAOf(nodeNamed(c.Nodes, p.Node)); ok {
+				supports = "its driver supports CUDA " + v + " (GFD's labels)"
+			}
+			a.State, a.Code, a.Said = Stuck, CUDADriverTooOld, p.NotStarted
+			a.Message = fmt.Sprintf("bound to %s; its image requires CUDA >= %s, %s", p.Node, m[1], supports)
 			return a
 		}
 		if hookFailed.MatchString(p.NotStarted) {

@@ -74,6 +74,14 @@ func TestWhyEachCause(t *testing.T) {
 			p.NotStarted = hookError
 			return p
 		}(), DriverNotReady, "bound to n, where the NVIDIA container hook cannot reach the driver (the node: not a GPU node health judges)"},
+		{"CUDA driver too old", []snapshot.Node{gpu("n", 8, 8, func(n *snapshot.Node) {
+			n.Labels["nvidia.com/cuda.driver.major"], n.Labels["nvidia.com/cuda.driver.minor"] = "12", "4"
+		})}, nil, nil, func() Pod {
+			p := holds("n", 1)
+			p.Phase, p.Namespace = corev1.PodPending, "team-b"
+			p.NotStarted = "StartError: " + cudaError
+			return p
+		}(), CUDADriverTooOld, "bound to n; its image requires CUDA >= 12.8, its driver supports CUDA 12.4 (GFD's labels)"},
 	} {
 		f := &Fleet{Pods: tc.held}
 		warnings := map[string][]snapshot.Warning{"team-a/job-n": {{Reason: snapshot.FailedCreatePodSandBox,
@@ -91,6 +99,11 @@ const hookError = "RunContainerError: failed to create containerd task: failed t
 	"runc create failed: unable to start container process: error during container init: error running hook #0: error running hook: " +
 	"exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\nnvidia-container-cli: initialization error: load library failed: " +
 	"libnvidia-ml.so.1: cannot open shared object file: no such file or directory: unknown"
+
+// cudaError is the hook's refusal of an image that needs a newer CUDA
+// (NVIDIA/nvidia-container-toolkit#152).
+const cudaError = "error running prestart hook #0: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\n" +
+	"nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.8, please update your driver to a newer version, or use an earlier cuda container: unknown"
 
 // TestNotStarted reads a container's word on why it does not start: a
 // crash loop of failed starts by its last one, a running container never.

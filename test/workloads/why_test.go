@@ -368,3 +368,23 @@ func TestWhyWorkload(t *testing.T) {
 		t.Errorf("why deploy/web: %q", r.Stdout)
 	}
 }
+
+// TestWhyCUDADriverTooOld: a container the NVIDIA hook refuses because its
+// image requires a newer CUDA than the node's driver supports, its state as
+// the kubelet quotes the hook (NVIDIA/nvidia-container-toolkit#152), is
+// cuda-driver-too-old, against GFD's label of the driver's CUDA version.
+// The node is one no kubelet runs: the pod's status is the test's.
+func TestWhyCUDADriverTooOld(t *testing.T) {
+	env := testcluster.New(t)
+	env.AddNode(t, env.NodeName("gone"), map[string]string{"nvidia.com/cuda.driver-version.major": "12", "nvidia.com/cuda.driver-version.minor": "4"},
+		devices(gpu, 8, 8), testcluster.NotReady())
+	msg := "failed to create task for container: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: " +
+		"error during container init: error running prestart hook #0: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\n" +
+		"nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.8, please update your driver to a newer version, or use an earlier cuda container: unknown"
+	statusOf(t, env, "train", corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "main", Image: "registry.example/cuda:1",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "StartError", ExitCode: 128, Message: msg}}}}})
+	a := why(t, env, "train")
+	if a.State != workload.Stuck || a.Code != workload.CUDADriverTooOld || !strings.Contains(a.Message, "requires CUDA >= 12.8, its driver supports CUDA 12.4 (GFD's labels)") {
+		t.Errorf("why train: %+v", a)
+	}
+}
