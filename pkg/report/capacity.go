@@ -16,14 +16,10 @@ func (p Printer) Capacity(w, notes io.Writer, c *workload.Capacity) error {
 	if p.Format.Data() {
 		return p.data(w, c)
 	}
-	var lines []string
-	for _, n := range c.Notes {
-		lines = append(lines, "note: "+n)
-	}
-	if err := writeLines(notes, lines); err != nil {
+	if err := writeNotes(notes, c.Notes); err != nil {
 		return err
 	}
-	lines = lines[:0]
+	var lines []string
 	for _, pool := range c.Pools {
 		lines = append(lines, fmt.Sprintf("%s nodes=%d physical=%d", pool.Name, pool.Nodes, pool.Physical))
 		for _, r := range pool.Resources {

@@ -164,6 +164,16 @@ func (p Printer) notes(r *outcome.Result) []string {
 	return out
 }
 
+// writeNotes writes each note as a line "note: <note>" (the workload
+// commands' notes, on stderr while their answers go to stdout).
+func writeNotes(w io.Writer, notes []string) error {
+	lines := make([]string, len(notes))
+	for i, n := range notes {
+		lines[i] = "note: " + n
+	}
+	return writeLines(w, lines)
+}
+
 // writeLines writes each line and a newline.
 func writeLines(w io.Writer, lines []string) error {
 	_, err := io.WriteString(w, text(lines))

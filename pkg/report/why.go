@@ -16,14 +16,10 @@ func (p Printer) Why(w, notes io.Writer, r *workload.WhyReport) error {
 	if p.Format.Data() {
 		return p.data(w, r)
 	}
-	var lines []string
-	for _, n := range r.Notes {
-		lines = append(lines, "note: "+n)
-	}
-	if err := writeLines(notes, lines); err != nil {
+	if err := writeNotes(notes, r.Notes); err != nil {
 		return err
 	}
-	lines = lines[:0]
+	var lines []string
 	for _, a := range r.Answers {
 		lines = append(lines, headline(a))
 		for _, n := range a.Nodes {
@@ -48,14 +44,10 @@ func (p Printer) Pods(w, notes io.Writer, r *workload.PodsReport) error {
 	if p.Format.Data() {
 		return p.data(w, r)
 	}
-	var lines []string
-	for _, n := range r.Notes {
-		lines = append(lines, "note: "+n)
-	}
-	if err := writeLines(notes, lines); err != nil {
+	if err := writeNotes(notes, r.Notes); err != nil {
 		return err
 	}
-	lines = lines[:0]
+	var lines []string
 	for i := 0; i < len(r.Pods); {
 		code := r.Pods[i].Code
 		j := i
