@@ -2,6 +2,7 @@ package gpuops_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -46,18 +47,33 @@ func TestPurePackagesLinkNoClient(t *testing.T) {
 	}
 }
 
+// judges are the packages that make a verdict.
+var judges = []string{"pkg/judge", "pkg/explain", "pkg/discover", "pkg/summary", "pkg/health"}
+
 // The commands are wiring: a verdict is made in pkg/pipeline, never in
 // cmd/gpuops, so that every command (watch and serve included) judges alike.
 func TestCommandsImportNoJudge(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, "./cmd/gpuops").CombinedOutput()
+	importsNone(t, "./cmd/gpuops", slices.Concat(judges, []string{"pkg/snapshot"}), "judging belongs to pkg/pipeline")
+}
+
+// The reader only fills the model: the judges stand above it and read what
+// it fills (pkg/workload imports pkg/snapshot, never the other way).
+func TestReaderImportsNoJudge(t *testing.T) {
+	importsNone(t, "./pkg/snapshot/read", slices.Concat(judges, []string{"pkg/workload"}), "the reader fills the model, the judges read it")
+}
+
+// importsNone fails for each package of the repo under one of banned
+// (paths from the module root) that pkg imports directly.
+func importsNone(t *testing.T, pkg string, banned []string, why string) {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, pkg).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
-	judging := []string{"pkg/judge", "pkg/explain", "pkg/discover", "pkg/snapshot", "pkg/summary", "pkg/health"}
 	for _, imp := range strings.Fields(string(out)) {
-		for _, j := range judging {
-			if strings.HasPrefix(imp, "github.com/gpuops/gpuops/"+j) {
-				t.Errorf("cmd/gpuops imports %s: judging belongs to pkg/pipeline", imp)
+		for _, b := range banned {
+			if strings.HasPrefix(imp, "github.com/gpuops/gpuops/"+b) {
+				t.Errorf("%s imports %s: %s", pkg, imp, why)
 			}
 		}
 	}

@@ -20,9 +20,9 @@ import (
 // their health as the options judge them, and the GPU pods of every
 // namespace.
 type workloads struct {
-	s      *snapshot.Snapshot
-	health map[string]*health.Node
-	fleet  *workload.Fleet // its notes are what the commands note: the roster's are the node judges' to say
+	s       *snapshot.Snapshot
+	health  map[string]*health.Node
+	gpuPods *snapshot.GPUPods // its notes are what the commands note: the roster's are the node judges' to say
 }
 
 // readWorkloads reads the nodes (judged for health as o says; with every
@@ -38,7 +38,7 @@ func readWorkloads(ctx context.Context, c kubernetes.Interface, o Options, allLa
 	w := &workloads{}
 	var g errgroup.Group
 	g.Go(func() (err error) { w.s, err = read.Snapshot(ctx, c, o.Namespace, ro); return err })
-	g.Go(func() (err error) { w.fleet, err = read.GPUPods(ctx, c, read.WorkloadOptions{}); return err })
+	g.Go(func() (err error) { w.gpuPods, err = read.GPUPods(ctx, c, read.WorkloadOptions{}); return err })
 	if more != nil {
 		g.Go(more)
 	}
@@ -63,8 +63,8 @@ func Capacity(ctx context.Context, c kubernetes.Interface, o Options) (*workload
 	if err != nil {
 		return nil, err
 	}
-	out := workload.CapacityOf(w.s, w.health, w.fleet, o.GroupBy)
-	out.Notes = w.fleet.Notes
+	out := workload.CapacityOf(w.s, w.health, w.gpuPods, o.GroupBy)
+	out.Notes = w.gpuPods.Notes
 	return out, nil
 }
 
@@ -88,30 +88,29 @@ func Why(ctx context.Context, c kubernetes.Interface, o Options, ns string, t wo
 	if err != nil {
 		return nil, err
 	}
-	owns := func(p workload.Pod) bool {
-		if t.Kind == "Pod" {
-			return p.Name == t.Name
-		}
-		return t.Owns(p.Owner, replicaSets)
-	}
-	r := &workload.WhyReport{Target: t.String(), Namespace: ns, Notes: slices.Concat(w.fleet.Notes, notes)}
-	var pods []workload.Pod
-	for _, p := range w.fleet.Pods {
-		if p.Namespace == ns && owns(p) {
+	owns := func(name, owner string) bool { return t.Owns(name, owner, replicaSets) }
+	r := &workload.WhyReport{Target: t.String(), Namespace: ns, Notes: slices.Concat(w.gpuPods.Notes, notes)}
+	var pods []snapshot.GPUPod
+	for _, p := range w.gpuPods.Pods {
+		if p.Namespace == ns && owns(p.Name, p.Owner) {
 			pods = append(pods, p)
 		}
 	}
-	r.Answers = w.fleet.Why(pods, workload.Cluster{Nodes: w.s.Nodes, Health: w.health, Warnings: warnings, Now: time.Now(), StuckAfter: o.StuckAfter})
-	for _, rj := range w.fleet.Rejected {
+	r.Answers = workload.Why(w.gpuPods, pods, workload.Cluster{Nodes: w.s.Nodes, Health: w.health, Warnings: warnings, Now: time.Now(), StuckAfter: o.StuckAfter})
+	for _, rj := range w.gpuPods.Rejected {
 		if rj.Namespace == ns && t.Kind == "Pod" && rj.Name == t.Name {
-			r.Answers = append(r.Answers, w.fleet.WhyRejected(rj))
+			r.Answers = append(r.Answers, workload.WhyRejected(w.gpuPods, rj))
 		}
 	}
 	if len(r.Answers) > 0 {
 		return r, nil
 	}
 	// No GPU pod: the target's other pods, if it has any, say why not.
-	others, err := read.PodsIn(ctx, c, ns, t, replicaSets)
+	name := "" // a pod the target names is listed by name
+	if t.Kind == "Pod" {
+		name = t.Name
+	}
+	others, err := read.PodsIn(ctx, c, ns, name, owns)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +139,7 @@ func (e *NotFoundError) Error() string {
 // namespace when empty) that selector selects (all when empty), listed by
 // a second LIST narrowed on the server.
 func Pods(ctx context.Context, c kubernetes.Interface, o Options, ns, selector string) (*workload.PodsReport, error) {
-	var listed *workload.Fleet
+	var listed *snapshot.GPUPods
 	var warnings map[string][]snapshot.Warning
 	var notes []string
 	more := func() (err error) {
@@ -157,26 +156,26 @@ func Pods(ctx context.Context, c kubernetes.Interface, o Options, ns, selector s
 		return nil, err
 	}
 	if listed == nil {
-		listed = w.fleet
+		listed = w.gpuPods
 	}
 	keys := map[string]bool{}
 	for _, p := range listed.Pods {
 		keys[p.Key()] = true
 	}
-	var pods []workload.Pod
-	for _, p := range w.fleet.Pods {
+	var pods []snapshot.GPUPod
+	for _, p := range w.gpuPods.Pods {
 		if keys[p.Key()] {
 			pods = append(pods, p)
 		}
 	}
-	r := &workload.PodsReport{Notes: slices.Concat(w.fleet.Notes, notes)}
-	for _, a := range w.fleet.Why(pods, workload.Cluster{Nodes: w.s.Nodes, Health: w.health, Warnings: warnings, Now: time.Now(), StuckAfter: o.StuckAfter}) {
+	r := &workload.PodsReport{Notes: slices.Concat(w.gpuPods.Notes, notes)}
+	for _, a := range workload.Why(w.gpuPods, pods, workload.Cluster{Nodes: w.s.Nodes, Health: w.health, Warnings: warnings, Now: time.Now(), StuckAfter: o.StuckAfter}) {
 		if a.State != workload.Running {
 			r.Pods = append(r.Pods, a)
 		}
 	}
 	for _, rj := range listed.Rejected {
-		r.Pods = append(r.Pods, w.fleet.WhyRejected(rj))
+		r.Pods = append(r.Pods, workload.WhyRejected(w.gpuPods, rj))
 	}
 	r.Sort()
 	return r, nil

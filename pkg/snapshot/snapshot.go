@@ -1,8 +1,11 @@
-// Package snapshot is the model of the cluster state that every judgement is made from:
-// one node list, one pod list of the operator's namespace and, when needed, its
-// DaemonSets. The types are compact on purpose: they keep only what a judge
-// reads, so a snapshot of thousands of nodes stays small. It imports API
-// types only, never a client: pkg/snapshot/read fills it from the cluster.
+// Package snapshot is the model of the cluster state that every judgement
+// is made from: one node list, one pod list of the operator's namespace
+// and, when needed, its DaemonSets; and the workload's side, the GPU pods
+// of every namespace (gpupods.go: which pods are GPU pods, by the
+// operator's own rule). The types are compact on purpose: they keep only
+// what a judge reads, so a snapshot of thousands of nodes stays small. It
+// imports API types only, never a client: pkg/snapshot/read fills it from
+// the cluster.
 package snapshot
 
 import (

@@ -148,7 +148,7 @@ func KindOf(resource string) string {
 // CapacityOf counts the GPUs of the snapshot's nodes, given each node's
 // health (by node name; a node without is taken as usable) and the
 // workload read: per pool by the groupBy label, per resource.
-func CapacityOf(s *snapshot.Snapshot, healthOf map[string]*health.Node, f *Fleet, groupBy string) *Capacity {
+func CapacityOf(s *snapshot.Snapshot, healthOf map[string]*health.Node, f *snapshot.GPUPods, groupBy string) *Capacity {
 	held := map[string]map[string]int64{} // node → resource → requested
 	for _, p := range f.Pods {
 		if p.Node == "" {

@@ -59,18 +59,18 @@ func TestCapacityIsTheHandCount(t *testing.T) {
 		"dra":    {Judged: true, Cause: &health.Cause{Code: health.DevicesTainted}},
 		"plain":  {Judged: true, Usable: true},
 	}
-	pod := func(node, resource string, n int64) Pod {
-		return Pod{Node: node, Phase: corev1.PodRunning, Requests: map[string]int64{resource: n}}
+	pod := func(node, resource string, n int64) snapshot.GPUPod {
+		return snapshot.GPUPod{Node: node, Phase: corev1.PodRunning, Requests: map[string]int64{resource: n}}
 	}
-	f := &Fleet{
-		Pods: []Pod{
+	f := &snapshot.GPUPods{
+		Pods: []snapshot.GPUPod{
 			pod("plain", snapshot.GPUResource, 2), pod("plain", snapshot.GPUResource, 1),
 			pod("full", snapshot.GPUResource, 8), pod("sick", snapshot.GPUResource, 4),
 			pod("cordoned", snapshot.GPUResource, 1), pod("shared", "nvidia.com/gpu.shared", 3),
 			pod("mig", "nvidia.com/mig-1g.10gb", 1),
 			{Phase: corev1.PodPending, Requests: map[string]int64{snapshot.GPUResource: 16}}, // not bound: holds nothing
 		},
-		Claims: map[string]Claim{"ns/a": {Allocated: true, Devices: []string{"dra/gpu-0"}}},
+		Claims: map[string]snapshot.Claim{"ns/a": {Allocated: true, Devices: []string{"dra/gpu-0"}}},
 	}
 	got := CapacityOf(s, healthOf, f, summary.DefaultGroupBy)
 	none := map[string]int64{}

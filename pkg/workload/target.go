@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
 // Target is what gpuops why is asked about: a pod, or a workload whose
@@ -44,11 +46,13 @@ func ParseTarget(s string) (Target, error) {
 // String is the target as kubectl names it: kind/name.
 func (t Target) String() string { return strings.ToLower(t.Kind) + "/" + t.Name }
 
-// Owns reports whether a pod whose controller is owner (kind/name) belongs
-// to the target, given the ReplicaSets each Deployment controls (by
-// Deployment name).
-func (t Target) Owns(owner string, replicaSets map[string][]string) bool {
+// Owns reports whether the pod named name, whose controller is owner
+// (kind/name; empty for a bare pod), belongs to the target, given the
+// ReplicaSets each Deployment controls (by Deployment name).
+func (t Target) Owns(name, owner string, replicaSets map[string][]string) bool {
 	switch t.Kind {
+	case "Pod":
+		return name == t.Name
 	case "Job", "StatefulSet":
 		return owner == t.Kind+"/"+t.Name
 	case "Deployment":
@@ -67,8 +71,8 @@ type WhyReport struct {
 	Namespace string   `json:"namespace"`
 	Answers   []Answer `json:"pods"` // its GPU pods
 	// Others are its pods that are no GPU pods: asking no GPU, or ended.
-	Others []Other  `json:"others,omitempty"`
-	Notes  []string `json:"notes,omitempty"`
+	Others []snapshot.NonGPUPod `json:"others,omitempty"`
+	Notes  []string             `json:"notes,omitempty"`
 }
 
 // Findings counts the answers that are findings.
@@ -82,12 +86,6 @@ func findings(as []Answer) int {
 		}
 	}
 	return n
-}
-
-// Other is a pod of the target that is no GPU pod, and why not.
-type Other struct {
-	Pod string `json:"pod"` // namespace/name
-	Why string `json:"why"`
 }
 
 // PodsReport is what gpuops pods answers: every GPU pod not running as

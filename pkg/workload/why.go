@@ -168,8 +168,8 @@ type Cluster struct {
 }
 
 // Why says why each of the pods is not running as asked, judged against
-// the fleet's GPU pods (those bound hold their GPUs) and the cluster.
-func (f *Fleet) Why(pods []Pod, c Cluster) []Answer {
+// every GPU pod read (those bound hold their GPUs) and the cluster.
+func Why(f *snapshot.GPUPods, pods []snapshot.GPUPod, c Cluster) []Answer {
 	held := map[string]map[string]int64{}  // node → resource → requested
 	holders := map[string]map[string]int{} // node → namespace → pods
 	for _, p := range f.Pods {
@@ -193,14 +193,14 @@ func (f *Fleet) Why(pods []Pod, c Cluster) []Answer {
 
 // WhyRejected is the answer for a pod the kubelet failed at admission,
 // with how many such pods pile up on its node.
-func (f *Fleet) WhyRejected(r Rejected) Answer {
+func WhyRejected(f *snapshot.GPUPods, r snapshot.RejectedPod) Answer {
 	n := f.RejectedOn()[r.Node]
 	return Answer{Pod: r.Namespace + "/" + r.Name, Node: r.Node, State: Refused, Code: AdmissionRejected,
 		Message: fmt.Sprintf("the kubelet of %s failed it at admission (%d such pods there): its device plugin could not allocate what it asked", r.Node, n),
 		Said:    snapshot.UnexpectedAdmissionError + ": " + r.Message}
 }
 
-func (c Cluster) why(p *Pod, held map[string]map[string]int64, holders map[string]map[string]int) Answer {
+func (c Cluster) why(p *snapshot.GPUPod, held map[string]map[string]int64, holders map[string]map[string]int) Answer {
 	a := Answer{Pod: p.Key(), Owner: p.Owner, Asks: p.Requests, Node: p.Node, Said: p.Unscheduled}
 	if p.Node != "" {
 		a.State = Running
@@ -331,7 +331,7 @@ func headline(nodes []NodeAnswer) (string, string) {
 
 // nodeReasons are why the node does not take the pod, none when it would;
 // false when it is no GPU node or offers none of what the pod asks.
-func (c Cluster) nodeReasons(p *Pod, n *snapshot.Node, held map[string]int64, holders map[string]int) ([]Reason, bool) {
+func (c Cluster) nodeReasons(p *snapshot.GPUPod, n *snapshot.Node, held map[string]int64, holders map[string]int) ([]Reason, bool) {
 	var out []Reason
 	for _, r := range slices.Sorted(maps.Keys(p.Requests)) {
 		want := p.Requests[r]
@@ -373,7 +373,7 @@ func (c Cluster) nodeReasons(p *Pod, n *snapshot.Node, held map[string]int64, ho
 // untolerated is the first NoSchedule or NoExecute taint of the node the
 // pod does not tolerate, as the scheduler's TaintToleration filter reads
 // them; not the cordon's own taint (Cordoned says it).
-func untolerated(p *Pod, n *snapshot.Node) (corev1.Taint, bool) {
+func untolerated(p *snapshot.GPUPod, n *snapshot.Node) (corev1.Taint, bool) {
 	return schedcorev1.FindMatchingUntoleratedTaint(klog.Background(), n.Taints, p.Tolerations, func(t *corev1.Taint) bool {
 		return (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute) && t.Key != corev1.TaintNodeUnschedulable
 	}, false)
@@ -382,7 +382,7 @@ func untolerated(p *Pod, n *snapshot.Node) (corev1.Taint, bool) {
 // mismatch says how the pod's nodeSelector or required node affinity
 // excludes the node: the first nodeSelector label that differs, else the
 // affinity.
-func mismatch(p *Pod, n *snapshot.Node) (string, bool) {
+func mismatch(p *snapshot.GPUPod, n *snapshot.Node) (string, bool) {
 	for _, k := range slices.Sorted(maps.Keys(p.NodeSelector)) {
 		if v, ok := n.Labels[k]; !ok || v != p.NodeSelector[k] {
 			have := "not set"
@@ -403,7 +403,7 @@ func mismatch(p *Pod, n *snapshot.Node) (string, bool) {
 }
 
 // notOffered says what the nodes offer instead of what the pod asks.
-func (c Cluster) notOffered(p *Pod) string {
+func (c Cluster) notOffered(p *snapshot.GPUPod) string {
 	offered := map[string]int{}
 	for _, n := range c.Nodes {
 		for r, d := range n.Devices {
@@ -430,7 +430,7 @@ func (c Cluster) notOffered(p *Pod) string {
 }
 
 // freeOf is the node's free devices of the pod's one resource.
-func freeOf(p *Pod, n *snapshot.Node, held map[string]int64) int64 {
+func freeOf(p *snapshot.GPUPod, n *snapshot.Node, held map[string]int64) int64 {
 	for r := range p.Requests {
 		return max(0, n.Devices[r].Allocatable-held[r])
 	}

@@ -23,52 +23,52 @@ func TestWhyEachCause(t *testing.T) {
 		}
 		return n
 	}
-	asks := func(n int64) Pod {
-		return Pod{Namespace: "team-b", Name: "trainer-0", Phase: corev1.PodPending, Created: now.Add(-time.Hour),
+	asks := func(n int64) snapshot.GPUPod {
+		return snapshot.GPUPod{Namespace: "team-b", Name: "trainer-0", Phase: corev1.PodPending, Created: now.Add(-time.Hour),
 			Requests: map[string]int64{snapshot.GPUResource: n}, Unscheduled: "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."}
 	}
-	holds := func(node string, n int64) Pod {
-		return Pod{Namespace: "team-a", Name: "job-" + node, Node: node, Phase: corev1.PodRunning, Requests: map[string]int64{snapshot.GPUResource: n}}
+	holds := func(node string, n int64) snapshot.GPUPod {
+		return snapshot.GPUPod{Namespace: "team-a", Name: "job-" + node, Node: node, Phase: corev1.PodRunning, Requests: map[string]int64{snapshot.GPUResource: n}}
 	}
 	unusable := map[string]*health.Node{"n": {Judged: true, Cause: &health.Cause{Code: health.Order, Operand: "device-plugin", Message: "device-plugin runs without container-toolkit"}}}
 	for _, tc := range []struct {
 		name   string
 		nodes  []snapshot.Node
 		health map[string]*health.Node
-		held   []Pod
-		pod    Pod
+		held   []snapshot.GPUPod
+		pod    snapshot.GPUPod
 		code   string
 		says   string
 	}{
-		{"all allocated", []snapshot.Node{gpu("n", 8, 8, nil)}, nil, []Pod{holds("n", 6)}, asks(4), AllAllocated, "6 of its 8 nvidia.com/gpu held by 1 pod(s): 1 in team-a: 2 free, asks 4"},
-		{"unhealthy GPUs", []snapshot.Node{gpu("n", 8, 6, nil)}, nil, []Pod{holds("n", 4)}, asks(4), GPUsUnhealthy, "2 of its 8 nvidia.com/gpu unhealthy"},
+		{"all allocated", []snapshot.Node{gpu("n", 8, 8, nil)}, nil, []snapshot.GPUPod{holds("n", 6)}, asks(4), AllAllocated, "6 of its 8 nvidia.com/gpu held by 1 pod(s): 1 in team-a: 2 free, asks 4"},
+		{"unhealthy GPUs", []snapshot.Node{gpu("n", 8, 6, nil)}, nil, []snapshot.GPUPod{holds("n", 4)}, asks(4), GPUsUnhealthy, "2 of its 8 nvidia.com/gpu unhealthy"},
 		{"cordoned", []snapshot.Node{gpu("n", 8, 8, func(n *snapshot.Node) { n.Unschedulable = true })}, nil, nil, asks(4), Cordoned, "cordoned, by unknown"},
 		{"untolerated taint", []snapshot.Node{gpu("n", 8, 8, func(n *snapshot.Node) {
 			n.Taints = []corev1.Taint{{Key: "dedicated", Value: "infer", Effect: corev1.TaintEffectNoSchedule}}
 		})}, nil, nil, asks(4), UntoleratedTaint, "taint dedicated=infer:NoSchedule not tolerated"},
-		{"selector mismatch", []snapshot.Node{gpu("n", 8, 8, nil)}, nil, nil, func() Pod {
+		{"selector mismatch", []snapshot.Node{gpu("n", 8, 8, nil)}, nil, nil, func() snapshot.GPUPod {
 			p := asks(4)
 			p.NodeSelector = map[string]string{"zone": "b"}
 			return p
 		}(), SelectorMismatch, "nodeSelector zone=b, the node's zone =a"},
 		{"node unusable", []snapshot.Node{gpu("n", 8, 8, nil)}, unusable, nil, asks(4), NodeUnusable, "cannot run GPU work: order device-plugin"},
 		{"exceeds every node", []snapshot.Node{gpu("n", 8, 8, nil)}, nil, nil, asks(16), ExceedsNode, "asks 16 nvidia.com/gpu, the node has 8"},
-		{"fragmented", []snapshot.Node{gpu("n", 8, 8, nil), gpu("m", 8, 8, nil)}, nil, []Pod{holds("n", 6), holds("m", 6)}, asks(4), Fragmented,
+		{"fragmented", []snapshot.Node{gpu("n", 8, 8, nil), gpu("m", 8, 8, nil)}, nil, []snapshot.GPUPod{holds("n", 6), holds("m", 6)}, asks(4), Fragmented,
 			"4 free GPU(s) on the nodes that would take it, not 4 on any one"},
 		{"resource not offered", []snapshot.Node{{Name: "n", Ready: true, Devices: map[string]snapshot.DeviceCount{"nvidia.com/gpu.shared": {Capacity: 32, Allocatable: 32}}}},
 			nil, nil, asks(1), ResourceNotOffered, "no node offers nvidia.com/gpu; offered: nvidia.com/gpu.shared on 1 node(s) (time-slicing with renameByDefault renames it)"},
 		{"the scheduler's own reason", []snapshot.Node{gpu("n", 8, 8, nil)}, nil, nil, asks(4), Scheduler, "1 GPU node(s) would take it as gpuops reads them: 0/1 nodes are available"},
 		// A person's cordon before the fleet being full: an alert on the
 		// stack's codes never fires for a fleet merely full.
-		{"precedence", []snapshot.Node{gpu("n", 8, 8, func(n *snapshot.Node) { n.Unschedulable = true }), gpu("m", 8, 8, nil)}, nil, []Pod{holds("m", 8)}, asks(4), Cordoned, "n: cordoned"},
+		{"precedence", []snapshot.Node{gpu("n", 8, 8, func(n *snapshot.Node) { n.Unschedulable = true }), gpu("m", 8, 8, nil)}, nil, []snapshot.GPUPod{holds("m", 8)}, asks(4), Cordoned, "n: cordoned"},
 		{"on an unusable node", []snapshot.Node{gpu("n", 8, 8, nil)}, unusable, nil, holds("n", 1), OnUnusableNode,
 			"bound to n, which cannot run GPU work: order device-plugin (device-plugin runs without container-toolkit)"},
-		{"runtime not configured", []snapshot.Node{gpu("n", 8, 8, nil)}, map[string]*health.Node{"n": {Judged: true, Usable: true}}, nil, func() Pod {
+		{"runtime not configured", []snapshot.Node{gpu("n", 8, 8, nil)}, map[string]*health.Node{"n": {Judged: true, Usable: true}}, nil, func() snapshot.GPUPod {
 			p := holds("n", 1)
 			p.Phase = corev1.PodPending
 			return p
 		}(), RuntimeNotConfigured, `bound to n, whose container runtime has no runtime "nvidia": the container toolkit has not configured it (the node: health says ready)`},
-		{"driver not ready", []snapshot.Node{gpu("n", 8, 8, nil)}, nil, nil, func() Pod {
+		{"driver not ready", []snapshot.Node{gpu("n", 8, 8, nil)}, nil, nil, func() snapshot.GPUPod {
 			p := holds("n", 1)
 			p.Phase, p.Namespace = corev1.PodPending, "team-b"
 			p.NotStarted = hookError
@@ -76,17 +76,17 @@ func TestWhyEachCause(t *testing.T) {
 		}(), DriverNotReady, "bound to n, where the NVIDIA container hook cannot reach the driver (the node: not a GPU node health judges)"},
 		{"CUDA driver too old", []snapshot.Node{gpu("n", 8, 8, func(n *snapshot.Node) {
 			n.Labels["nvidia.com/cuda.driver.major"], n.Labels["nvidia.com/cuda.driver.minor"] = "12", "4"
-		})}, nil, nil, func() Pod {
+		})}, nil, nil, func() snapshot.GPUPod {
 			p := holds("n", 1)
 			p.Phase, p.Namespace = corev1.PodPending, "team-b"
 			p.NotStarted = "StartError: " + cudaError
 			return p
 		}(), CUDADriverTooOld, "bound to n; its image requires CUDA >= 12.8, its driver supports CUDA 12.4 (GFD's labels)"},
 	} {
-		f := &Fleet{Pods: tc.held}
+		f := &snapshot.GPUPods{Pods: tc.held}
 		warnings := map[string][]snapshot.Warning{"team-a/job-n": {{Reason: snapshot.FailedCreatePodSandBox,
 			Message: `Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: no runtime for "nvidia" is configured`}}}
-		got := f.Why([]Pod{tc.pod}, Cluster{Nodes: tc.nodes, Health: tc.health, Warnings: warnings, Now: now, StuckAfter: 5 * time.Minute})[0]
+		got := Why(f, []snapshot.GPUPod{tc.pod}, Cluster{Nodes: tc.nodes, Health: tc.health, Warnings: warnings, Now: now, StuckAfter: 5 * time.Minute})[0]
 		if got.Code != tc.code || !strings.Contains(got.Message, tc.says) || !got.Finding() {
 			t.Errorf("%s: %s %q (finding %v), want %s with %q", tc.name, got.Code, got.Message, got.Finding(), tc.code, tc.says)
 		}
@@ -105,35 +105,13 @@ const hookError = "RunContainerError: failed to create containerd task: failed t
 const cudaError = "error running prestart hook #0: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\n" +
 	"nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.8, please update your driver to a newer version, or use an earlier cuda container: unknown"
 
-// TestNotStarted reads a container's word on why it does not start: a
-// crash loop of failed starts by its last one, a running container never.
-func TestNotStarted(t *testing.T) {
-	startErr := &corev1.ContainerStateTerminated{Reason: "StartError", Message: "error running hook #0"}
-	for _, tc := range []struct {
-		name string
-		cs   corev1.ContainerStatus
-		want string
-	}{
-		{"waiting", corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "RunContainerError", Message: "hook"}}}, "RunContainerError: hook"},
-		{"failed start", corev1.ContainerStatus{State: corev1.ContainerState{Terminated: startErr}}, "StartError: error running hook #0"},
-		{"crash loop of failed starts", corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off"}},
-			LastTerminationState: corev1.ContainerState{Terminated: startErr}}, "StartError: error running hook #0"},
-		{"running since", corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
-			LastTerminationState: corev1.ContainerState{Terminated: startErr}}, ""},
-	} {
-		if got := notStarted(&corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{tc.cs}}); got != tc.want {
-			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
-		}
-	}
-}
-
 func TestWhyRunningAndWaiting(t *testing.T) {
 	now := time.Now()
 	nodes := []snapshot.Node{{Name: "n", Ready: true, Devices: map[string]snapshot.DeviceCount{snapshot.GPUResource: {Capacity: 8, Allocatable: 8}}}}
-	f := &Fleet{}
-	running := Pod{Namespace: "a", Name: "r", Node: "n", Phase: corev1.PodRunning, Requests: map[string]int64{snapshot.GPUResource: 1}}
-	young := Pod{Namespace: "a", Name: "y", Phase: corev1.PodPending, Created: now.Add(-time.Minute), Requests: map[string]int64{snapshot.GPUResource: 16}}
-	got := f.Why([]Pod{running, young}, Cluster{Nodes: nodes, Now: now, StuckAfter: 5 * time.Minute})
+	f := &snapshot.GPUPods{}
+	running := snapshot.GPUPod{Namespace: "a", Name: "r", Node: "n", Phase: corev1.PodRunning, Requests: map[string]int64{snapshot.GPUResource: 1}}
+	young := snapshot.GPUPod{Namespace: "a", Name: "y", Phase: corev1.PodPending, Created: now.Add(-time.Minute), Requests: map[string]int64{snapshot.GPUResource: 16}}
+	got := Why(f, []snapshot.GPUPod{running, young}, Cluster{Nodes: nodes, Now: now, StuckAfter: 5 * time.Minute})
 	if got[0].State != Running || got[0].Code != "" || got[0].Finding() {
 		t.Errorf("a running pod: %+v", got[0])
 	}
@@ -143,8 +121,8 @@ func TestWhyRunningAndWaiting(t *testing.T) {
 }
 
 func TestWhyRejected(t *testing.T) {
-	f := &Fleet{Rejected: []Rejected{{Namespace: "a", Name: "x", Node: "n", Message: "Allocate failed"}, {Namespace: "a", Name: "y", Node: "n"}}}
-	got := f.WhyRejected(f.Rejected[0])
+	f := &snapshot.GPUPods{Rejected: []snapshot.RejectedPod{{Namespace: "a", Name: "x", Node: "n", Message: "Allocate failed"}, {Namespace: "a", Name: "y", Node: "n"}}}
+	got := WhyRejected(f, f.Rejected[0])
 	if got.Code != AdmissionRejected || got.State != Refused || !strings.Contains(got.Message, "(2 such pods there)") || !got.Finding() {
 		t.Errorf("a pod refused at admission: %+v", got)
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/snapshot/read"
-	"github.com/gpuops/gpuops/pkg/workload"
 )
 
 // gpuPod is a pod of the test asking gpus nvidia.com/gpu (none: only a cpu)
@@ -125,7 +124,7 @@ func TestGPUPodsReadsTheOperatorsGPUPods(t *testing.T) {
 			if p.Name == "train" && p.Status.Phase != corev1.PodRunning {
 				return false
 			}
-			if wp, _ := workload.PodFrom(&p); p.Name == "big" && wp.Unscheduled == "" {
+			if wp, _ := snapshot.GPUPodFrom(&p); p.Name == "big" && wp.Unscheduled == "" {
 				return false
 			}
 		}
@@ -150,7 +149,7 @@ func TestGPUPodsReadsTheOperatorsGPUPods(t *testing.T) {
 	if want := []string{"big", "dra-held", "dra-wait-gpu", "dra-wait-missing", "train"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("GPU pods %v, want %v", names, want)
 	}
-	if want := []workload.Rejected{{Namespace: env.Namespace, Name: "refused", Node: gone, Message: refusal}}; !reflect.DeepEqual(got.Rejected, want) {
+	if want := []snapshot.RejectedPod{{Namespace: env.Namespace, Name: "refused", Node: gone, Message: refusal}}; !reflect.DeepEqual(got.Rejected, want) {
 		t.Errorf("rejected %+v, want %+v", got.Rejected, want)
 	}
 	if got.Notes != nil {

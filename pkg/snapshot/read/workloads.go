@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/gpuops/gpuops/pkg/workload"
+	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
 // WorkloadOptions say which GPU pods to read.
@@ -34,24 +34,24 @@ var Unended = fieldsel.AndSelectors(fieldsel.OneTermNotEqualSelector("status.pha
 // refused at admission among them.
 var failed = fieldsel.OneTermEqualSelector("status.phase", string(corev1.PodFailed)).String()
 
-// GPUPods reads the workload side of the cluster (workload.Fleet), four
+// GPUPods reads the workload side of the cluster (snapshot.GPUPods), four
 // LISTs side by side: the pods that have not ended, trimmed as they arrive
-// to what workload.PodFrom reads and dropped there unless they ask a
+// to what snapshot.GPUPodFrom reads and dropped there unless they ask a
 // device or hold a claim; the Failed pods, kept when the kubelet refused
 // them at admission; the ResourceClaims and the DeviceClasses. A kind the
 // cluster does not serve or the user may not list is a note; the pods'
 // lists are not optional.
-func GPUPods(ctx context.Context, c kubernetes.Interface, o WorkloadOptions) (*workload.Fleet, error) {
-	f := &workload.Fleet{}
+func GPUPods(ctx context.Context, c kubernetes.Interface, o WorkloadOptions) (*snapshot.GPUPods, error) {
+	f := &snapshot.GPUPods{}
 	core := c.CoreV1().RESTClient()
 	pods := func() *rest.Request { return core.Get().Namespace(o.Namespace).Resource("pods") }
-	var read []workload.Pod
+	var read []snapshot.GPUPod
 	var classNotes, claimNotes []string
 	var g errgroup.Group
 	g.Go(func() error {
 		err := readList(ctx, pods, metav1.ListOptions{FieldSelector: Unended, LabelSelector: o.LabelSelector, Limit: o.PageSize},
 			workloadPodFields, nil, nil, &corev1.PodList{}, func(p *corev1.Pod, _ []byte) error {
-				if wp, ok := workload.PodFrom(p); ok {
+				if wp, ok := snapshot.GPUPodFrom(p); ok {
 					read = append(read, wp)
 				}
 				return nil
@@ -64,7 +64,7 @@ func GPUPods(ctx context.Context, c kubernetes.Interface, o WorkloadOptions) (*w
 	g.Go(func() error {
 		err := readList(ctx, pods, metav1.ListOptions{FieldSelector: failed, LabelSelector: o.LabelSelector, Limit: o.PageSize},
 			rejectedFields, nil, nil, &corev1.PodList{}, func(p *corev1.Pod, _ []byte) error {
-				if r, ok := workload.RejectedFrom(p); ok {
+				if r, ok := snapshot.RejectedPodFrom(p); ok {
 					f.Rejected = append(f.Rejected, r)
 				}
 				return nil
@@ -76,10 +76,10 @@ func GPUPods(ctx context.Context, c kubernetes.Interface, o WorkloadOptions) (*w
 	})
 	rc := c.ResourceV1().RESTClient()
 	g.Go(func() (err error) {
-		claims := map[string]workload.Claim{}
+		claims := map[string]snapshot.Claim{}
 		err = readList(ctx, func() *rest.Request { return rc.Get().Namespace(o.Namespace).Resource("resourceclaims") },
 			metav1.ListOptions{Limit: o.PageSize}, claimFields, nil, nil, &resourcev1.ResourceClaimList{}, func(c *resourcev1.ResourceClaim, _ []byte) error {
-				claim := workload.ClaimFrom(c)
+				claim := snapshot.ClaimFrom(c)
 				claims[claim.Key()] = claim
 				return nil
 			})
@@ -92,7 +92,7 @@ func GPUPods(ctx context.Context, c kubernetes.Interface, o WorkloadOptions) (*w
 		classes := map[string]bool{}
 		err = readList(ctx, func() *rest.Request { return rc.Get().Resource("deviceclasses") },
 			metav1.ListOptions{Limit: o.PageSize}, classFields, nil, nil, &resourcev1.DeviceClassList{}, func(c *resourcev1.DeviceClass, _ []byte) error {
-				classes[c.Name] = workload.GPUClass(c)
+				classes[c.Name] = snapshot.GPUClass(c)
 				return nil
 			})
 		if classNotes, err = optional(err, "deviceclasses", "a claim waiting for its devices is not judged by its class"); err == nil && classNotes == nil {
@@ -130,7 +130,7 @@ func where(namespace string) string {
 	return " in namespace " + namespace
 }
 
-// workloadPodFields are what workload.PodFrom reads: of a container's
+// workloadPodFields are what snapshot.GPUPodFrom reads: of a container's
 // resources only the device limits (snapshot.IsDeviceResource; a pod
 // asking none of them and holding no claim is dropped as it is decoded),
 // of its conditions only PodScheduled, of its containers' statuses only
@@ -163,18 +163,18 @@ var workloadPodFields = func() fields {
 	}
 }()
 
-// containerStates are what workload.PodFrom reads of a container status:
+// containerStates are what snapshot.GPUPodFrom reads of a container status:
 // its state and last state (why it does not start).
 var containerStates = fields{2: whole, 3: whole}
 
-// rejectedFields are what workload.RejectedFrom reads of a Failed pod.
+// rejectedFields are what snapshot.RejectedPodFrom reads of a Failed pod.
 var rejectedFields = fields{
 	1: fields{1: whole, 3: whole},           // metadata: name, namespace
 	2: fields{10: whole},                    // spec: nodeName
 	3: fields{1: whole, 3: whole, 4: whole}, // status: phase, message, reason
 }
 
-// claimFields are what workload.ClaimFrom reads of a ResourceClaim: its
+// claimFields are what snapshot.ClaimFrom reads of a ResourceClaim: its
 // requests' device classes and its allocation's results, not their
 // selectors, configs and tolerations.
 var claimFields = fields{
@@ -196,7 +196,7 @@ var claimFields = fields{
 	},
 }
 
-// classFields are what workload.GPUClass reads of a DeviceClass: its name
+// classFields are what snapshot.GPUClass reads of a DeviceClass: its name
 // and selectors.
 var classFields = fields{
 	1: fields{1: whole}, // metadata: name
@@ -219,36 +219,38 @@ func ReplicaSets(ctx context.Context, c kubernetes.Interface, namespace string) 
 	return out, nil
 }
 
-// PodsIn lists the target's pods in the namespace, of any phase, as no GPU
-// pods: why each is not one (it asks no GPU, or it ended). A pod the
-// target names is listed by name (one LIST narrowed by metadata.name).
-func PodsIn(ctx context.Context, c kubernetes.Interface, namespace string, t workload.Target, replicaSets map[string][]string) ([]workload.Other, error) {
+// PodsIn lists the namespace's pods of a target (those owns accepts, by
+// the pod's name and its controller as kind/name, empty for a bare pod),
+// of any phase, as no GPU pods: why each is not one (it asks no GPU, or it
+// ended). A name, when given, narrows the LIST to that pod
+// (metadata.name).
+func PodsIn(ctx context.Context, c kubernetes.Interface, namespace, name string, owns func(name, owner string) bool) ([]snapshot.NonGPUPod, error) {
 	o := metav1.ListOptions{}
-	if t.Kind == "Pod" {
-		o.FieldSelector = fieldsel.OneTermEqualSelector("metadata.name", t.Name).String()
+	if name != "" {
+		o.FieldSelector = fieldsel.OneTermEqualSelector("metadata.name", name).String()
 	}
 	list, err := c.CoreV1().Pods(namespace).List(ctx, o)
 	if err != nil {
 		return nil, fmt.Errorf("list pods in namespace %s: %w", namespace, err)
 	}
-	var out []workload.Other
+	var out []snapshot.NonGPUPod
 	for i := range list.Items {
 		p := &list.Items[i]
 		owner := ""
 		if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
 			owner = ref.Kind + "/" + ref.Name
 		}
-		if t.Kind != "Pod" && !t.Owns(owner, replicaSets) {
+		if !owns(p.Name, owner) {
 			continue
 		}
 		why := "asks no GPU"
-		if _, gpu := workload.PodFrom(p); gpu || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if _, gpu := snapshot.GPUPodFrom(p); gpu || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			why = "phase " + string(p.Status.Phase)
 			if p.Status.Reason != "" {
 				why += ", " + p.Status.Reason
 			}
 		}
-		out = append(out, workload.Other{Pod: namespace + "/" + p.Name, Why: why})
+		out = append(out, snapshot.NonGPUPod{Pod: namespace + "/" + p.Name, Why: why})
 	}
 	return out, nil
 }

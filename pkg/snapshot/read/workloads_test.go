@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gpuops/gpuops/pkg/snapshot"
-	"github.com/gpuops/gpuops/pkg/workload"
 )
 
 // TestWorkloadTrimKeepsWhatConversionReads proves, over random pods,
@@ -28,8 +27,8 @@ func TestWorkloadTrimKeepsWhatConversionReads(t *testing.T) {
 		}
 		var got corev1.Pod
 		decodeTrimmed(t, &pod, &got, workloadPodFields, nil)
-		want, wantOK := workload.PodFrom(&pod)
-		have, haveOK := workload.PodFrom(&got)
+		want, wantOK := snapshot.GPUPodFrom(&pod)
+		have, haveOK := snapshot.GPUPodFrom(&got)
 		if wantOK {
 			gpus++
 		}
@@ -39,7 +38,7 @@ func TestWorkloadTrimKeepsWhatConversionReads(t *testing.T) {
 		pod.Status.Phase, pod.Status.Reason = corev1.PodFailed, snapshot.UnexpectedAdmissionError
 		got = corev1.Pod{}
 		decodeTrimmed(t, &pod, &got, rejectedFields, nil)
-		if w, h := must(workload.RejectedFrom(&pod)), must(workload.RejectedFrom(&got)); w != h {
+		if w, h := must(snapshot.RejectedPodFrom(&pod)), must(snapshot.RejectedPodFrom(&got)); w != h {
 			t.Fatalf("seed %d: rejected pod from trimmed bytes\n got %+v\nwant %+v", seed, h, w)
 		}
 
@@ -54,7 +53,7 @@ func TestWorkloadTrimKeepsWhatConversionReads(t *testing.T) {
 				resourcev1.DeviceRequestAllocationResult{Driver: "gpu.nvidia.com", Pool: "node-a", Device: "gpu-0"})
 		}
 		decodeTrimmed(t, &claim, &gotClaim, claimFields, nil)
-		if w, h := workload.ClaimFrom(&claim), workload.ClaimFrom(&gotClaim); !semantic.DeepEqual(w, h) {
+		if w, h := snapshot.ClaimFrom(&claim), snapshot.ClaimFrom(&gotClaim); !semantic.DeepEqual(w, h) {
 			t.Fatalf("seed %d: claim from trimmed bytes\n got %+v\nwant %+v", seed, h, w)
 		}
 		var class, gotClass resourcev1.DeviceClass
@@ -64,8 +63,8 @@ func TestWorkloadTrimKeepsWhatConversionReads(t *testing.T) {
 			class.Spec.Selectors = append(class.Spec.Selectors, resourcev1.DeviceSelector{CEL: &resourcev1.CELDeviceSelector{Expression: "device.driver == 'gpu.nvidia.com'"}})
 		}
 		decodeTrimmed(t, &class, &gotClass, classFields, nil)
-		if class.Name != gotClass.Name || workload.GPUClass(&class) != workload.GPUClass(&gotClass) {
-			t.Fatalf("seed %d: class %s from trimmed bytes is %s, GPU %v", seed, class.Name, gotClass.Name, workload.GPUClass(&gotClass))
+		if class.Name != gotClass.Name || snapshot.GPUClass(&class) != snapshot.GPUClass(&gotClass) {
+			t.Fatalf("seed %d: class %s from trimmed bytes is %s, GPU %v", seed, class.Name, gotClass.Name, snapshot.GPUClass(&gotClass))
 		}
 	}
 	if gpus < 100 {

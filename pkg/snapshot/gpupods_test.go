@@ -1,4 +1,4 @@
-package workload
+package snapshot
 
 import (
 	"reflect"
@@ -11,7 +11,7 @@ import (
 // TestIsGPUIsTheOperatorsRule walks the operator's rule and the waiting
 // claims it leaves out, one pod each.
 func TestIsGPUIsTheOperatorsRule(t *testing.T) {
-	f := &Fleet{
+	f := &GPUPods{
 		Claims: map[string]Claim{
 			"ns/gpu":       {Allocated: true, Devices: []string{"node-a/gpu-0"}},
 			"ns/admin":     {Allocated: true}, // admin access, or another driver's devices
@@ -23,19 +23,19 @@ func TestIsGPUIsTheOperatorsRule(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		pod  Pod
+		pod  GPUPod
 		want bool
 	}{
-		{"asks nvidia.com/gpu", Pod{Phase: corev1.PodPending, Requests: map[string]int64{"nvidia.com/gpu": 1}}, true},
-		{"Running, asks a MIG device", Pod{Phase: corev1.PodRunning, Requests: map[string]int64{"nvidia.com/mig-1g.10gb": 1}}, true},
-		{"Unknown phase", Pod{Phase: corev1.PodUnknown, Requests: map[string]int64{"nvidia.com/gpu": 1}}, false},
-		{"claim allocated GPUs", Pod{Namespace: "ns", Phase: corev1.PodRunning, Claims: []string{"gpu"}}, true},
-		{"claim allocated no GPU", Pod{Namespace: "ns", Phase: corev1.PodRunning, Claims: []string{"admin"}}, false},
-		{"claim not found", Pod{Namespace: "ns", Phase: corev1.PodPending, Claims: []string{"gone"}}, true},
-		{"claim waits for a GPU class", Pod{Namespace: "ns", Phase: corev1.PodPending, Claims: []string{"wait-fpga", "wait-gpu"}}, true},
-		{"claim waits for a class that does not exist", Pod{Namespace: "ns", Phase: corev1.PodPending, Claims: []string{"wait-none"}}, true},
-		{"claim waits for another driver's class", Pod{Namespace: "ns", Phase: corev1.PodPending, Claims: []string{"wait-fpga"}}, false},
-		{"claim not made yet", Pod{Namespace: "ns", Phase: corev1.PodPending, Claims: []string{""}}, false},
+		{"asks nvidia.com/gpu", GPUPod{Phase: corev1.PodPending, Requests: map[string]int64{"nvidia.com/gpu": 1}}, true},
+		{"Running, asks a MIG device", GPUPod{Phase: corev1.PodRunning, Requests: map[string]int64{"nvidia.com/mig-1g.10gb": 1}}, true},
+		{"Unknown phase", GPUPod{Phase: corev1.PodUnknown, Requests: map[string]int64{"nvidia.com/gpu": 1}}, false},
+		{"claim allocated GPUs", GPUPod{Namespace: "ns", Phase: corev1.PodRunning, Claims: []string{"gpu"}}, true},
+		{"claim allocated no GPU", GPUPod{Namespace: "ns", Phase: corev1.PodRunning, Claims: []string{"admin"}}, false},
+		{"claim not found", GPUPod{Namespace: "ns", Phase: corev1.PodPending, Claims: []string{"gone"}}, true},
+		{"claim waits for a GPU class", GPUPod{Namespace: "ns", Phase: corev1.PodPending, Claims: []string{"wait-fpga", "wait-gpu"}}, true},
+		{"claim waits for a class that does not exist", GPUPod{Namespace: "ns", Phase: corev1.PodPending, Claims: []string{"wait-none"}}, true},
+		{"claim waits for another driver's class", GPUPod{Namespace: "ns", Phase: corev1.PodPending, Claims: []string{"wait-fpga"}}, false},
+		{"claim not made yet", GPUPod{Namespace: "ns", Phase: corev1.PodPending, Claims: []string{""}}, false},
 	} {
 		if got := f.IsGPU(&tc.pod); got != tc.want {
 			t.Errorf("%s: IsGPU = %v, want %v", tc.name, got, tc.want)
@@ -43,7 +43,7 @@ func TestIsGPUIsTheOperatorsRule(t *testing.T) {
 	}
 	// Without the classes read, a waiting claim is not judged by its class.
 	f.Classes = nil
-	if f.IsGPU(&Pod{Namespace: "ns", Phase: corev1.PodPending, Claims: []string{"wait-none"}}) {
+	if f.IsGPU(&GPUPod{Namespace: "ns", Phase: corev1.PodPending, Claims: []string{"wait-none"}}) {
 		t.Error("a waiting claim judged by classes that were not read")
 	}
 }
@@ -78,6 +78,28 @@ func TestClaimFromAndGPUClass(t *testing.T) {
 	} {
 		if got := GPUClass(class(expr)); got != want {
 			t.Errorf("GPUClass(%q) = %v, want %v", expr, got, want)
+		}
+	}
+}
+
+// TestNotStarted reads a container's word on why it does not start: a
+// crash loop of failed starts by its last one, a running container never.
+func TestNotStarted(t *testing.T) {
+	startErr := &corev1.ContainerStateTerminated{Reason: "StartError", Message: "error running hook #0"}
+	for _, tc := range []struct {
+		name string
+		cs   corev1.ContainerStatus
+		want string
+	}{
+		{"waiting", corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "RunContainerError", Message: "hook"}}}, "RunContainerError: hook"},
+		{"failed start", corev1.ContainerStatus{State: corev1.ContainerState{Terminated: startErr}}, "StartError: error running hook #0"},
+		{"crash loop of failed starts", corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off"}},
+			LastTerminationState: corev1.ContainerState{Terminated: startErr}}, "StartError: error running hook #0"},
+		{"running since", corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+			LastTerminationState: corev1.ContainerState{Terminated: startErr}}, ""},
+	} {
+		if got := notStarted(&corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{tc.cs}}); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

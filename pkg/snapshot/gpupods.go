@@ -1,25 +1,118 @@
-// Package workload is the workload's side of a GPU cluster: which pods are
-// GPU pods (the GPU Operator's own rule), what they hold and wait for, and,
-// judged against the nodes' verdicts, where the GPUs are (capacity). It is
-// pure: API objects come in, plain values go out; pkg/snapshot/read lists
-// them.
-package workload
+package snapshot
 
 import (
+	"cmp"
 	"regexp"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
-
-	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
-// Pod is what the workload judges read of a pod that asks for GPUs or
+// GPUPods is the workload side of one cluster, as one read finds it: its
+// GPU pods, the pods the kubelet refused, and the claims and device
+// classes that settle which pods are GPU pods.
+type GPUPods struct {
+	// Pods are the GPU pods (IsGPU) that have not ended, in namespace/name
+	// order.
+	Pods []GPUPod
+	// Rejected are the pods the kubelet failed at admission for want of a
+	// device (UnexpectedAdmissionError), in namespace/name order: the pods
+	// the scheduler placed and the kubelet then refused.
+	Rejected []RejectedPod
+	// Claims are the ResourceClaims by namespace/name, Classes the device
+	// classes by name (true: it picks the DRA driver's GPUs); nil when the
+	// cluster does not serve them or the user may not list them (a note
+	// then says so).
+	Claims  map[string]Claim
+	Classes map[string]bool
+	// Notes say what the read skipped and why.
+	Notes []string
+}
+
+// RejectedPod is a pod the kubelet failed at admission.
+type RejectedPod struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Node      string `json:"node"`
+	Message   string `json:"message"`
+}
+
+// RejectedPodFrom converts a Failed API pod; false unless the kubelet
+// failed it at admission because its device manager could not allocate
+// (UnexpectedAdmissionError).
+func RejectedPodFrom(p *corev1.Pod) (RejectedPod, bool) {
+	if p.Status.Phase != corev1.PodFailed || p.Status.Reason != UnexpectedAdmissionError {
+		return RejectedPod{}, false
+	}
+	return RejectedPod{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Message: p.Status.Message}, true
+}
+
+// IsGPU is the GPU Operator's rule of a GPU pod (NVIDIA/gpu-operator
+// v26.7.0 cmd/gpu-operator/main.go, gpuPodSpecFilter, and
+// controllers/nodelabeling_controller.go, PodHasNVIDIAGPUClaim): Pending
+// or Running, and a container asking a resource prefixed nvidia.com/gpu or
+// nvidia.com/mig-, or a claim allocated GPUs by driver gpu.nvidia.com
+// (admin access aside); a claim the read could not find counts, as the
+// operator counts a claim it could not get. Since that rule skips exactly
+// the pods that wait, a claim not yet allocated counts too when it asks a
+// device class that picks the driver's GPUs or one that does not exist
+// (with the classes read). A claim not made yet (from a template) does
+// not: what it will ask is not known.
+func (f *GPUPods) IsGPU(p *GPUPod) bool {
+	if p.Phase != corev1.PodPending && p.Phase != corev1.PodRunning {
+		return false
+	}
+	if len(p.Requests) > 0 {
+		return true
+	}
+	for _, name := range p.Claims {
+		if name == "" {
+			continue
+		}
+		c, ok := f.Claims[p.Namespace+"/"+name]
+		switch {
+		case !ok:
+			return true
+		case c.Allocated:
+			if len(c.Devices) > 0 {
+				return true
+			}
+		case f.Classes != nil && slices.ContainsFunc(c.Classes, func(class string) bool {
+			gpu, exists := f.Classes[class]
+			return gpu || !exists
+		}):
+			return true
+		}
+	}
+	return false
+}
+
+// Keep keeps of the pods read those IsGPU, in namespace/name order.
+func (f *GPUPods) Keep(read []GPUPod) {
+	f.Pods = slices.DeleteFunc(read, func(p GPUPod) bool { return !f.IsGPU(&p) })
+	slices.SortFunc(f.Pods, func(a, b GPUPod) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	slices.SortFunc(f.Rejected, func(a, b RejectedPod) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+}
+
+// RejectedOn counts the pods the kubelet failed at admission, by node.
+func (f *GPUPods) RejectedOn() map[string]int {
+	out := map[string]int{}
+	for _, r := range f.Rejected {
+		out[r.Node]++
+	}
+	return out
+}
+
+// GPUPod is what the workload judges read of a pod that asks for GPUs or
 // holds a ResourceClaim: who it is, where it is bound, what it asks and
 // where it may go.
-type Pod struct {
+type GPUPod struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	// Owner is the pod's controller as kind/name (Job/train, ReplicaSet/web-7d9f);
@@ -29,7 +122,7 @@ type Pod struct {
 	Phase   corev1.PodPhase `json:"phase"`
 	Created time.Time       `json:"created"`
 	// Requests are the device resources the pod asks, as the kubelet
-	// admits it (snapshot.DeviceRequests).
+	// admits it (DeviceRequests).
 	Requests map[string]int64 `json:"requests,omitempty"`
 	// Claims are the pod's ResourceClaims, by the claim object's name: ""
 	// for an entry whose claim the resource claim controller has not made
@@ -49,13 +142,14 @@ type Pod struct {
 }
 
 // Key is the pod's namespace/name.
-func (p *Pod) Key() string { return p.Namespace + "/" + p.Name }
+func (p *GPUPod) Key() string { return p.Namespace + "/" + p.Name }
 
-// PodFrom converts an API pod; false when it asks no device resource and
-// holds no ResourceClaim, so cannot be a GPU pod whatever its claims are.
-func PodFrom(p *corev1.Pod) (Pod, bool) {
-	out := Pod{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Phase: p.Status.Phase,
-		Created: p.CreationTimestamp.Time, Requests: snapshot.DeviceRequests(&p.Spec)}
+// GPUPodFrom converts an API pod; false when it asks no device resource
+// and holds no ResourceClaim, so cannot be a GPU pod whatever its claims
+// are.
+func GPUPodFrom(p *corev1.Pod) (GPUPod, bool) {
+	out := GPUPod{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Phase: p.Status.Phase,
+		Created: p.CreationTimestamp.Time, Requests: DeviceRequests(&p.Spec)}
 	for _, c := range p.Spec.ResourceClaims {
 		name := ""
 		switch {
@@ -71,7 +165,7 @@ func PodFrom(p *corev1.Pod) (Pod, bool) {
 		out.Claims = append(out.Claims, name)
 	}
 	if len(out.Requests) == 0 && len(out.Claims) == 0 {
-		return Pod{}, false
+		return GPUPod{}, false
 	}
 	for _, ref := range p.OwnerReferences {
 		if ref.Controller != nil && *ref.Controller {
@@ -150,7 +244,7 @@ func ClaimFrom(c *resourcev1.ResourceClaim) Claim {
 	if a := c.Status.Allocation; a != nil {
 		out.Allocated = true
 		for _, r := range a.Devices.Results {
-			if r.Driver == snapshot.DRADriverName && (r.AdminAccess == nil || !*r.AdminAccess) {
+			if r.Driver == DRADriverName && (r.AdminAccess == nil || !*r.AdminAccess) {
 				out.Devices = append(out.Devices, r.Pool+"/"+r.Device)
 			}
 		}
@@ -165,11 +259,18 @@ func (c *Claim) Key() string { return c.Namespace + "/" + c.Name }
 // devices, as the operator's own classes write it (device.driver ==
 // 'gpu.nvidia.com' && ..., NVIDIA/gpu-operator v26.7.0
 // internal/state/testdata/golden/gpucluster-dra-driver-gpus-only.yaml).
-var gpuSelector = regexp.MustCompile(`device\.driver\s*==\s*['"]` + regexp.QuoteMeta(snapshot.DRADriverName) + `['"]`)
+var gpuSelector = regexp.MustCompile(`device\.driver\s*==\s*['"]` + regexp.QuoteMeta(DRADriverName) + `['"]`)
 
 // GPUClass reports whether a DeviceClass picks the DRA driver's GPUs.
 func GPUClass(c *resourcev1.DeviceClass) bool {
 	return slices.ContainsFunc(c.Spec.Selectors, func(s resourcev1.DeviceSelector) bool {
 		return s.CEL != nil && gpuSelector.MatchString(s.CEL.Expression)
 	})
+}
+
+// NonGPUPod is a pod that is no GPU pod, and why not: it asks no GPU, or
+// it ended.
+type NonGPUPod struct {
+	Pod string `json:"pod"` // namespace/name
+	Why string `json:"why"`
 }
