@@ -7,7 +7,10 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/tools/cache"
 )
@@ -21,13 +24,49 @@ type resource struct {
 	*optional
 }
 
-// optional is a resource the tracker can go without. Its probe lists one
-// object: if the user may not, or the server does not serve the resource,
-// it is not watched (an informer would retry for ever and never sync), and
-// the hooks are told what goes without it.
+// optional is a resource the tracker can go without. Its probe (mayWatch)
+// lists one object and opens a watch: if the user may not do both, or the
+// server does not serve the resource, it is not watched (an informer would
+// retry for ever and never sync), and the hooks are told what goes without
+// it.
 type optional struct {
 	probe   func(context.Context) error
 	without string // what goes without it, in words
+}
+
+// listWatcher is a typed client of one resource, as informers use it.
+type listWatcher[L runtime.Object] interface {
+	List(context.Context, metav1.ListOptions) (L, error)
+	Watch(context.Context, metav1.ListOptions) (watch.Interface, error)
+}
+
+// mayWatch is the probe of an optional resource read through c with the
+// informer's selection: a LIST of one object, then a watch from the list's
+// version, closed at once. Both are asked because a right to list without
+// one to watch (a role that lists a kind cluster-wide and watches it in one
+// namespace) leaves an informer failing for ever.
+func mayWatch[L runtime.Object](c listWatcher[L], selection func(*metav1.ListOptions)) func(context.Context) error {
+	return func(ctx context.Context) error {
+		o := metav1.ListOptions{Limit: 1}
+		if selection != nil {
+			selection(&o)
+		}
+		list, err := c.List(ctx, o)
+		if err != nil {
+			return err
+		}
+		m, err := meta.ListAccessor(list)
+		if err != nil {
+			return err
+		}
+		o.Limit, o.ResourceVersion = 0, m.GetResourceVersion()
+		w, err := c.Watch(ctx, o)
+		if err != nil {
+			return err
+		}
+		w.Stop()
+		return nil
+	}
 }
 
 func (t *Tracker) add(name string, inf cache.SharedIndexInformer, trim cache.TransformFunc, h cache.ResourceEventHandler, opt *optional) error {

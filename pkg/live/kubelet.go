@@ -49,12 +49,7 @@ func warningPod(obj any) ([]string, error) {
 func (t *Tracker) watchWarnings(pods cache.Indexer) error {
 	selectWarnings := func(o *metav1.ListOptions) { o.FieldSelector = read.PodWarnings }
 	events := coreinformers.NewFilteredEventInformer(t.client, t.opts.Namespace, 0, cache.Indexers{podNameIndex: warningPod}, selectWarnings)
-	return t.add("warnings", events, trimWarning, handler(t.mark, warningNode(pods, t.opts.Namespace)), &optional{func(ctx context.Context) error {
-		o := metav1.ListOptions{Limit: 1}
-		selectWarnings(&o)
-		_, err := t.client.CoreV1().Events(t.opts.Namespace).List(ctx, o)
-		return err
-	}, "health goes without the Warning Events on pods (a sandbox the runtime cannot create goes unseen)"})
+	return t.add("warnings", events, trimWarning, handler(t.mark, warningNode(pods, t.opts.Namespace)), &optional{mayWatch(t.client.CoreV1().Events(t.opts.Namespace), selectWarnings), "health goes without the Warning Events on pods (a sandbox the runtime cannot create goes unseen)"})
 }
 
 // warningNode finds the node of the pod a Warning is about, as the pod

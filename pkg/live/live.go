@@ -110,21 +110,13 @@ func New(client kubernetes.Interface, opts Options) (*Tracker, error) {
 	}
 	if opts.Upgrades { // what the one-shot read's Upgrades lists, watched
 		revs := appsinformers.NewFilteredControllerRevisionInformer(client, opts.Namespace, 0, cache.Indexers{}, nil)
-		err := t.add("controllerrevisions", revs, trimRevision, revisionEvents(t.mark), &optional{func(ctx context.Context) error {
-			_, err := client.AppsV1().ControllerRevisions(opts.Namespace).List(ctx, metav1.ListOptions{Limit: 1})
-			return err
-		}, withoutUpgrades})
+		err := t.add("controllerrevisions", revs, trimRevision, revisionEvents(t.mark), &optional{mayWatch(client.AppsV1().ControllerRevisions(opts.Namespace), nil), withoutUpgrades})
 		if err != nil {
 			return nil, err
 		}
 		selectEvents := func(o *metav1.ListOptions) { o.FieldSelector = read.UpgradeEvents }
 		events := coreinformers.NewFilteredEventInformer(client, metav1.NamespaceDefault, 0, cache.Indexers{nodeIndex: eventNode}, selectEvents)
-		err = t.add("events", events, trimEvent, upgradeEvents(t.mark), &optional{func(ctx context.Context) error {
-			o := metav1.ListOptions{Limit: 1}
-			selectEvents(&o)
-			_, err := client.CoreV1().Events(metav1.NamespaceDefault).List(ctx, o)
-			return err
-		}, withoutUpgrades})
+		err = t.add("events", events, trimEvent, upgradeEvents(t.mark), &optional{mayWatch(client.CoreV1().Events(metav1.NamespaceDefault), selectEvents), withoutUpgrades})
 		if err != nil {
 			return nil, err
 		}

@@ -1,7 +1,6 @@
 package live
 
 import (
-	"context"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,12 +40,7 @@ func (t *Tracker) watchOffers() error {
 		err := t.add("resourceslices", slices, trimSlice, handler(t.mark, func(s *stored[resourcev1.ResourceSliceSpec]) []string {
 			nodes, _ := sliceNode(s)
 			return nodes
-		}), &optional{func(ctx context.Context) error {
-			o := metav1.ListOptions{Limit: 1}
-			sel(&o)
-			_, err := t.client.ResourceV1().ResourceSlices().List(ctx, o)
-			return err
-		}, "the DRA driver's devices go unjudged"})
+		}), &optional{mayWatch(t.client.ResourceV1().ResourceSlices(), sel), "the DRA driver's devices go unjudged"})
 		if err != nil {
 			return err
 		}
@@ -55,10 +49,7 @@ func (t *Tracker) watchOffers() error {
 		cms := coreinformers.NewFilteredConfigMapInformer(t.client, t.opts.Namespace, 0, cache.Indexers{}, nil)
 		err := t.add("configmaps", cms, trimConfigMap, handler(t.mark, func(c *stored[string]) []string {
 			return []string{configChanged + c.Name}
-		}), &optional{func(ctx context.Context) error {
-			_, err := t.client.CoreV1().ConfigMaps(t.opts.Namespace).List(ctx, metav1.ListOptions{Limit: 1})
-			return err
-		}, "a change to the sharing or MIG configs is seen at the next DaemonSet change"})
+		}), &optional{mayWatch(t.client.CoreV1().ConfigMaps(t.opts.Namespace), nil), "a change to the sharing or MIG configs is seen at the next DaemonSet change"})
 		if err != nil {
 			return err
 		}
