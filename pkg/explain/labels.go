@@ -128,7 +128,8 @@ func (x *Explainer) gpuNotPresent(n *snapshot.Node) (Warning, bool) {
 // with the operand's empty deploy label on the node: it removes every deploy
 // label where operands are off or, under a ClusterPolicy, no GPU is present
 // (as gpuNotPresent warns); elsewhere it sets the keys of the node's
-// workload config to "true" and removes the others' (operand.EmptyLabel).
+// workload config to "true" (releases before v26.7 keep an empty one) and
+// removes the others' (operand.Release.EmptyLabel).
 // It says nothing where the catalog cannot tell.
 func (x *Explainer) labeller(n *snapshot.Node, name string) string {
 	p := x.s.Policy
@@ -144,9 +145,12 @@ func (x *Explainer) labeller(n *snapshot.Node, name string) string {
 		sandbox, mode = p.Enabled["sandboxWorkloads"], p.SandboxMode
 	}
 	config := operand.WorkloadConfigOf(n.Labels, sandbox)
-	switch operand.EmptyLabel(config, mode, name) {
+	release, _ := operand.ReleaseOf(x.s.OperatorVersion) // the pipeline says the note
+	switch release.EmptyLabel(config, mode, name) {
 	case operand.SetsTrue:
 		return " (the operator takes an empty value for unset and will set it to 'true')"
+	case operand.Keeps:
+		return fmt.Sprintf(" (GPU Operator %s keeps an empty value: it sets only an absent label, so set it to 'true' or remove it)", release.Version)
 	case operand.Removes:
 		return fmt.Sprintf(" (the operator removes it: %s is not an operand of the node's workload config, %s)", name, config)
 	}

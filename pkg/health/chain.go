@@ -9,8 +9,9 @@ import (
 )
 
 // chain is a roster's operands in start-up order, with what each needs: the
-// order rules (operand.AllRules) and the init containers that wait on
-// another operand (operand.Inits), both kept to the roster's operands.
+// order rules (operand.AllRules) and the init containers of the operator's
+// release (operand.Release.Inits; those the policy leaves out dropped),
+// both kept to the roster's operands.
 type chain struct {
 	ops   []operand.Operand // by rank, then roster order
 	rank  map[string]int
@@ -22,7 +23,7 @@ type chain struct {
 	kubelet kubelet
 }
 
-func newChain(roster []operand.Operand) chain {
+func newChain(roster []operand.Operand, release operand.Release, p *snapshot.ClusterPolicy) chain {
 	c := chain{rank: map[string]int{}, rules: map[string][]operand.Rule{}, inits: map[string][]operand.Init{}}
 	in := func(name string) bool {
 		return slices.ContainsFunc(roster, func(o operand.Operand) bool { return o.Name == name })
@@ -31,7 +32,10 @@ func newChain(roster []operand.Operand) chain {
 		c.rules[r.Operand] = append(c.rules[r.Operand], r)
 	}
 	for _, o := range roster {
-		for _, i := range operand.InitsOf(o.Name) {
+		for _, i := range release.InitsOf(o.Name) {
+			if i.When != "" && (p == nil || !p.Enabled[i.When]) {
+				continue // the operator leaves it out of the pod
+			}
 			if i.WaitsOn != "" && !in(i.WaitsOn) {
 				i.WaitsOn, i.Past = "", "" // waits for no one this cluster runs
 			}

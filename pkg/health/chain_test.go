@@ -11,7 +11,7 @@ import (
 // after what it waits for, and the validator last of its stack: its
 // plugin-validation waits for the device plugin.
 func TestChainOrder(t *testing.T) {
-	c := newChain(operand.Real)
+	c := newChain(operand.Real, operand.Newest(), nil)
 	before := func(a, b string) {
 		t.Helper()
 		if c.rank[a] >= c.rank[b] {

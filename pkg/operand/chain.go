@@ -11,9 +11,13 @@ type Init struct {
 	// file Container waits for: WaitsOn is far enough once that one has
 	// completed. Empty: WaitsOn must be ready.
 	Past string
+	// When, if set, is the ClusterPolicy field (spec.<When>.enabled, off by
+	// default) without which the operator leaves the container out of the pod.
+	When string
 }
 
-// Inits are the init containers of the operands' DaemonSets, each operand's
+// Inits are the init containers of the operands' DaemonSets in the newest
+// release (Release.Inits has each release's), each operand's
 // in the order its pod runs them (Upstream: assets/state-*/*daemonset.yaml,
 // assets/state-dcgm/0400_dcgm.yml, manifests/state-dra-*/0500_daemonset.yaml;
 // the status files are cmd/nvidia-validator's):
@@ -72,10 +76,36 @@ const (
 	MIGStrategyLabel = "nvidia.com/mig.strategy" // none, single or mixed
 )
 
-// InitsOf lists the operand's init containers in the order its pod runs them.
-func InitsOf(name string) []Init {
-	var out []Init
+// Inits are the init containers of the release's DaemonSets: the newest's,
+// with those the release adds where its pods run them.
+func (r Release) Inits() []Init {
+	out := make([]Init, 0, len(Inits)+3)
 	for _, i := range Inits {
+		out = append(out, i)
+		switch {
+		case i.Operand == OperatorValidator && i.Container == "driver-validation":
+			// nvidia-validator's nvidia-fs and gdrcopy components with
+			// WITH_WAIT wait for the modules the driver pod's nvidia-fs and
+			// gdrcopy containers load.
+			if r.NVIDIAFSValidation {
+				out = append(out, Init{Operand: OperatorValidator, Container: "nvidia-fs-validation", WaitsOn: Driver, When: "gds"})
+			}
+			if r.GDRCopyValidation {
+				out = append(out, Init{Operand: OperatorValidator, Container: "gdrcopy-validation", WaitsOn: Driver, When: "gdrcopy"})
+			}
+		case i.Operand == GPUFeatureDiscovery && i.Container == "toolkit-validation" && r.IMEXInit:
+			out = append(out, Init{Operand: GPUFeatureDiscovery, Container: "gpu-feature-discovery-imex-init",
+				WaitsOn: OperatorValidator, Past: "driver-validation"})
+		}
+	}
+	return out
+}
+
+// InitsOf lists the operand's init containers in the release, in the order
+// its pod runs them.
+func (r Release) InitsOf(name string) []Init {
+	var out []Init
+	for _, i := range r.Inits() {
 		if i.Operand == name {
 			out = append(out, i)
 		}

@@ -196,33 +196,53 @@ func TestWorkloadConfigOf(t *testing.T) {
 	}
 }
 
+// What each release's labeller does with an empty deploy label: the newest
+// sets its workload config's to "true", older ones keep them (Upstream:
+// addGPUStateLabels in controllers/state_manager.go, v26.7.0 against
+// v26.3.0); before v26.7 there is no client label, before v26.3 no kata
+// device plugin.
 func TestEmptyLabel(t *testing.T) {
+	release := func(v string) operand.Release {
+		r, _ := operand.ReleaseOf(v)
+		return r
+	}
+	newest, v263, v2510 := operand.Newest(), release("v26.3.0"), release("v25.10.0")
 	for _, tc := range []struct {
+		release            operand.Release
 		config, mode, name string
 		want               operand.Labelling
 	}{
-		{operand.Container, "", operand.DevicePlugin, operand.SetsTrue},
-		{operand.Container, "", "sandbox-device-plugin", operand.Removes},
-		{operand.Container, "", "kata-sandbox-device-plugin", operand.Removes},
-		{operand.Container, "", operand.MIGManager, operand.Unjudged},
-		{operand.Container, "", operand.DRADriver, operand.Unjudged},
-		{operand.Container, "", "unknown-operand", operand.Unjudged},
-		{operand.VMPassthrough, "", operand.DevicePlugin, operand.Removes},
-		{operand.VMPassthrough, "", operand.Driver, operand.Removes},
-		{operand.VMPassthrough, "", operand.MIGManager, operand.Removes},
-		{operand.VMPassthrough, "", operand.VGPUManager, operand.Removes},
-		{operand.VMPassthrough, "", "vfio-manager", operand.SetsTrue},
-		{operand.VMPassthrough, "kubevirt", "sandbox-device-plugin", operand.SetsTrue},
-		{operand.VMPassthrough, "", "kata-sandbox-device-plugin", operand.Removes},
-		{operand.VMPassthrough, "kata", "sandbox-device-plugin", operand.Removes},
-		{operand.VMPassthrough, "kata", "kata-sandbox-device-plugin", operand.SetsTrue},
-		{operand.VMVGPU, "", operand.VGPUManager, operand.SetsTrue},
-		{operand.VMVGPU, "kata", "sandbox-device-plugin", operand.SetsTrue},
-		{operand.VMVGPU, "", "vfio-manager", operand.Removes},
-		{operand.VMVGPU, "", operand.ContainerToolkit, operand.Removes},
+		{newest, operand.Container, "", operand.DevicePlugin, operand.SetsTrue},
+		{newest, operand.Container, "", "sandbox-device-plugin", operand.Removes},
+		{newest, operand.Container, "", "kata-sandbox-device-plugin", operand.Removes},
+		{newest, operand.Container, "", operand.MIGManager, operand.Unjudged},
+		{newest, operand.Container, "", operand.DRADriver, operand.Unjudged},
+		{newest, operand.Container, "", "unknown-operand", operand.Unjudged},
+		{newest, operand.VMPassthrough, "", operand.DevicePlugin, operand.Removes},
+		{newest, operand.VMPassthrough, "", operand.Driver, operand.Removes},
+		{newest, operand.VMPassthrough, "", operand.MIGManager, operand.Removes},
+		{newest, operand.VMPassthrough, "", operand.VGPUManager, operand.Removes},
+		{newest, operand.VMPassthrough, "", "vfio-manager", operand.SetsTrue},
+		{newest, operand.VMPassthrough, "kubevirt", "sandbox-device-plugin", operand.SetsTrue},
+		{newest, operand.VMPassthrough, "", "kata-sandbox-device-plugin", operand.Removes},
+		{newest, operand.VMPassthrough, "kata", "sandbox-device-plugin", operand.Removes},
+		{newest, operand.VMPassthrough, "kata", "kata-sandbox-device-plugin", operand.SetsTrue},
+		{newest, operand.VMVGPU, "", operand.VGPUManager, operand.SetsTrue},
+		{newest, operand.VMVGPU, "kata", "sandbox-device-plugin", operand.SetsTrue},
+		{newest, operand.VMVGPU, "", "vfio-manager", operand.Removes},
+		{newest, operand.VMVGPU, "", operand.ContainerToolkit, operand.Removes},
+		{newest, operand.Container, "", "client", operand.SetsTrue},
+		{v263, operand.Container, "", operand.DevicePlugin, operand.Keeps},
+		{v263, operand.Container, "", "client", operand.Unjudged},
+		{v263, operand.VMPassthrough, "kata", "kata-sandbox-device-plugin", operand.Keeps},
+		{v263, operand.VMPassthrough, "kata", "sandbox-device-plugin", operand.Removes},
+		{v2510, operand.Container, "", "sandbox-device-plugin", operand.Removes},
+		{v2510, operand.VMPassthrough, "kata", "sandbox-device-plugin", operand.Keeps},
+		{v2510, operand.VMPassthrough, "kata", "kata-sandbox-device-plugin", operand.Unjudged},
+		{v2510, operand.VMVGPU, "", operand.VGPUManager, operand.Keeps},
 	} {
-		if got := operand.EmptyLabel(tc.config, tc.mode, tc.name); got != tc.want {
-			t.Errorf("EmptyLabel(%s, %q, %s) = %d, want %d", tc.config, tc.mode, tc.name, got, tc.want)
+		if got := tc.release.EmptyLabel(tc.config, tc.mode, tc.name); got != tc.want {
+			t.Errorf("%s EmptyLabel(%s, %q, %s) = %d, want %d", tc.release.Version, tc.config, tc.mode, tc.name, got, tc.want)
 		}
 	}
 }

@@ -14,11 +14,13 @@ const (
 )
 
 // WorkloadConfigs are, per workload config, the deploy labels (operand and
-// LabelOnly names) that the ClusterPolicy's node labeller writes "true" on a
-// GPU node of that config, where they are absent or empty; it removes those
-// of the other configs (Upstream: gpuStateLabels and getEffectiveStateLabels
-// in controllers/state_manager.go). Under sandbox mode kata, vm-passthrough
-// takes kata-sandbox-device-plugin for sandbox-device-plugin.
+// LabelOnly names) that the newest release's ClusterPolicy node labeller
+// writes "true" on a GPU node of that config, where they are absent or
+// empty; it removes those of the other configs (Upstream: gpuStateLabels and
+// getEffectiveStateLabels in controllers/state_manager.go). Under sandbox
+// mode kata, vm-passthrough takes kata-sandbox-device-plugin for
+// sandbox-device-plugin. Releases before v26.7 write no client label
+// (Release.ClientLabel).
 var WorkloadConfigs = map[string][]string{
 	Container: {Driver, GPUFeatureDiscovery, ContainerToolkit, DevicePlugin, DCGM, DCGMExporter,
 		"node-status-exporter", OperatorValidator, "client"},
@@ -51,27 +53,42 @@ const (
 	Unjudged Labelling = iota
 	SetsTrue           // the key belongs to the node's workload config
 	Removes            // the key belongs to another workload config
+	// Keeps: the key belongs to the node's workload config, but the release
+	// keeps a label that is present, empty or not (Release.RepairsEmpty).
+	Keeps
 )
 
-// EmptyLabel says what the labeller does with the named operand's deploy
-// label, present and empty, on a GPU node of the workload config, under the
-// ClusterPolicy's sandbox mode ("" is kubevirt).
-func EmptyLabel(config, sandboxMode, name string) Labelling {
-	keys := WorkloadConfigs[config]
-	if config == VMPassthrough && sandboxMode == "kata" {
-		keys = append(slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return k == "sandbox-device-plugin" }),
+// EmptyLabel says what the release's labeller does with the named operand's
+// deploy label, present and empty, on a GPU node of the workload config,
+// under the ClusterPolicy's sandbox mode ("" is kubevirt).
+func (r Release) EmptyLabel(config, sandboxMode, name string) Labelling {
+	keys := r.stateLabels(config)
+	if config == VMPassthrough && sandboxMode == "kata" && r.KataDevicePlugin {
+		keys = append(slices.DeleteFunc(keys, func(k string) bool { return k == "sandbox-device-plugin" }),
 			"kata-sandbox-device-plugin")
 	}
 	switch {
-	case slices.Contains(keys, name):
+	case slices.Contains(keys, name) && r.RepairsEmpty:
 		return SetsTrue
-	case name == MIGManager && config != Container, name == "kata-sandbox-device-plugin":
+	case slices.Contains(keys, name):
+		return Keeps
+	case name == MIGManager && config != Container, name == "kata-sandbox-device-plugin" && r.KataDevicePlugin:
 		return Removes
 	}
-	for _, other := range WorkloadConfigs {
-		if slices.Contains(other, name) {
+	for other := range WorkloadConfigs {
+		if slices.Contains(r.stateLabels(other), name) {
 			return Removes
 		}
 	}
 	return Unjudged
+}
+
+// stateLabels are the keys the release's labeller writes in a workload
+// config (a copy).
+func (r Release) stateLabels(config string) []string {
+	keys := slices.Clone(WorkloadConfigs[config])
+	if !r.ClientLabel {
+		keys = slices.DeleteFunc(keys, func(k string) bool { return k == "client" })
+	}
+	return keys
 }

@@ -33,6 +33,11 @@ type Snapshot struct {
 	// were not read, empty when there are none).
 	Policy        *ClusterPolicy
 	NVIDIADrivers []NVIDIADriver
+	// OperatorVersion is the GPU Operator's image tag, as its Deployment
+	// runs it (or as the ClusterPolicy's chart labels name it); empty when
+	// neither was found. The judges judge by the release it names
+	// (operand.ReleaseOf).
+	OperatorVersion string
 	// Revisions are, by DaemonSet name, the controller-revision-hash of the
 	// DaemonSet's latest ControllerRevision: its pods with another hash run
 	// an older template. Nil unless the read was for upgrades.

@@ -57,7 +57,7 @@ func daemonSet(ns, id string, o operand.Operand, state string) *appsv1.DaemonSet
 	// that --discover finds it as a DaemonSet of the operand.
 	ds := testcluster.DaemonSet(ns, name, map[string]string{selectorKey + o.Name: state + "." + id, operand.LabelPrefix + o.Name: "true"}, "16Mi")
 	spec := &ds.Spec.Template.Spec
-	for _, i := range operand.InitsOf(o.Name) {
+	for _, i := range operand.Newest().InitsOf(o.Name) {
 		spec.InitContainers = append(spec.InitContainers, corev1.Container{Name: i.Container, Image: "registry.example/fake:1"})
 	}
 	switch {

@@ -1,0 +1,51 @@
+package operand
+
+import (
+	"strings"
+	"testing"
+)
+
+// ReleaseOf names the release line of a tag, and says so once when it
+// judges by another: newer, older, between two, or no release at all.
+func TestReleaseOf(t *testing.T) {
+	for _, tc := range []struct {
+		tag, want string
+		note      string // a part of the note; empty: none
+	}{
+		{"", "v26.7", ""},
+		{"v26.7.0", "v26.7", ""},
+		{"v25.10.1", "v25.10", ""},
+		{"25.3.4", "v25.3", ""},
+		{"v24.9.2-ubi8", "v24.9", ""},
+		{"v26.3", "v26.3", ""},
+		{"v27.1.0", "v26.7", "newer than any release gpuops knows: judged as v26.7"},
+		{"v26.10.0", "v26.7", "newer than any release"},
+		{"v25.6.0", "v25.3", "no release gpuops knows: judged as v25.3, the one before it"},
+		{"v23.9.2", "v24.9", "older than any release gpuops knows: judged as v24.9"},
+		{"latest", "v26.7", `"latest" names no release: judged as v26.7`},
+		{"main-latest", "v26.7", "names no release"},
+		{"sha256:3f1c", "v26.7", "names no release"},
+	} {
+		r, note := ReleaseOf(tc.tag)
+		if r.Version != tc.want {
+			t.Errorf("ReleaseOf(%q) = %s, want %s", tc.tag, r.Version, tc.want)
+		}
+		if tc.note == "" && note != "" || !strings.Contains(note, tc.note) {
+			t.Errorf("ReleaseOf(%q) note %q, want one with %q", tc.tag, note, tc.note)
+		}
+	}
+}
+
+// Releases are in order, oldest first, each line once: ReleaseOf walks
+// them from the newest down.
+func TestReleasesOrdered(t *testing.T) {
+	for i := 1; i < len(Releases); i++ {
+		a, b := Releases[i-1], Releases[i]
+		if a.year > b.year || a.year == b.year && a.minor >= b.minor {
+			t.Errorf("%s listed before %s", a.Version, b.Version)
+		}
+		if r, _ := ReleaseOf(b.Version + ".0"); r.Version != b.Version {
+			t.Errorf("%s.0 read as %s", b.Version, r.Version)
+		}
+	}
+}
