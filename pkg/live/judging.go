@@ -19,7 +19,8 @@ import (
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
-// readOperator reads the ClusterPolicy and NVIDIADrivers again, and for
+// readOperator reads the ClusterPolicy, NVIDIADrivers and the operator's
+// version again, and for
 // health the sharing and MIG configs it names; on a failure the hooks hear
 // it and the last ones read stay.
 func (t *Tracker) readOperator(ctx context.Context) error {
@@ -273,7 +274,7 @@ func sameRolloutIn(a, b rolloutIn) bool {
 // base is a snapshot of what every verdict reads besides nodes and pods.
 func (t *Tracker) base() *snapshot.Snapshot {
 	s := &snapshot.Snapshot{Namespace: t.opts.Namespace, DaemonSets: t.operator.DaemonSets, Policy: t.operator.Policy, NVIDIADrivers: t.operator.NVIDIADrivers,
-		Offers: t.operator.Offers}
+		OperatorVersion: t.operator.OperatorVersion, Offers: t.operator.Offers}
 	if t.opts.Upgrades {
 		s.Revisions, s.UpgradeEvents = t.revisions(), map[string]snapshot.Event{}
 	}

@@ -56,7 +56,7 @@ var Inits = []Init{
 	{Operand: MIGManager, Container: "toolkit-validation", WaitsOn: OperatorValidator, Past: "toolkit-validation"},
 	{Operand: VGPUManager, Container: "k8s-driver-manager"},
 	{Operand: "vfio-manager", Container: "k8s-driver-manager"},
-	{Operand: "sandbox-validator", Container: "cc-manager-validation", WaitsOn: "cc-manager"},
+	{Operand: "sandbox-validator", Container: "cc-manager-validation", WaitsOn: CCManager},
 	{Operand: "sandbox-validator", Container: "vfio-pci-validation", WaitsOn: "vfio-manager"},
 	{Operand: "sandbox-validator", Container: "vgpu-manager-validation", WaitsOn: VGPUManager},
 	{Operand: "sandbox-validator", Container: "vgpu-devices-validation", WaitsOn: VGPUDeviceManager},

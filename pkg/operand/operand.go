@@ -35,6 +35,9 @@ type Operand struct {
 	// DaemonSet for it, yet its deploy label stays "true". Judges take it as
 	// provided by the hosts, not as missing.
 	Off string
+	// Requires, when set, is a node label that must also be "true" for the
+	// operand's DaemonSet to select the node (Release.Roster sets it).
+	Requires string
 }
 
 // LabelKey is the node label whose value "true" asks for the operand on that node.
@@ -63,11 +66,23 @@ func Asks(labels map[string]string, name string) bool {
 	return v == "true"
 }
 
-// AskedBy reports whether a node's labels ask for the operand (Asks).
-func (o Operand) AskedBy(labels map[string]string) bool { return Asks(labels, o.Name) }
+// AskedBy reports whether a node's labels ask for the operand (Asks), and
+// its DaemonSet selects the node by the label it Requires too.
+func (o Operand) AskedBy(labels map[string]string) bool {
+	return Asks(labels, o.Name) && (o.Requires == "" || labels[o.Requires] == "true")
+}
 
-// IsDeployLabel reports whether a node label key is a deploy label: the
-// only labels a judge reads (pkg/judge).
+// AskLabel reports whether a node label key is one of those whether a node
+// asks for an operand depends on: the deploy labels, and CCCapable, which
+// cc-manager's DaemonSet also selects in releases before v26.3. A judge of
+// the labels alone (pkg/judge) reads no other.
+func AskLabel(key string) bool { return IsDeployLabel(key) || key == CCCapable }
+
+// CCCapable is the label the operator's labeller sets on nodes whose GPUs
+// can run confidential computing.
+const CCCapable = "nvidia.com/cc.capable"
+
+// IsDeployLabel reports whether a node label key is a deploy label.
 func IsDeployLabel(key string) bool { return strings.HasPrefix(key, LabelPrefix) }
 
 // DaemonSets lists every DaemonSet whose pods count as the operand.
@@ -195,7 +210,7 @@ func JudgedLabel(key string) bool {
 			return true
 		}
 	}
-	return IsDeployLabel(key) || OfferLabel(key) || IsNVSentinelCordonLabel(key)
+	return AskLabel(key) || OfferLabel(key) || IsNVSentinelCordonLabel(key)
 }
 
 // OperatorAccounts are the GPU Operator's service accounts that may write

@@ -37,7 +37,7 @@ var Switches = map[string]Switch{
 	"sandbox-validator":          {Field: "sandboxWorkloads", Sandbox: true},
 	"sandbox-device-plugin":      {Field: "sandboxDevicePlugin", Sandbox: true, Mode: "kubevirt"},
 	"kata-sandbox-device-plugin": {Field: "kataSandboxDevicePlugin", Sandbox: true, Mode: "kata"},
-	"cc-manager":                 {Field: "ccManager", Sandbox: true, Mode: "kata"},
+	CCManager:                    {Field: "ccManager", Sandbox: true, Mode: "kata"},
 	"kata-manager":               {Field: "kataManager", Never: true}, // deprecated: the operator ignores it
 }
 

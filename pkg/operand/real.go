@@ -37,7 +37,7 @@ var Real = append(Lab[:len(Lab):len(Lab)],
 	Operand{Name: "sandbox-device-plugin", DaemonSet: "nvidia-sandbox-device-plugin-daemonset", Column: "sandbox-device-plugin"},
 	Operand{Name: "kata-sandbox-device-plugin", DaemonSet: "nvidia-kata-sandbox-device-plugin-daemonset", Column: "kata-device-plugin"},
 	Operand{Name: "kata-manager", DaemonSet: "nvidia-kata-manager", Column: "kata-manager"},
-	Operand{Name: "cc-manager", DaemonSet: "nvidia-cc-manager", Column: "cc-manager"},
+	Operand{Name: CCManager, DaemonSet: "nvidia-cc-manager", Column: "cc-manager"},
 	// The DRA stack (a GPUCluster; manifests/state-dra-driver, state-dra-validation,
 	// state-dcgm, state-dcgm-exporter). nvidia-dra-validator's pods carry
 	// app=nvidia-operator-validator, the label the upgrade controller waits on;
@@ -59,6 +59,7 @@ const (
 	VGPUDeviceManager   = "vgpu-device-manager"
 	DRADriver           = "dra-driver"
 	DRAValidator        = "dra-validator"
+	CCManager           = "cc-manager"
 )
 
 // Helpers are DaemonSets that select nodes by an operand's deploy label but

@@ -3,6 +3,7 @@ package operand
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 )
 
@@ -40,16 +41,35 @@ type Release struct {
 	// nodes take kata-sandbox-device-plugin for sandbox-device-plugin
 	// (getEffectiveStateLabels); v26.3 on, which added the mode.
 	KataDevicePlugin bool
+	// CCCapableSelector: cc-manager's DaemonSet also selects
+	// nvidia.com/cc.capable=true (assets/state-cc-manager/0500_daemonset.yaml);
+	// before v26.3, which selects on the deploy label alone.
+	CCCapableSelector bool
 }
 
 // Releases are the release lines gpuops knows, oldest first: those NVIDIA
 // still supports. Each was read from its tags (vYY.M.0 to the last patch).
 var Releases = []Release{
-	{Version: "v24.9", year: 24, minor: 9, NVIDIAFSValidation: true, IMEXInit: true},
-	{Version: "v25.3", year: 25, minor: 3, NVIDIAFSValidation: true},
-	{Version: "v25.10", year: 25, minor: 10, NVIDIAFSValidation: true, GDRCopyValidation: true},
+	{Version: "v24.9", year: 24, minor: 9, NVIDIAFSValidation: true, IMEXInit: true, CCCapableSelector: true},
+	{Version: "v25.3", year: 25, minor: 3, NVIDIAFSValidation: true, CCCapableSelector: true},
+	{Version: "v25.10", year: 25, minor: 10, NVIDIAFSValidation: true, GDRCopyValidation: true, CCCapableSelector: true},
 	{Version: "v26.3", year: 26, minor: 3, KataDevicePlugin: true},
 	{Version: "v26.7", year: 26, minor: 7, KataDevicePlugin: true, ClientLabel: true, RepairsEmpty: true},
+}
+
+// Roster is the roster with what the release's DaemonSets select besides
+// the deploy labels (Operand.Requires).
+func (r Release) Roster(roster []Operand) []Operand {
+	if !r.CCCapableSelector {
+		return roster
+	}
+	out := slices.Clone(roster)
+	for i := range out {
+		if out[i].Name == CCManager {
+			out[i].Requires = CCCapable
+		}
+	}
+	return out
 }
 
 // Newest is the newest release gpuops knows: how a cluster is judged when

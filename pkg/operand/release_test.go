@@ -49,3 +49,40 @@ func TestReleasesOrdered(t *testing.T) {
 		}
 	}
 }
+
+// Before v26.3 cc-manager's DaemonSet also selects nvidia.com/cc.capable=true
+// (NVIDIA/gpu-operator v25.10.0 assets/state-cc-manager/0500_daemonset.yaml):
+// a vm-passthrough node without it, whose deploy label the labeller sets
+// all the same, does not ask for cc-manager there; from v26.3 it does.
+func TestReleaseRoster(t *testing.T) {
+	node := map[string]string{LabelPrefix + CCManager: "true"}
+	capable := map[string]string{LabelPrefix + CCManager: "true", CCCapable: "true"}
+	for _, tc := range []struct {
+		tag                   string
+		asked, askedByCapable bool
+	}{
+		{"v24.9.2", false, true},
+		{"v25.10.1", false, true},
+		{"v26.3.0", true, true},
+		{"v26.7.0", true, true},
+	} {
+		r, _ := ReleaseOf(tc.tag)
+		roster := r.Roster(Real)
+		cc, err := Lookup(roster, CCManager)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cc.AskedBy(node); got != tc.asked {
+			t.Errorf("%s: asked by a node without %s: %v, want %v", tc.tag, CCCapable, got, tc.asked)
+		}
+		if got := cc.AskedBy(capable); got != tc.askedByCapable {
+			t.Errorf("%s: asked by a CC-capable node: %v, want %v", tc.tag, got, tc.askedByCapable)
+		}
+	}
+	if !AskLabel(CCCapable) {
+		t.Errorf("%s is not read with the deploy labels", CCCapable)
+	}
+	if base, _ := Lookup(Real, CCManager); base.Requires != "" {
+		t.Errorf("Roster changed the catalog: %+v", base)
+	}
+}

@@ -24,8 +24,8 @@ const (
 var WorkloadConfigs = map[string][]string{
 	Container: {Driver, GPUFeatureDiscovery, ContainerToolkit, DevicePlugin, DCGM, DCGMExporter,
 		"node-status-exporter", OperatorValidator, "client"},
-	VMPassthrough: {"sandbox-device-plugin", "sandbox-validator", "vfio-manager", "kata-manager", "cc-manager", "client"},
-	VMVGPU:        {"sandbox-device-plugin", VGPUManager, VGPUDeviceManager, "sandbox-validator", "cc-manager", "client"},
+	VMPassthrough: {"sandbox-device-plugin", "sandbox-validator", "vfio-manager", "kata-manager", CCManager, "client"},
+	VMVGPU:        {"sandbox-device-plugin", VGPUManager, VGPUDeviceManager, "sandbox-validator", CCManager, "client"},
 }
 
 // WorkloadConfigOf is the workload config the labeller applies to a node

@@ -43,6 +43,35 @@ type Result struct {
 	Fleet *summary.Fleet
 	// Rollout is the driver upgrade, when upgrades are judged.
 	Rollout *upgrade.Rollout
+	// Operator is the GPU Operator's version and the release it was judged
+	// as; nil when no operator was found (judged as the newest, silently).
+	Operator *Operator
+}
+
+// Operator is the GPU Operator's version as read and the release whose
+// rules judged the cluster (operand.ReleaseOf).
+type Operator struct {
+	Version  string `json:"version"`        // the operator's image tag
+	JudgedAs string `json:"judgedAs"`       // the release line, vYY.M
+	Note     string `json:"note,omitempty"` // why it was judged as another release
+}
+
+// OperatorOf is the operator's version read (an image tag) and the release
+// it is judged as; nil for none.
+func OperatorOf(version string) *Operator {
+	if version == "" {
+		return nil
+	}
+	r, note := operand.ReleaseOf(version)
+	return &Operator{Version: version, JudgedAs: r.Version, Note: note}
+}
+
+// Line says it in a sentence, for the notes.
+func (o *Operator) Line() string {
+	if o.Note != "" {
+		return o.Note
+	}
+	return "GPU Operator " + o.Version + ": judged by the rules of release " + o.JudgedAs
 }
 
 // Verdict is the verdict of the node named; a NodeNotFoundError if the node

@@ -38,7 +38,7 @@ func (o Options) LabelsRead(daemonSets []snapshot.DaemonSet) Labels {
 // Keep reports whether the verdicts read the node label of this key.
 func (l Labels) Keep(key string) bool {
 	if l.deployOnly {
-		return operand.IsDeployLabel(key)
+		return operand.AskLabel(key)
 	}
 	return operand.JudgedLabel(key) || l.keys[key]
 }

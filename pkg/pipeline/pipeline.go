@@ -101,7 +101,10 @@ type Scope struct {
 	Options
 	Roster []operand.Operand
 	Rules  []operand.Rule
-	Notes  []string // the reader's, then the roster's
+	Notes  []string // the reader's, then the roster's, then the operator's version
+	// Operator is the operator's version and the release the judges judge
+	// by; nil when none was found.
+	Operator *outcome.Operator
 }
 
 // Decide makes the scope of a snapshot (of which only the namespace, the
@@ -112,7 +115,13 @@ func Decide(s *snapshot.Snapshot, o Options) Scope {
 	if o.AllRules {
 		rules = operand.RulesFor(r.Roster, operand.AllRules)
 	}
-	return Scope{Options: o, Roster: r.Roster, Rules: rules, Notes: slices.Concat(s.Notes, r.Notes)}
+	release, _ := operand.ReleaseOf(s.OperatorVersion) // the note is Operator's
+	sc := Scope{Options: o, Roster: release.Roster(r.Roster), Rules: rules, Notes: slices.Concat(s.Notes, r.Notes),
+		Operator: outcome.OperatorOf(s.OperatorVersion)}
+	if sc.Operator != nil {
+		sc.Notes = append(sc.Notes, sc.Operator.Line())
+	}
+	return sc
 }
 
 // Judge judges every node of the snapshot in the scope as of now: the
@@ -181,7 +190,7 @@ func (sc Scope) verdicts(s *snapshot.Snapshot, now time.Time) (*outcome.Result, 
 		return nil, nil, err
 	}
 	r := &outcome.Result{Namespace: s.Namespace, Selector: sc.NodeSelector, Node: sc.Node, Named: sc.Node != "" || len(sc.Nodes) > 0,
-		Explain: sc.Explain, Roster: sc.Roster, Notes: sc.Notes, Taken: now, TotalPods: m.TotalPods,
+		Explain: sc.Explain, Roster: sc.Roster, Notes: sc.Notes, Operator: sc.Operator, Taken: now, TotalPods: m.TotalPods,
 		Nodes: make([]verdict.Verdict, len(audits)), Disabled: []explain.Off{}}
 	for _, o := range sc.Roster {
 		if o.Off != "" {

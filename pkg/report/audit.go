@@ -124,10 +124,11 @@ func (a auditView) data(o *Origin) any {
 	}
 	return struct {
 		*Origin
-		OK    bool              `json:"ok"`
-		Nodes []judge.NodeAudit `json:"nodes"`
+		Operator *outcome.Operator `json:"operator,omitempty"`
+		OK       bool              `json:"ok"`
+		Nodes    []judge.NodeAudit `json:"nodes"`
 		*explain.Report
-	}{o, !a.r.AuditFailed(), audits, why}
+	}{o, a.r.Operator, !a.r.AuditFailed(), audits, why}
 }
 
 func (a auditView) names() []string {

@@ -82,9 +82,10 @@ func (h healthView) data(o *Origin) any {
 	}
 	return struct {
 		*Origin
-		Nodes    []health.Node `json:"nodes"`
-		LogNotes []string      `json:"logNotes,omitempty"` // the logs --logs could not read
-	}{o, hs, h.r.LogNotes}
+		Operator *outcome.Operator `json:"operator,omitempty"`
+		Nodes    []health.Node     `json:"nodes"`
+		LogNotes []string          `json:"logNotes,omitempty"` // the logs --logs could not read
+	}{o, h.r.Operator, hs, h.r.LogNotes}
 }
 
 func (h healthView) cases() []junitCase {

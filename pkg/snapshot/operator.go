@@ -33,6 +33,10 @@ type ClusterPolicy struct {
 	UpgradePolicy *UpgradePolicy
 	// Offer names the device plugin's and the MIG manager's configs.
 	Offer OfferPolicy
+	// ChartVersion is the operator's version as the Helm chart labels the
+	// policy (app.kubernetes.io/version); empty when it does not: the
+	// reader's fallback when it finds no operator Deployment.
+	ChartVersion string
 }
 
 // UpgradePolicy is how the driver upgrade controller may upgrade the nodes

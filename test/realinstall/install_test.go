@@ -80,6 +80,19 @@ func docs(t *testing.T, file string) []*unstructured.Unstructured {
 // as controlled by it, and the nodes of nodes.yaml.
 func newInstall(t *testing.T) *install {
 	t.Helper()
+	in := withCRDs(t)
+	for _, u := range docs(t, "operator.yaml") {
+		in.create(t, u)
+	}
+	in.addNodes(t)
+	in.settle(t)
+	return in
+}
+
+// withCRDs is an install of nothing yet in a namespace of its own, on a
+// cluster that serves the operator's CRDs.
+func withCRDs(t *testing.T) *install {
+	t.Helper()
 	env := testcluster.New(t)
 	env.Timeout = 3 * time.Minute
 	dyn, err := dynamic.NewForConfig(env.RESTConfig)
@@ -95,11 +108,6 @@ func newInstall(t *testing.T) *install {
 		}
 		in.waitEstablished(t, crd.GetName())
 	}
-	for _, u := range docs(t, "operator.yaml") {
-		in.create(t, u)
-	}
-	in.addNodes(t)
-	in.settle(t)
 	return in
 }
 
@@ -150,8 +158,8 @@ func byName(r dynamic.ResourceInterface, name string) cache.ListerWatcher {
 	}
 }
 
-// create creates one fixture object: namespaced ones in the test's
-// namespace, DaemonSets controlled by the ClusterPolicy (as the operator
+// create creates one fixture object: namespaced ones (the operator's
+// Deployment among them) in the test's namespace, DaemonSets controlled by the ClusterPolicy (as the operator
 // sets them), cluster-scoped ones deleted when the test ends.
 func (in *install) create(t *testing.T, u *unstructured.Unstructured) {
 	t.Helper()
@@ -189,6 +197,10 @@ func (in *install) create(t *testing.T, u *unstructured.Unstructured) {
 			ds.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(in.policy, in.policy.GroupVersionKind())}
 		}
 		_, err = c.AppsV1().DaemonSets(in.env.Namespace).Create(ctx, &ds, metav1.CreateOptions{})
+	case "Deployment":
+		var d appsv1.Deployment
+		convert(t, u, &d)
+		_, err = c.AppsV1().Deployments(in.env.Namespace).Create(ctx, &d, metav1.CreateOptions{})
 	default:
 		t.Fatalf("fixture: unexpected kind %s", u.GetKind())
 	}

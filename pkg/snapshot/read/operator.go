@@ -34,11 +34,21 @@ func Operator(ctx context.Context, c kubernetes.Interface, s *snapshot.Snapshot)
 	return readOperator(ctx, c.Discovery().RESTClient(), s)
 }
 
-// readOperator reads the ClusterPolicy and the NVIDIADriver objects into s.
-// A resource the cluster does not serve (no GPU Operator, or an older one)
-// or the user may not list is skipped with a note, not an error: the judges
-// work without it, only less precisely.
+// readOperator reads the ClusterPolicy, the NVIDIADriver objects and the
+// operator's version (operatorVersion, beside them) into s. A resource the
+// cluster does not serve (no GPU Operator, or an older one) or the user may
+// not list is skipped with a note, not an error: the judges work without it,
+// only less precisely.
 func readOperator(ctx context.Context, rc rest.Interface, s *snapshot.Snapshot) error {
+	type read struct {
+		tag string
+		err error
+	}
+	version := make(chan read, 1)
+	go func() {
+		tag, err := operatorVersion(ctx, rc, s.Namespace)
+		version <- read{tag, err}
+	}()
 	var policies struct{ Items []clusterPolicy }
 	switch err := list(ctx, rc, clusterPolicies, &policies); {
 	case apierrors.IsNotFound(err):
@@ -49,6 +59,20 @@ func readOperator(ctx context.Context, rc rest.Interface, s *snapshot.Snapshot) 
 		return fmt.Errorf("list clusterpolicies.nvidia.com: %w", err)
 	default:
 		s.Policy = pick(policies.Items)
+	}
+	v := <-version
+	switch {
+	case apierrors.IsForbidden(v.err):
+		if s.Policy != nil { // the lab, without an operator, has nothing to say
+			s.Notes = append(s.Notes, fmt.Sprintf("the GPU Operator's version not read (judged as %s, the newest gpuops knows): the user may not list deployments in namespace %s",
+				operand.Newest().Version, s.Namespace))
+		}
+	case v.err != nil:
+		return fmt.Errorf("list deployments in namespace %s: %w", s.Namespace, v.err)
+	case v.tag != "":
+		s.OperatorVersion = v.tag
+	case s.Policy != nil:
+		s.OperatorVersion = s.Policy.ChartVersion
 	}
 	var drivers struct{ Items []nvidiaDriver }
 	switch err := list(ctx, rc, nvidiaDrivers, &drivers); {
@@ -68,6 +92,56 @@ func readOperator(ctx context.Context, rc rest.Interface, s *snapshot.Snapshot) 
 	return nil
 }
 
+// OperatorComponent is the value of app.kubernetes.io/component on the
+// GPU Operator's Deployment, and its container's name (NVIDIA/gpu-operator
+// deployments/gpu-operator/templates/operator.yaml, every release).
+const OperatorComponent = "gpu-operator"
+
+// operatorVersion is the image tag the GPU Operator's Deployment in the
+// namespace runs ("" when there is none): one LIST by its component label,
+// of one small object.
+func operatorVersion(ctx context.Context, rc rest.Interface, namespace string) (string, error) {
+	var deployments struct {
+		Items []struct {
+			Spec struct {
+				Template struct {
+					Spec struct{ Containers []struct{ Name, Image string } }
+				}
+			}
+		}
+	}
+	body, err := rc.Get().AbsPath("/apis/apps/v1/namespaces", namespace, "deployments").
+		Param("labelSelector", "app.kubernetes.io/component="+OperatorComponent).
+		SetHeader("Accept", "application/json").Do(ctx).Raw()
+	if err != nil {
+		return "", err
+	}
+	if err := json.Unmarshal(body, &deployments); err != nil {
+		return "", err
+	}
+	for _, d := range deployments.Items {
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if c.Name == OperatorComponent {
+				return imageTag(c.Image), nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// imageTag is the tag of an image reference: its digest when it has one,
+// "latest" when it names neither (as the runtime reads it).
+func imageTag(image string) string {
+	if _, digest, ok := strings.Cut(image, "@"); ok {
+		return digest
+	}
+	name := image[strings.LastIndex(image, "/")+1:]
+	if _, tag, ok := strings.Cut(name, ":"); ok {
+		return tag
+	}
+	return "latest"
+}
+
 // list GETs a list of custom resources as JSON (they have no protobuf).
 func list(ctx context.Context, rc rest.Interface, path string, into any) error {
 	body, err := rc.Get().AbsPath(path).SetHeader("Accept", "application/json").Do(ctx).Raw()
@@ -78,7 +152,10 @@ func list(ctx context.Context, rc rest.Interface, path string, into any) error {
 }
 
 type clusterPolicy struct {
-	Metadata struct{ Name string }
+	Metadata struct {
+		Name   string
+		Labels map[string]string
+	}
 	Spec     map[string]json.RawMessage
 	Status   struct{ State, Namespace string }
 }
@@ -159,6 +236,11 @@ func (p *upgradePolicy) resolve(autoUpgrade bool) *snapshot.UpgradePolicy {
 	return out
 }
 
+// chartVersionLabel is the label the GPU Operator's Helm chart sets on the
+// ClusterPolicy to the chart's appVersion, the operator's version
+// (deployments/gpu-operator/templates/_helpers.tpl, gpu-operator.labels).
+const chartVersionLabel = "app.kubernetes.io/version"
+
 // pick returns the ClusterPolicy the operator acts on: it marks every other
 // one "ignored" (a cluster has one). Of several candidates, the first by name.
 func pick(items []clusterPolicy) *snapshot.ClusterPolicy {
@@ -168,7 +250,8 @@ func pick(items []clusterPolicy) *snapshot.ClusterPolicy {
 		return nil
 	}
 	p := items[i]
-	out := &snapshot.ClusterPolicy{Name: p.Metadata.Name, Namespace: p.Status.Namespace, Enabled: map[string]bool{}, Offer: offerPolicy(p.Spec)}
+	out := &snapshot.ClusterPolicy{Name: p.Metadata.Name, Namespace: p.Status.Namespace, Enabled: map[string]bool{}, Offer: offerPolicy(p.Spec),
+		ChartVersion: p.Metadata.Labels[chartVersionLabel]}
 	for field, raw := range p.Spec {
 		var f struct {
 			Enabled            *bool

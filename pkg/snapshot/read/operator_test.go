@@ -148,3 +148,20 @@ func TestTraceCordon(t *testing.T) {
 		t.Errorf("an uncordoned, untainted node traced: %+v, %+v, %v", node.Cordon, node.Tainter, err)
 	}
 }
+
+// The tag of the operator's image, as the runtime reads the reference: a
+// registry's port is no tag, a digest wins over a tag, none is latest.
+func TestImageTag(t *testing.T) {
+	for image, want := range map[string]string{
+		"nvcr.io/nvidia/gpu-operator:v25.10.1":            "v25.10.1",
+		"registry.local:5000/nvidia/gpu-operator:v24.9.2": "v24.9.2",
+		"registry.local:5000/nvidia/gpu-operator":         "latest",
+		"gpu-operator": "latest",
+		"nvcr.io/nvidia/gpu-operator:v26.7.0@sha256:0123456789ab": "sha256:0123456789ab",
+		"nvcr.io/nvidia/gpu-operator@sha256:0123456789ab":         "sha256:0123456789ab",
+	} {
+		if got := imageTag(image); got != want {
+			t.Errorf("imageTag(%q) = %q, want %q", image, got, want)
+		}
+	}
+}

@@ -248,11 +248,12 @@ func operatorAndOffers(ctx context.Context, c kubernetes.Interface, namespace st
 }
 
 // nodeLabels is the label filter of the nodes' read: the deploy labels
-// alone, opts.NodeLabels of the DaemonSets read, or nil for all.
+// alone (and the one other that asks, operand.AskLabel), opts.NodeLabels
+// of the DaemonSets read, or nil for all.
 func nodeLabels(opts Options, daemonSets []snapshot.DaemonSet) labelFilter {
 	switch {
 	case opts.DeployLabelsOnly:
-		return operand.IsDeployLabel
+		return operand.AskLabel
 	case opts.NodeLabels == nil:
 		return nil
 	}
