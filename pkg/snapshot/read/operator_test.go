@@ -19,7 +19,7 @@ import (
 func TestPickClusterPolicy(t *testing.T) {
 	body := `{"items": [
 	  {"metadata": {"name": "z-spare"}, "status": {"state": "ignored"}},
-	  {"metadata": {"name": "cluster-policy"},
+	  {"metadata": {"name": "cluster-policy", "labels": {"app.kubernetes.io/version": "v25.10.1", "helm.sh/chart": "gpu-operator-v25.10.1"}},
 	   "spec": {
 	     "operator": {"defaultRuntime": "containerd"},
 	     "driver": {"enabled": false, "useNvidiaDriverCRD": true, "version": "595.91.07"},
@@ -40,7 +40,7 @@ func TestPickClusterPolicy(t *testing.T) {
 	want := &snapshot.ClusterPolicy{
 		Name: "cluster-policy", Namespace: "gpu-operator",
 		Enabled:     map[string]bool{"driver": false, "toolkit": true, "dcgm": false, "sandboxWorkloads": true},
-		SandboxMode: "kata", NVIDIADriverCRD: true,
+		SandboxMode: "kata", NVIDIADriverCRD: true, ChartVersion: "v25.10.1",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("pick:\n got %+v\nwant %+v", got, want)
