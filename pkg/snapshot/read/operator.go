@@ -92,10 +92,10 @@ func readOperator(ctx context.Context, rc rest.Interface, s *snapshot.Snapshot) 
 	return nil
 }
 
-// OperatorComponent is the value of app.kubernetes.io/component on the
+// operatorComponent is the value of app.kubernetes.io/component on the
 // GPU Operator's Deployment, and its container's name (NVIDIA/gpu-operator
 // deployments/gpu-operator/templates/operator.yaml, every release).
-const OperatorComponent = "gpu-operator"
+const operatorComponent = "gpu-operator"
 
 // operatorVersion is the image tag the GPU Operator's Deployment in the
 // namespace runs ("" when there is none): one LIST by its component label,
@@ -105,13 +105,15 @@ func operatorVersion(ctx context.Context, rc rest.Interface, namespace string) (
 		Items []struct {
 			Spec struct {
 				Template struct {
-					Spec struct{ Containers []struct{ Name, Image string } }
+					Spec struct {
+						Containers []struct{ Name, Image string }
+					}
 				}
 			}
 		}
 	}
 	body, err := rc.Get().AbsPath("/apis/apps/v1/namespaces", namespace, "deployments").
-		Param("labelSelector", "app.kubernetes.io/component="+OperatorComponent).
+		Param("labelSelector", "app.kubernetes.io/component="+operatorComponent).
 		SetHeader("Accept", "application/json").Do(ctx).Raw()
 	if err != nil {
 		return "", err
@@ -121,7 +123,7 @@ func operatorVersion(ctx context.Context, rc rest.Interface, namespace string) (
 	}
 	for _, d := range deployments.Items {
 		for _, c := range d.Spec.Template.Spec.Containers {
-			if c.Name == OperatorComponent {
+			if c.Name == operatorComponent {
 				return imageTag(c.Image), nil
 			}
 		}
@@ -156,8 +158,8 @@ type clusterPolicy struct {
 		Name   string
 		Labels map[string]string
 	}
-	Spec     map[string]json.RawMessage
-	Status   struct{ State, Namespace string }
+	Spec   map[string]json.RawMessage
+	Status struct{ State, Namespace string }
 }
 
 type nvidiaDriver struct {
