@@ -38,7 +38,7 @@ func TestNeverAFullNode(t *testing.T) {
 		}
 		labels[o.LabelKey()] = "true"
 		ds := testcluster.DaemonSet(env.Namespace, o.DaemonSet, map[string]string{o.LabelKey(): "true"}, "16Mi")
-		for _, i := range operand.InitsOf(name) {
+		for _, i := range operand.Newest().InitsOf(name) {
 			ds.Spec.Template.Spec.InitContainers = append(ds.Spec.Template.Spec.InitContainers, corev1.Container{Name: i.Container, Image: "registry.example/fake:1"})
 		}
 		if name == operand.OperatorValidator {
