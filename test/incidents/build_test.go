@@ -1,0 +1,287 @@
+package incidents_test
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuops/gpuops/internal/testcluster"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/snapshot"
+)
+
+// The annotations of hack/kwokctl.yaml's as-written stage: a pod annotated
+// so keeps exactly the status the other annotation holds.
+const (
+	podState    = "gpuops.test/pod-state"
+	podStatus   = "gpuops.test/pod-status"
+	asWritten   = "as-written"
+	incidentKey = "gpuops.test/incident"
+)
+
+// mainContainer names each operand's main container as upstream does
+// (NVIDIA/gpu-operator assets/state-*/…daemonset.yaml): what a thread's
+// describe output shows.
+var mainContainer = map[string]string{
+	operand.Driver:              "nvidia-driver-ctr",
+	operand.ContainerToolkit:    "nvidia-container-toolkit-ctr",
+	operand.OperatorValidator:   "nvidia-operator-validator",
+	operand.DevicePlugin:        "nvidia-device-plugin",
+	operand.GPUFeatureDiscovery: "gpu-feature-discovery",
+	operand.DCGMExporter:        "nvidia-dcgm-exporter",
+	operand.DCGM:                "nvidia-dcgm-ctr",
+	operand.MIGManager:          "nvidia-mig-manager",
+}
+
+// built is an incident rebuilt in its own namespace and on its own node:
+// the namespace plays the operator's.
+type built struct {
+	in      incident
+	env     *testcluster.Env
+	node    string
+	created time.Time // when the node and its labels were written
+}
+
+// since is when every state of the rebuilt pods began: an hour before the
+// test, so that nothing reads as just started.
+var since = metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+
+// build creates the incident's node, its operands' DaemonSets (as the
+// operator names and labels them, selecting the node by its deploy
+// labels) and the other pods on it.
+func build(t *testing.T, name string, in incident) built {
+	t.Helper()
+	env := testcluster.New(t)
+	b := built{in: in, env: env, node: env.NodeName("node")}
+	ctx := context.Background()
+
+	labels := map[string]string{operand.GPUPresent: "true", incidentKey: name}
+	for _, o := range in.Node.Stack {
+		labels[operand.LabelPrefix+o] = "true"
+	}
+	for k, v := range in.Node.Labels {
+		labels[k] = v
+	}
+	var opts []testcluster.NodeOption
+	if g := in.Node.GPUs; g != nil {
+		opts = append(opts, func(n *corev1.Node) {
+			n.Status.Capacity[snapshot.GPUResource] = *resource.NewQuantity(g.Capacity, resource.DecimalSI)
+			n.Status.Allocatable[snapshot.GPUResource] = *resource.NewQuantity(g.Allocatable, resource.DecimalSI)
+		})
+	}
+	if in.Node.NotReady {
+		opts = append(opts, testcluster.NotReady())
+	}
+	b.created = time.Now()
+	env.AddNode(t, b.node, labels, opts...)
+
+	for _, name := range in.Node.Stack {
+		o, err := operand.Lookup(operand.Real, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds := daemonSet(env, o, in.Pods[name])
+		if _, err := env.Client.AppsV1().DaemonSets(env.Namespace).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range in.Others {
+		if _, err := env.Client.CoreV1().Pods(env.Namespace).Create(ctx, otherPod(b.node, p), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b
+}
+
+// daemonSet is the operand's DaemonSet, its pods held in the state p
+// describes (a Ready pod when p is empty).
+func daemonSet(env *testcluster.Env, o operand.Operand, p pod) *appsv1.DaemonSet {
+	ds := testcluster.DaemonSet(env.Namespace, cmp.Or(p.DaemonSet, o.DaemonSet), map[string]string{
+		o.LabelKey(): "true", testcluster.LabelTestID: env.ID,
+	}, "16Mi")
+	ds.Labels = map[string]string{operand.ManagedByLabel: "gpu-operator"}
+	spec := &ds.Spec.Template.Spec
+	spec.Containers[0].Name = cmp.Or(p.Container, mainContainer[o.Name], "main")
+	for _, i := range operand.InitsOf(o.Name) {
+		spec.InitContainers = append(spec.InitContainers, corev1.Container{Name: i.Container, Image: "registry.example/fake:1"})
+	}
+	ds.Spec.Template.Annotations = asWrittenAnnotations(spec, p, false)
+	return ds
+}
+
+// asWrittenAnnotations hold a pod of spec in the state p describes (nil:
+// Ready, which KWOK's own stages make it).
+func asWrittenAnnotations(spec *corev1.PodSpec, p pod, rejected bool) map[string]string {
+	if !rejected && p.Init == "" && p.State.ready() && p.Phase == "" && p.Reason == "" {
+		return nil
+	}
+	st := corev1.PodStatus{Phase: corev1.PodFailed, Reason: p.Reason, Message: p.Message}
+	if !rejected {
+		st = podStatusOf(spec, p)
+	}
+	status, err := json.Marshal(st)
+	if err != nil {
+		panic(err)
+	}
+	return map[string]string{podState: asWritten, podStatus: string(status)}
+}
+
+// podStatusOf is the status of a pod of spec in the state p describes.
+func podStatusOf(spec *corev1.PodSpec, p pod) corev1.PodStatus {
+	held := slices.IndexFunc(spec.InitContainers, func(c corev1.Container) bool { return c.Name == p.Init })
+	if p.Init == "" {
+		held = len(spec.InitContainers)
+	}
+	initializing := state{Waiting: "PodInitializing"}
+	st := corev1.PodStatus{Reason: p.Reason, Message: p.Message, StartTime: &since}
+	for i, c := range spec.InitContainers {
+		s := state{Terminated: "Completed"}
+		switch {
+		case i == held:
+			s = p.State
+		case i > held:
+			s = initializing
+		}
+		cs := containerStatus(c, s)
+		cs.Ready = s.Terminated == "Completed" // an init container is ready once it completed
+		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
+	}
+	main := p.State
+	if held < len(spec.InitContainers) {
+		main = initializing
+	}
+	st.ContainerStatuses = []corev1.ContainerStatus{containerStatus(spec.Containers[0], main)}
+
+	initialized, ready := held == len(spec.InitContainers), main.ready()
+	st.Phase = corev1.PodPhase(p.Phase)
+	if st.Phase == "" {
+		st.Phase = corev1.PodPending
+		if initialized && (main.running() || main.Restarts > 0 || main.Terminated != "") {
+			st.Phase = corev1.PodRunning
+		}
+	}
+	st.Conditions = []corev1.PodCondition{
+		condition(corev1.PodScheduled, true),
+		condition(corev1.PodInitialized, initialized),
+		condition(corev1.ContainersReady, ready),
+		condition(corev1.PodReady, ready),
+	}
+	return st
+}
+
+func condition(t corev1.PodConditionType, ok bool) corev1.PodCondition {
+	c := corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: since}
+	if !ok {
+		c.Status = corev1.ConditionFalse
+	}
+	return c
+}
+
+// containerStatus is what the kubelet reports of container c in state s.
+func containerStatus(c corev1.Container, s state) corev1.ContainerStatus {
+	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image, RestartCount: s.Restarts, Ready: s.ready()}
+	switch {
+	case s.Waiting != "":
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: s.Waiting, Message: s.Message}
+	case s.Terminated != "":
+		cs.State.Terminated = &corev1.ContainerStateTerminated{Reason: s.Terminated, ExitCode: s.ExitCode,
+			Message: s.Message, StartedAt: since, FinishedAt: since}
+	default:
+		started := true
+		cs.Started = &started
+		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: since}
+	}
+	if s.Last != "" {
+		cs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{Reason: s.Last,
+			ExitCode: s.LastExitCode, Message: s.LastMessage, StartedAt: since, FinishedAt: since}
+	}
+	return cs
+}
+
+// otherPod is a pod no operand controls, bound to node, in the state p
+// describes.
+func otherPod(node string, p other) *corev1.Pod {
+	c := corev1.Container{Name: cmp.Or(p.Container, "main"), Image: "registry.example/fake:1"}
+	if p.GPUs > 0 {
+		q := *resource.NewQuantity(p.GPUs, resource.DecimalSI)
+		c.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{snapshot.GPUResource: q},
+			Limits: corev1.ResourceList{snapshot.GPUResource: q}}
+	}
+	spec := corev1.PodSpec{NodeName: node, Containers: []corev1.Container{c}, RestartPolicy: corev1.RestartPolicyNever}
+	for _, name := range p.Inits {
+		spec.InitContainers = append(spec.InitContainers, corev1.Container{Name: name, Image: c.Image})
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Annotations: asWrittenAnnotations(&spec, p.pod, p.Rejected)},
+		Spec:       spec,
+	}
+}
+
+// settled reports whether every pod of the incident shows the status its
+// description gives, as the snapshot reads it.
+func (b built) settled(pods []corev1.Pod) bool {
+	want := len(b.in.Node.Stack) + len(b.in.Others)
+	if len(pods) != want {
+		return false
+	}
+	for i := range pods {
+		p := &pods[i]
+		if raw, ok := p.Annotations[podStatus]; ok {
+			var st corev1.PodStatus
+			if json.Unmarshal([]byte(raw), &st) != nil || p.Status.Phase != st.Phase ||
+				len(p.Status.ContainerStatuses) != len(st.ContainerStatuses) || len(p.Status.InitContainerStatuses) != len(st.InitContainerStatuses) {
+				return false
+			}
+			continue
+		}
+		if h := snapshot.PodFrom(p).Health; p.Status.Phase != corev1.PodRunning || !h.Ready {
+			return false
+		}
+	}
+	return true
+}
+
+// events records the incident's events on its pods, once they exist, as
+// the kubelet does.
+func (b built) events(t *testing.T, pods []corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range pods {
+		p := &pods[i]
+		var evs []event
+		if ds := snapshot.PodFrom(p).DaemonSet; ds != "" {
+			for name, desc := range b.in.Pods {
+				if o, err := operand.Lookup(operand.Real, name); err == nil && cmp.Or(desc.DaemonSet, o.DaemonSet) == ds {
+					evs = desc.Events
+				}
+			}
+		} else {
+			for _, o := range b.in.Others {
+				if o.Name == p.Name {
+					evs = o.Events
+				}
+			}
+		}
+		for _, e := range evs {
+			ev := &corev1.Event{
+				ObjectMeta: metav1.ObjectMeta{GenerateName: p.Name + ".", Namespace: p.Namespace},
+				InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: p.Namespace, Name: p.Name,
+					UID: p.UID},
+				Type: cmp.Or(e.Type, corev1.EventTypeWarning), Reason: e.Reason, Message: e.Message,
+				Count: max(e.Count, 1), FirstTimestamp: since, LastTimestamp: metav1.Now(),
+				Source: corev1.EventSource{Component: cmp.Or(e.From, "kubelet"), Host: b.node},
+			}
+			if _, err := b.env.Client.CoreV1().Events(p.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
