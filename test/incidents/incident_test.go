@@ -152,9 +152,16 @@ type cause struct {
 	Operand string `json:"operand"`
 }
 
+// The folders of the incidents: judged by the test, and pending (a cause
+// code they expect may be one gpuops does not have yet).
+const (
+	judgedDir  = "testdata"
+	pendingDir = "testdata/pending"
+)
+
 // load reads every incident of dir, in file name order, and checks each
-// is whole: the thread names the file, every operand and code is one
-// gpuops knows.
+// is whole: the thread names the file, every operand is one gpuops knows,
+// and so is every cause code of an incident judged.
 func load(t *testing.T, dir string) []incident {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
@@ -171,7 +178,7 @@ func load(t *testing.T, dir string) []incident {
 		if err := yaml.UnmarshalStrict(raw, &in); err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		if err := in.check(strings.TrimSuffix(filepath.Base(f), ".yaml")); err != nil {
+		if err := in.check(strings.TrimSuffix(filepath.Base(f), ".yaml"), dir == judgedDir); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 		out = append(out, in)
@@ -179,8 +186,9 @@ func load(t *testing.T, dir string) []incident {
 	return out
 }
 
-// check says what is wrong with an incident's description, named name.
-func (in incident) check(name string) error {
+// check says what is wrong with an incident's description, named name;
+// judged: its cause code must be one gpuops has.
+func (in incident) check(name string, judged bool) error {
 	if in.Thread == "" || fileName(in.Thread) != name {
 		return fmt.Errorf("thread %q does not name the file (want %s.yaml)", in.Thread, fileName(in.Thread))
 	}
@@ -213,7 +221,7 @@ func (in incident) check(name string) error {
 	switch {
 	case e.Usable != (e.Cause == nil):
 		return fmt.Errorf("expect: a usable node has no cause, an unusable one has one")
-	case e.Cause != nil && !slices.Contains(health.Codes, e.Cause.Code):
+	case judged && e.Cause != nil && !slices.Contains(health.Codes, e.Cause.Code):
 		return fmt.Errorf("expect: unknown cause code %q", e.Cause.Code)
 	}
 	return nil
@@ -240,7 +248,7 @@ func TestIncidentsWhole(t *testing.T) {
 		t.Fatal("docs/incidents.md has no section Not yet judged right")
 	}
 	seen := map[string]string{}
-	for dir, docs := range map[string]string{"testdata": judged, "testdata/pending": pending} {
+	for dir, docs := range map[string]string{judgedDir: judged, pendingDir: pending} {
 		for _, in := range load(t, dir) {
 			if d, ok := seen[in.Thread]; ok {
 				t.Errorf("%s is in %s and in %s", in.Thread, d, dir)

@@ -26,7 +26,7 @@ func TestMain(m *testing.M) { testcluster.Main(m) }
 // its own node), waits until each holds its state, then judges them one by
 // one.
 func TestIncidents(t *testing.T) {
-	files := load(t, "testdata")
+	files := load(t, judgedDir)
 	var all []built
 	for _, in := range files {
 		all = append(all, build(t, fileName(in.Thread), in))
