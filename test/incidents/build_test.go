@@ -83,12 +83,8 @@ func build(t *testing.T, name string, in incident) built {
 	b.created = time.Now()
 	env.AddNode(t, b.node, labels, opts...)
 
-	for _, name := range in.Node.Stack {
-		o, err := operand.Lookup(operand.Real, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ds := daemonSet(env, o, in.Pods[name])
+	for _, o := range in.rendered() {
+		ds := daemonSet(env, o, in.Pods[o.Name])
 		if _, err := env.Client.AppsV1().DaemonSets(env.Namespace).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -99,6 +95,19 @@ func build(t *testing.T, name string, in incident) built {
 		}
 	}
 	return b
+}
+
+// rendered are the operands whose DaemonSets the operator renders for the
+// incident: those the node asks for, and those its labels name otherwise
+// (paused by a helper, say), whose pods do not run on it.
+func (in incident) rendered() []operand.Operand {
+	var out []operand.Operand
+	for _, o := range operand.Real {
+		if _, labelled := in.Node.Labels[o.LabelKey()]; labelled || slices.Contains(in.Node.Stack, o.Name) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // daemonSet is the operand's DaemonSet, its pods held in the state p

@@ -203,6 +203,9 @@ func (in incident) check(name string, judged bool) error {
 		if !known(o) {
 			return fmt.Errorf("stack: unknown operand %q", o)
 		}
+		if _, ok := in.Node.Labels[operand.LabelPrefix+o]; ok {
+			return fmt.Errorf("stack: %s has a label of its own too", o)
+		}
 	}
 	for o, p := range in.Pods {
 		if !known(o) {
