@@ -132,7 +132,9 @@ func asWrittenAnnotations(spec *corev1.PodSpec, p pod, rejected bool) map[string
 	if !rejected && p.Init == "" && p.State.ready() && p.Phase == "" && p.Reason == "" {
 		return nil
 	}
-	st := corev1.PodStatus{Phase: corev1.PodFailed, Reason: p.Reason, Message: p.Message}
+	// A pod the kubelet refused keeps the start time its status manager
+	// writes, the refusal's, and no container status.
+	st := corev1.PodStatus{Phase: corev1.PodFailed, Reason: p.Reason, Message: p.Message, StartTime: &since}
 	if !rejected {
 		st = podStatusOf(spec, p)
 	}
