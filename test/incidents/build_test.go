@@ -21,10 +21,9 @@ import (
 // The annotations of hack/kwokctl.yaml's as-written stage: a pod annotated
 // so keeps exactly the status the other annotation holds.
 const (
-	podState    = "gpuops.test/pod-state"
-	podStatus   = "gpuops.test/pod-status"
-	asWritten   = "as-written"
-	incidentKey = "gpuops.test/incident"
+	podState  = "gpuops.test/pod-state"
+	podStatus = "gpuops.test/pod-status"
+	asWritten = "as-written"
 )
 
 // mainContainer names each operand's main container as upstream does
@@ -57,13 +56,13 @@ var since = metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
 // build creates the incident's node, its operands' DaemonSets (as the
 // operator names and labels them, selecting the node by its deploy
 // labels) and the other pods on it.
-func build(t *testing.T, name string, in incident) built {
+func build(t *testing.T, in incident) built {
 	t.Helper()
 	env := testcluster.New(t)
 	b := built{in: in, env: env, node: env.NodeName("node")}
 	ctx := context.Background()
 
-	labels := map[string]string{operand.GPUPresent: "true", incidentKey: name}
+	labels := map[string]string{operand.GPUPresent: "true"}
 	for _, o := range in.Node.Stack {
 		labels[operand.LabelPrefix+o] = "true"
 	}
@@ -76,9 +75,6 @@ func build(t *testing.T, name string, in incident) built {
 			n.Status.Capacity[snapshot.GPUResource] = *resource.NewQuantity(g.Capacity, resource.DecimalSI)
 			n.Status.Allocatable[snapshot.GPUResource] = *resource.NewQuantity(g.Allocatable, resource.DecimalSI)
 		})
-	}
-	if in.Node.NotReady {
-		opts = append(opts, testcluster.NotReady())
 	}
 	b.created = time.Now()
 	env.AddNode(t, b.node, labels, opts...)
@@ -129,7 +125,7 @@ func daemonSet(env *testcluster.Env, o operand.Operand, p pod) *appsv1.DaemonSet
 // asWrittenAnnotations hold a pod of spec in the state p describes (nil:
 // Ready, which KWOK's own stages make it).
 func asWrittenAnnotations(spec *corev1.PodSpec, p pod, rejected bool) map[string]string {
-	if !rejected && p.Init == "" && p.State.ready() && p.Phase == "" && p.Reason == "" {
+	if !rejected && p.Init == "" && p.State.running() && p.Phase == "" && p.Reason == "" {
 		return nil
 	}
 	// A pod the kubelet refused keeps the start time its status manager
@@ -171,7 +167,7 @@ func podStatusOf(spec *corev1.PodSpec, p pod) corev1.PodStatus {
 	}
 	st.ContainerStatuses = []corev1.ContainerStatus{containerStatus(spec.Containers[0], main)}
 
-	initialized, ready := held == len(spec.InitContainers), main.ready()
+	initialized, ready := held == len(spec.InitContainers), main.running()
 	st.Phase = corev1.PodPhase(p.Phase)
 	if st.Phase == "" {
 		st.Phase = corev1.PodPending
@@ -198,7 +194,7 @@ func condition(t corev1.PodConditionType, ok bool) corev1.PodCondition {
 
 // containerStatus is what the kubelet reports of container c in state s.
 func containerStatus(c corev1.Container, s state) corev1.ContainerStatus {
-	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image, RestartCount: s.Restarts, Ready: s.ready()}
+	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image, RestartCount: s.Restarts, Ready: s.running()}
 	switch {
 	case s.Waiting != "":
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: s.Waiting, Message: s.Message}
@@ -212,7 +208,7 @@ func containerStatus(c corev1.Container, s state) corev1.ContainerStatus {
 	}
 	if s.Last != "" {
 		cs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{Reason: s.Last,
-			ExitCode: s.LastExitCode, Message: s.LastMessage, StartedAt: since, FinishedAt: since}
+			ExitCode: s.LastExitCode, StartedAt: since, FinishedAt: since}
 	}
 	return cs
 }
@@ -286,9 +282,9 @@ func (b built) events(t *testing.T, pods []corev1.Pod) {
 				ObjectMeta: metav1.ObjectMeta{GenerateName: p.Name + ".", Namespace: p.Namespace},
 				InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: p.Namespace, Name: p.Name,
 					UID: p.UID},
-				Type: cmp.Or(e.Type, corev1.EventTypeWarning), Reason: e.Reason, Message: e.Message,
+				Type: corev1.EventTypeWarning, Reason: e.Reason, Message: e.Message,
 				Count: max(e.Count, 1), FirstTimestamp: since, LastTimestamp: metav1.Now(),
-				Source: corev1.EventSource{Component: cmp.Or(e.From, "kubelet"), Host: b.node},
+				Source: corev1.EventSource{Component: "kubelet", Host: b.node},
 			}
 			if _, err := b.env.Client.CoreV1().Events(p.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)

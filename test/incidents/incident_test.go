@@ -56,8 +56,6 @@ type node struct {
 	// GPUs are the node's capacity and allocatable nvidia.com/gpu; none
 	// when the thread shows none advertised.
 	GPUs *gpus `json:"gpus,omitempty"`
-	// NotReady: the node's kubelet does not report Ready.
-	NotReady bool `json:"notReady,omitempty"`
 }
 
 type gpus struct {
@@ -87,33 +85,27 @@ type pod struct {
 	Log string `json:"log,omitempty"`
 }
 
-// state is a container's: running (Ready unless Ready says no), waiting or
-// terminated for a reason; how often it restarted and how its last
-// instance ended.
+// state is a container's: running and ready, or waiting or terminated for
+// a reason; how often it restarted and how its last instance ended.
 type state struct {
 	Waiting    string `json:"waiting,omitempty"`
 	Terminated string `json:"terminated,omitempty"`
 	ExitCode   int32  `json:"exitCode,omitempty"`
 	Message    string `json:"message,omitempty"` // the waiting message, or the termination message
-	Ready      *bool  `json:"ready,omitempty"`
 	Restarts   int32  `json:"restarts,omitempty"`
 	// Last is the reason the previous instance terminated with (Error,
-	// OOMKilled, ...), LastMessage its termination message.
+	// OOMKilled, ...).
 	Last         string `json:"last,omitempty"`
 	LastExitCode int32  `json:"lastExitCode,omitempty"`
-	LastMessage  string `json:"lastMessage,omitempty"`
 }
 
 func (s state) running() bool { return s.Waiting == "" && s.Terminated == "" }
 
-func (s state) ready() bool { return s.running() && (s.Ready == nil || *s.Ready) }
-
+// event is a Warning the kubelet recorded on the pod.
 type event struct {
-	Type    string `json:"type,omitempty"` // default Warning
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
 	Count   int32  `json:"count,omitempty"`
-	From    string `json:"from,omitempty"` // default kubelet
 }
 
 // other is a pod that no operand's DaemonSet controls, bound to the node:

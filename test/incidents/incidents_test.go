@@ -29,7 +29,7 @@ func TestIncidents(t *testing.T) {
 	files := load(t, judgedDir)
 	var all []built
 	for _, in := range files {
-		all = append(all, build(t, fileName(in.Thread), in))
+		all = append(all, build(t, in))
 	}
 	for _, b := range all {
 		pods := b.env.WaitForPods(t, b.env.Namespace, b.settled)
