@@ -18,10 +18,10 @@ import (
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
-// The annotations of hack/kwokctl.yaml's as-written stage: a pod annotated
-// so keeps exactly the status the other annotation holds.
+// hack/kwokctl.yaml's as-written stage holds a pod whose state
+// (testcluster.PodState) is asWritten in exactly the status podStatus
+// holds.
 const (
-	podState  = "gpuops.test/pod-state"
 	podStatus = "gpuops.test/pod-status"
 	asWritten = "as-written"
 )
@@ -118,27 +118,21 @@ func daemonSet(env *testcluster.Env, o operand.Operand, p pod) *appsv1.DaemonSet
 	for _, i := range operand.InitsOf(o.Name) {
 		spec.InitContainers = append(spec.InitContainers, corev1.Container{Name: i.Container, Image: "registry.example/fake:1"})
 	}
-	ds.Spec.Template.Annotations = asWrittenAnnotations(spec, p, false)
+	ds.Spec.Template.Annotations = asWrittenAnnotations(spec, p)
 	return ds
 }
 
 // asWrittenAnnotations hold a pod of spec in the state p describes (nil:
 // Ready, which KWOK's own stages make it).
-func asWrittenAnnotations(spec *corev1.PodSpec, p pod, rejected bool) map[string]string {
-	if !rejected && p.Init == "" && p.State.running() && p.Phase == "" && p.Reason == "" {
+func asWrittenAnnotations(spec *corev1.PodSpec, p pod) map[string]string {
+	if p.Init == "" && p.State.running() && p.Reason == "" {
 		return nil
 	}
-	// A pod the kubelet refused keeps the start time its status manager
-	// writes, the refusal's, and no container status.
-	st := corev1.PodStatus{Phase: corev1.PodFailed, Reason: p.Reason, Message: p.Message, StartTime: &since}
-	if !rejected {
-		st = podStatusOf(spec, p)
-	}
-	status, err := json.Marshal(st)
+	status, err := json.Marshal(podStatusOf(spec, p))
 	if err != nil {
 		panic(err)
 	}
-	return map[string]string{podState: asWritten, podStatus: string(status)}
+	return map[string]string{testcluster.PodState: asWritten, podStatus: string(status)}
 }
 
 // podStatusOf is the status of a pod of spec in the state p describes.
@@ -168,12 +162,11 @@ func podStatusOf(spec *corev1.PodSpec, p pod) corev1.PodStatus {
 	st.ContainerStatuses = []corev1.ContainerStatus{containerStatus(spec.Containers[0], main)}
 
 	initialized, ready := held == len(spec.InitContainers), main.running()
-	st.Phase = corev1.PodPhase(p.Phase)
-	if st.Phase == "" {
-		st.Phase = corev1.PodPending
-		if initialized && (main.running() || main.Restarts > 0 || main.Terminated != "") {
-			st.Phase = corev1.PodRunning
-		}
+	// Pending while in an init container or before any container ran,
+	// Running after.
+	st.Phase = corev1.PodPending
+	if initialized && (main.running() || main.Restarts > 0 || main.Terminated != "") {
+		st.Phase = corev1.PodRunning
 	}
 	st.Conditions = []corev1.PodCondition{
 		condition(corev1.PodScheduled, true),
@@ -214,22 +207,22 @@ func containerStatus(c corev1.Container, s state) corev1.ContainerStatus {
 }
 
 // otherPod is a pod no operand controls, bound to node, in the state p
-// describes.
+// describes; one the kubelet refused as it was made.
 func otherPod(node string, p other) *corev1.Pod {
 	c := corev1.Container{Name: cmp.Or(p.Container, "main"), Image: "registry.example/fake:1"}
 	if p.GPUs > 0 {
-		q := *resource.NewQuantity(p.GPUs, resource.DecimalSI)
-		c.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{snapshot.GPUResource: q},
-			Limits: corev1.ResourceList{snapshot.GPUResource: q}}
+		c.Resources = testcluster.GPUs(p.GPUs)
 	}
 	spec := corev1.PodSpec{NodeName: node, Containers: []corev1.Container{c}, RestartPolicy: corev1.RestartPolicyNever}
+	if p.Rejected {
+		out := testcluster.Rejected("", node, p.Reason, p.Message, time.Time{}, spec)
+		out.Name = p.Name
+		return out
+	}
 	for _, name := range p.Inits {
 		spec.InitContainers = append(spec.InitContainers, corev1.Container{Name: name, Image: c.Image})
 	}
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Annotations: asWrittenAnnotations(&spec, p.pod, p.Rejected)},
-		Spec:       spec,
-	}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Annotations: asWrittenAnnotations(&spec, p.pod)}, Spec: spec}
 }
 
 // settled reports whether every pod of the incident shows the status its
@@ -241,15 +234,18 @@ func (b built) settled(pods []corev1.Pod) bool {
 	}
 	for i := range pods {
 		p := &pods[i]
-		if raw, ok := p.Annotations[podStatus]; ok {
+		switch raw, ok := p.Annotations[podStatus]; {
+		case ok:
 			var st corev1.PodStatus
 			if json.Unmarshal([]byte(raw), &st) != nil || p.Status.Phase != st.Phase ||
 				len(p.Status.ContainerStatuses) != len(st.ContainerStatuses) || len(p.Status.InitContainerStatuses) != len(st.InitContainerStatuses) {
 				return false
 			}
-			continue
-		}
-		if h := snapshot.PodFrom(p).Health; p.Status.Phase != corev1.PodRunning || !h.Ready {
+		case p.Annotations[testcluster.PodState] != "":
+			if _, refused := snapshot.PodFrom(p).RefusedDevice(); !refused {
+				return false
+			}
+		case p.Status.Phase != corev1.PodRunning || !snapshot.PodFrom(p).Health.Ready:
 			return false
 		}
 	}

@@ -70,16 +70,13 @@ type gpus struct {
 type pod struct {
 	// DaemonSet names the operand's DaemonSet where the operator renders
 	// another than the usual (precompiled drivers: one per kernel).
-	DaemonSet string `json:"daemonSet,omitempty"`
-	Init      string `json:"init,omitempty"`
-	Container string `json:"container,omitempty"` // the main container; default "main"
-	State     state  `json:"state"`
-	// Phase overrides the phase the containers give (Pending while in an
-	// init container or before any container ran, Running after).
-	Phase   string  `json:"phase,omitempty"`
-	Reason  string  `json:"reason,omitempty"` // the pod's own status reason and message
-	Message string  `json:"message,omitempty"`
-	Events  []event `json:"events,omitempty"`
+	DaemonSet string  `json:"daemonSet,omitempty"`
+	Init      string  `json:"init,omitempty"`
+	Container string  `json:"container,omitempty"` // the main container; default "main"
+	State     state   `json:"state"`
+	Reason    string  `json:"reason,omitempty"` // the pod's own status reason and message
+	Message   string  `json:"message,omitempty"`
+	Events    []event `json:"events,omitempty"`
 	// Log is the tail of the failing container's log as the thread pasted
 	// it (of the previous instance for a crash loop).
 	Log string `json:"log,omitempty"`
@@ -113,7 +110,7 @@ type event struct {
 // (nvidia-cuda-validator, nvidia-device-plugin-validator) with its init
 // containers Inits, in the state its pod fields describe (Running and
 // Ready when they are empty). Rejected: the kubelet refused it at
-// admission, so it has no container status at all.
+// admission (Failed, with Reason and Message, no container status).
 type other struct {
 	Name     string   `json:"name"`
 	GPUs     int64    `json:"gpus,omitempty"`
@@ -128,6 +125,9 @@ type expect struct {
 	// Cause is the root cause a tool can name from what the API shows;
 	// nil when the node is usable.
 	Cause *cause `json:"cause,omitempty"`
+	// Notes are what gpuops says of a usable node beside READY: a check's
+	// artefact, not the node's fault.
+	Notes []cause `json:"notes,omitempty"`
 	// Blocked are the operands waiting behind the cause, in chain order.
 	Blocked []string `json:"blocked,omitempty"`
 	// Missing are the operands gpuops audit finds not Running, Stuck those
@@ -218,6 +218,8 @@ func (in incident) check(name string, judged bool) error {
 		return fmt.Errorf("expect: a usable node has no cause, an unusable one has one")
 	case judged && e.Cause != nil && !slices.Contains(health.Codes, e.Cause.Code):
 		return fmt.Errorf("expect: unknown cause code %q", e.Cause.Code)
+	case e.Cause != nil && len(e.Notes) > 0:
+		return fmt.Errorf("expect: notes are said of a usable node only")
 	}
 	return nil
 }
@@ -261,10 +263,14 @@ func TestIncidentsWhole(t *testing.T) {
 
 // says is the verdict as gpuops health words it after the node's name.
 func (e expect) says() string {
-	if e.Cause == nil {
-		return "READY"
+	if e.Cause != nil {
+		return "UNUSABLE " + e.Cause.Code + " " + e.Cause.Operand
 	}
-	return "UNUSABLE " + e.Cause.Code + " " + e.Cause.Operand
+	s := "READY"
+	for _, n := range e.Notes {
+		s += " note " + n.Code + " " + n.Operand
+	}
+	return s
 }
 
 // docsLine is the line of docs that links thread, "" if none.

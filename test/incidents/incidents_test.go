@@ -62,9 +62,10 @@ func (b built) judge(t *testing.T) {
 		t.Fatalf("health -o json: exit %d (want %d), %v\n%s%s", r.Code, code, err, r.Stdout, r.Stderr)
 	}
 	got := h.Nodes[0]
-	if !got.Judged || got.Usable != e.Usable || !sameCause(got.Cause, e.Cause) || !slices.Equal(got.Blocked, nonNil(e.Blocked)) {
-		t.Errorf("health: usable=%v cause %+v blocked %q, want usable=%v cause %+v blocked %q\nevidence: %q",
-			got.Usable, got.Cause, got.Blocked, e.Usable, e.Cause, e.Blocked, got.Evidence)
+	if !got.Judged || got.Usable != e.Usable || !sameCause(got.Cause, e.Cause) || !slices.Equal(got.Blocked, nonNil(e.Blocked)) ||
+		!slices.EqualFunc(got.Notes, e.Notes, func(g health.Cause, w cause) bool { return sameCause(&g, &w) }) {
+		t.Errorf("health: usable=%v cause %+v blocked %q notes %+v, want usable=%v cause %+v blocked %q notes %+v\nevidence: %q",
+			got.Usable, got.Cause, got.Blocked, got.Notes, e.Usable, e.Cause, e.Blocked, e.Notes, got.Evidence)
 	}
 
 	// health: its one line.
