@@ -8,7 +8,6 @@ package logs_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -78,48 +77,18 @@ func newFleet(t *testing.T) fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	var logs strings.Builder
-	for _, p := range pods {
+	var logs []testcluster.ContainerLog
+	for i := range pods {
 		previous := string(healthy)
-		if code := f.want[p.Spec.NodeName]; code != "" {
+		if code := f.want[pods[i].Spec.NodeName]; code != "" {
 			s, _ := signature.Of(code)
 			previous += "ERROR: " + s.Texts[0] + "\n"
 		}
-		current := criFile(t, dir, p.Name+".log", "Stopping NVIDIA persistence daemon...\n")
-		fmt.Fprintf(&logs, "---\napiVersion: kwok.x-k8s.io/v1alpha1\nkind: Logs\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n  logs:\n  - containers: [%s]\n    logsFile: %s\n    previousLogsFile: %s\n",
-			p.Name, p.Namespace, p.Spec.Containers[0].Name, current, criFile(t, dir, p.Name+".previous.log", previous))
+		logs = append(logs, testcluster.ContainerLog{Pod: &pods[i], Container: pods[i].Spec.Containers[0].Name,
+			Current: "Stopping NVIDIA persistence daemon...\n", Previous: previous})
 	}
-	manifest := filepath.Join(dir, "logs.yaml")
-	if err := os.WriteFile(manifest, []byte(logs.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	env.Kubectl(t, "apply", "-f", manifest)
-	// KWOK serves a log once its controller has seen the Logs object.
-	p := pods[0]
-	var served error
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, served = env.Client.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: p.Spec.Containers[0].Name}).DoRaw(ctx)
-		return served == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("KWOK serves no log of pod %s: %v", p.Name, served)
-	}
+	env.ServeLogs(t, logs)
 	return f
-}
-
-// criFile writes a log file as the container runtime writes one (the CRI
-// format KWOK reads: time, stream, tag, line), returning its path.
-func criFile(t *testing.T, dir, name, text string) string {
-	var b strings.Builder
-	for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
-		b.WriteString("2026-12-07T04:00:00Z stdout F " + line + "\n")
-	}
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // args are a command's, on the fleet's nodes and namespace, discovering
