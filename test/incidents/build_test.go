@@ -252,6 +252,25 @@ func (b built) settled(pods []corev1.Pod) bool {
 	return true
 }
 
+// descOf is the description of a pod of the incident: an operand's (by its
+// DaemonSet) or another's (by its name); false for none.
+func (b built) descOf(p *corev1.Pod) (desc pod, container string, ok bool) {
+	if ds := snapshot.PodFrom(p).DaemonSet; ds != "" {
+		for name, d := range b.in.Pods {
+			if o, err := operand.Lookup(operand.Real, name); err == nil && cmp.Or(d.DaemonSet, o.DaemonSet) == ds {
+				return d, cmp.Or(d.Container, mainContainer[name], "main"), true
+			}
+		}
+		return pod{}, "", false
+	}
+	for _, o := range b.in.Others {
+		if o.Name == p.Name {
+			return o.pod, cmp.Or(o.Container, "main"), true
+		}
+	}
+	return pod{}, "", false
+}
+
 // events records the incident's events on its pods, once they exist, as
 // the kubelet does.
 func (b built) events(t *testing.T, pods []corev1.Pod) {
@@ -259,21 +278,8 @@ func (b built) events(t *testing.T, pods []corev1.Pod) {
 	ctx := context.Background()
 	for i := range pods {
 		p := &pods[i]
-		var evs []event
-		if ds := snapshot.PodFrom(p).DaemonSet; ds != "" {
-			for name, desc := range b.in.Pods {
-				if o, err := operand.Lookup(operand.Real, name); err == nil && cmp.Or(desc.DaemonSet, o.DaemonSet) == ds {
-					evs = desc.Events
-				}
-			}
-		} else {
-			for _, o := range b.in.Others {
-				if o.Name == p.Name {
-					evs = o.Events
-				}
-			}
-		}
-		for _, e := range evs {
+		desc, _, _ := b.descOf(p)
+		for _, e := range desc.Events {
 			ev := &corev1.Event{
 				ObjectMeta: metav1.ObjectMeta{GenerateName: p.Name + ".", Namespace: p.Namespace},
 				InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: p.Namespace, Name: p.Name,
@@ -287,4 +293,24 @@ func (b built) events(t *testing.T, pods []corev1.Pod) {
 			}
 		}
 	}
+}
+
+// logs has KWOK serve the log tail each pod's description pasted, as the
+// container that failed wrote it: the init container the pod is held in,
+// else its main one; the instance before for one that restarted.
+func (b built) logs(t *testing.T, pods []corev1.Pod) {
+	t.Helper()
+	var logs []testcluster.ContainerLog
+	for i := range pods {
+		desc, container, _ := b.descOf(&pods[i])
+		if desc.Log == "" {
+			continue
+		}
+		l := testcluster.ContainerLog{Pod: &pods[i], Container: cmp.Or(desc.Init, container), Current: desc.Log}
+		if desc.State.Restarts > 0 {
+			l.Current, l.Previous = "", desc.Log
+		}
+		logs = append(logs, l)
+	}
+	b.env.ServeLogs(t, logs)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/signature"
 )
 
 // incident is one public thread's node, as testdata/<repo>-<number>.yaml
@@ -135,8 +136,12 @@ type expect struct {
 	Missing []string `json:"missing,omitempty"`
 	Stuck   []string `json:"stuck,omitempty"`
 	// Host is the host-side cause the thread found, which no API object
-	// shows: said for the record (docs/incidents.md), not judged here.
+	// shows: said for the record (docs/incidents.md).
 	Host string `json:"host,omitempty"`
+	// Hint is the code of the catalog entry (pkg/signature) that the log
+	// tail the thread pasted matches: what health --logs names; none when
+	// the thread pasted no such line.
+	Hint string `json:"hint,omitempty"`
 }
 
 type cause struct {
@@ -218,6 +223,8 @@ func (in incident) check(name string, judged bool) error {
 		return fmt.Errorf("expect: a usable node has no cause, an unusable one has one")
 	case judged && e.Cause != nil && !slices.Contains(health.Codes, e.Cause.Code):
 		return fmt.Errorf("expect: unknown cause code %q", e.Cause.Code)
+	case e.Hint != "" && !slices.Contains(signature.Codes(), e.Hint):
+		return fmt.Errorf("expect: unknown hint code %q", e.Hint)
 	case e.Cause != nil && len(e.Notes) > 0:
 		return fmt.Errorf("expect: notes are said of a usable node only")
 	}
@@ -251,8 +258,12 @@ func TestIncidentsWhole(t *testing.T) {
 				t.Errorf("%s is in %s and in %s", in.Thread, d, dir)
 			}
 			seen[in.Thread] = dir
-			if line := docsLine(docs, in.Thread); !strings.Contains(line, "`"+in.Expect.says()+"`") {
+			line := docsLine(docs, in.Thread)
+			if !strings.Contains(line, "`"+in.Expect.says()+"`") {
 				t.Errorf("docs/incidents.md: no line of %s saying `%s` in the section of %s:\n%s", in.Thread, in.Expect.says(), dir, line)
+			}
+			if h := in.Expect.Hint; h != "" && !strings.Contains(line, "hint `"+h+"`") {
+				t.Errorf("docs/incidents.md: the line of %s names no hint `%s`:\n%s", in.Thread, h, line)
 			}
 		}
 	}

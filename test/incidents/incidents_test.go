@@ -34,6 +34,7 @@ func TestIncidents(t *testing.T) {
 	for _, b := range all {
 		pods := b.env.WaitForPods(t, b.env.Namespace, b.settled)
 		b.events(t, pods)
+		b.logs(t, pods)
 	}
 	for _, b := range all {
 		t.Run(fileName(b.in.Thread), func(t *testing.T) { b.judge(t) })
@@ -66,6 +67,22 @@ func (b built) judge(t *testing.T) {
 		!slices.EqualFunc(got.Notes, e.Notes, func(g health.Cause, w cause) bool { return sameCause(&g, &w) }) {
 		t.Errorf("health: usable=%v cause %+v blocked %q notes %+v, want usable=%v cause %+v blocked %q notes %+v\nevidence: %q",
 			got.Usable, got.Cause, got.Blocked, got.Notes, e.Usable, e.Cause, e.Blocked, e.Notes, got.Evidence)
+	}
+
+	// health --logs: the host's fault the log the thread pasted names.
+	r = c.Run(t, append([]string{"health", "--logs", "-o", "json"}, sel...)...)
+	var hl struct{ Nodes []health.Node }
+	if err := json.Unmarshal([]byte(r.Stdout), &hl); err != nil || r.Code != code || len(hl.Nodes) != 1 {
+		t.Fatalf("health --logs -o json: exit %d (want %d), %v\n%s%s", r.Code, code, err, r.Stdout, r.Stderr)
+	}
+	var hints []string
+	for _, h := range hl.Nodes[0].Hints {
+		if !slices.Contains(hints, h.Code) {
+			hints = append(hints, h.Code)
+		}
+	}
+	if want := slices.DeleteFunc([]string{e.Hint}, func(s string) bool { return s == "" }); !slices.Equal(nonNil(hints), nonNil(want)) {
+		t.Errorf("health --logs: hints %+v, want %q", hl.Nodes[0].Hints, want)
 	}
 
 	// health: its one line.
