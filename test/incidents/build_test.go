@@ -80,8 +80,13 @@ func build(t *testing.T, in incident) built {
 	env.AddNode(t, b.node, labels, opts...)
 
 	for _, o := range in.rendered() {
-		ds := daemonSet(env, o, in.Pods[o.Name])
+		ds := daemonSet(env, o, in.Pods[o.Name], in.release())
 		if _, err := env.Client.AppsV1().DaemonSets(env.Namespace).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if in.Operator != "" {
+		if _, err := env.Client.AppsV1().Deployments(env.Namespace).Create(ctx, operatorDeployment(in.Operator), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -91,6 +96,26 @@ func build(t *testing.T, in incident) built {
 		}
 	}
 	return b
+}
+
+// operatorDeployment is the GPU Operator's Deployment at release version,
+// labelled and named as its chart makes it (NVIDIA/gpu-operator
+// deployments/gpu-operator/templates/operator.yaml), where gpuops reads the
+// version. No replica: its pod would only crowd the incident's node.
+func operatorDeployment(version string) *appsv1.Deployment {
+	labels := map[string]string{"app": "gpu-operator", "app.kubernetes.io/component": "gpu-operator"}
+	var none int32
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "gpu-operator", Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &none,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "gpu-operator", Image: "nvcr.io/nvidia/gpu-operator:" + version}}},
+			},
+		},
+	}
 }
 
 // rendered are the operands whose DaemonSets the operator renders for the
@@ -107,15 +132,16 @@ func (in incident) rendered() []operand.Operand {
 }
 
 // daemonSet is the operand's DaemonSet, its pods held in the state p
-// describes (a Ready pod when p is empty).
-func daemonSet(env *testcluster.Env, o operand.Operand, p pod) *appsv1.DaemonSet {
+// describes (a Ready pod when p is empty), running the init containers of
+// release r.
+func daemonSet(env *testcluster.Env, o operand.Operand, p pod, r operand.Release) *appsv1.DaemonSet {
 	ds := testcluster.DaemonSet(env.Namespace, cmp.Or(p.DaemonSet, o.DaemonSet), map[string]string{
 		o.LabelKey(): "true", testcluster.LabelTestID: env.ID,
 	}, "16Mi")
 	ds.Labels = map[string]string{operand.ManagedByLabel: "gpu-operator"}
 	spec := &ds.Spec.Template.Spec
 	spec.Containers[0].Name = cmp.Or(p.Container, mainContainer[o.Name], "main")
-	for _, i := range operand.InitsOf(o.Name) {
+	for _, i := range r.InitsOf(o.Name) {
 		spec.InitContainers = append(spec.InitContainers, corev1.Container{Name: i.Container, Image: "registry.example/fake:1"})
 	}
 	ds.Spec.Template.Annotations = asWrittenAnnotations(spec, p)

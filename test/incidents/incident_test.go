@@ -208,7 +208,7 @@ func (in incident) check(name string, judged bool) error {
 		if !known(o) {
 			return fmt.Errorf("pods: unknown operand %q", o)
 		}
-		if p.Init != "" && !slices.ContainsFunc(operand.InitsOf(o), func(i operand.Init) bool { return i.Container == p.Init }) {
+		if p.Init != "" && !slices.ContainsFunc(in.release().InitsOf(o), func(i operand.Init) bool { return i.Container == p.Init }) {
 			return fmt.Errorf("pods: %s has no init container %q", o, p.Init)
 		}
 	}
@@ -229,6 +229,14 @@ func (in incident) check(name string, judged bool) error {
 		return fmt.Errorf("expect: notes are said of a usable node only")
 	}
 	return nil
+}
+
+// release is the GPU Operator release the incident's operator is judged
+// as (the newest when the thread names none): whose init containers its
+// pods run.
+func (in incident) release() operand.Release {
+	r, _ := operand.ReleaseOf(in.Operator)
+	return r
 }
 
 // fileName is the file an incident of thread lives in: NVIDIA/gpu-operator#233

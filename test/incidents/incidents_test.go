@@ -18,6 +18,7 @@ import (
 	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/health"
+	"github.com/gpuops/gpuops/pkg/outcome"
 )
 
 func TestMain(m *testing.M) { testcluster.Main(m) }
@@ -58,9 +59,16 @@ func (b built) judge(t *testing.T) {
 
 	// health -o json: usable, the root cause and what waits behind it.
 	r := c.Run(t, append([]string{"health", "-o", "json"}, sel...)...)
-	var h struct{ Nodes []health.Node }
+	var h struct {
+		Operator *outcome.Operator
+		Nodes    []health.Node
+	}
 	if err := json.Unmarshal([]byte(r.Stdout), &h); err != nil || r.Code != code || len(h.Nodes) != 1 {
 		t.Fatalf("health -o json: exit %d (want %d), %v\n%s%s", r.Code, code, err, r.Stdout, r.Stderr)
+	}
+	// The operator's version the thread names, in the verdict.
+	if v := h.Operator; (v == nil) != (b.in.Operator == "") || v != nil && (v.Version != b.in.Operator || v.JudgedAs == "") {
+		t.Errorf("health: operator %+v, want version %q", v, b.in.Operator)
 	}
 	got := h.Nodes[0]
 	if !got.Judged || got.Usable != e.Usable || !sameCause(got.Cause, e.Cause) || !slices.Equal(got.Blocked, nonNil(e.Blocked)) ||
