@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuops/gpuops/pkg/oneline"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/signature"
 	"github.com/gpuops/gpuops/pkg/snapshot"
@@ -162,17 +163,17 @@ func (c chain) kubeletEvidence(l *link, node string) []string {
 	p := l.pod
 	var out []string
 	if m := strings.TrimSpace(p.Health.Message); m != "" {
-		out = append(out, fmt.Sprintf("container %s terminated with message %q", p.Health.Container, oneLine(m)))
+		out = append(out, fmt.Sprintf("container %s terminated with message %q", p.Health.Container, oneline.Text(m)))
 	}
 	for _, w := range c.kubelet.warnings[p.Name] {
 		// The scheduler's FailedScheduling says what the pod's condition
 		// says, in its reason already.
-		if m := oneLine(w.Message); m != "" && !strings.Contains(p.Reason, m) {
+		if m := oneline.Text(w.Message); m != "" && !strings.Contains(p.Reason, m) {
 			out = append(out, warningText(w))
 		}
 	}
 	if w := c.kubelet.refused[node]; w != nil && l.op.Name == operand.OperatorValidator {
-		out = append(out, fmt.Sprintf("workload pod %s %s: %s", w.Name, w.Phase, oneLine(w.Reason)))
+		out = append(out, fmt.Sprintf("workload pod %s %s: %s", w.Name, w.Phase, oneline.Text(w.Reason)))
 	}
 	return out
 }
@@ -204,10 +205,5 @@ func warningText(w snapshot.Warning) string {
 	if w.Count > 1 {
 		s += fmt.Sprintf(" (x%d)", w.Count)
 	}
-	return s + ": " + oneLine(w.Message)
-}
-
-// oneLine keeps evidence to one line: a message's lines joined.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	return s + ": " + oneline.Text(w.Message)
 }

@@ -7,4 +7,9 @@ import "strings"
 
 // Error is err's message with every run of white space, new lines
 // included, made one space.
-func Error(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+func Error(err error) string { return Text(err.Error()) }
+
+// Text is s with every run of white space, new lines included, made one
+// space: a message the kubelet or a log wrote, kept to one line of
+// evidence.
+func Text(s string) string { return strings.Join(strings.Fields(s), " ") }

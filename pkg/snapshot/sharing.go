@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpuops/gpuops/pkg/oneline"
 )
 
 // Offers are what the device plugin and the MIG manager were asked to make
@@ -94,7 +96,7 @@ func ParseSharingConfig(data string) SharingConfig {
 		} `json:"sharing"`
 	}
 	if err := yaml.Unmarshal([]byte(data), &c); err != nil {
-		return SharingConfig{Error: oneLine(err)}
+		return SharingConfig{Error: oneline.Error(err)}
 	}
 	_, ignored := c.Flags["renameByDefault"]
 	out := SharingConfig{RenameIgnored: ignored}
@@ -155,7 +157,7 @@ func ParseMIGConfigs(data string) (map[string][]MIGEntry, error) {
 		} `json:"mig-configs"`
 	}
 	if err := yaml.Unmarshal([]byte(data), &c); err != nil {
-		return nil, fmt.Errorf("%s", oneLine(err))
+		return nil, fmt.Errorf("%s", oneline.Error(err))
 	}
 	out := make(map[string][]MIGEntry, len(c.MigConfigs))
 	for name, entries := range c.MigConfigs {
@@ -215,5 +217,3 @@ func Variants(entries []MIGEntry) [][]MIGEntry {
 func MIGResource(profile string) string {
 	return MIGResourcePrefix + strings.ReplaceAll(profile, "+", ".")
 }
-
-func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
