@@ -36,7 +36,8 @@ type config struct {
 	scripts     int    // timed rounds of the scripts (slow at 5,000 nodes); -1: rounds
 	recipe      bool   // also time the kubectl+jq recipe
 	script      bool   // also time operand-audit.sh
-	baseline    string // another gpuops binary whose audit, matrix and health are timed beside
+	baseline    string // other gpuops binaries whose audit, matrix and health are timed beside
+	gpuops      string // a gpuops binary to measure instead of one built from the tree
 	cluster     string
 	keep        bool // leave the cluster running at the end
 	reuse       bool // measure a fleet an earlier -keep run left, without setup
@@ -52,6 +53,15 @@ type config struct {
 	churn       int  // changes a second, with serve
 	churnFor    time.Duration
 	results     string
+}
+
+// revision names the gpuops measured: the tree's, or the -gpuops binary
+// given instead.
+func (c config) revision(ctx context.Context, root string) string {
+	if c.gpuops != "" {
+		return "binary " + filepath.Base(c.gpuops) + " (-gpuops), beside the tree at " + revision(ctx, root)
+	}
+	return revision(ctx, root)
 }
 
 // clusters are the fleets the run measures, in turn.
@@ -71,7 +81,8 @@ func main() {
 	flag.IntVar(&cfg.nodes, "n", 1000, "number of nodes in the fleet")
 	flag.IntVar(&cfg.rounds, "rounds", 5, "timed rounds per contender (after one warm-up)")
 	flag.IntVar(&cfg.scripts, "script-rounds", -1, "timed rounds of operand-audit.sh and the kubectl+jq recipe, without their warm-up when fewer than -rounds (-1: as -rounds); they take minutes a run at 5,000 real-sized nodes")
-	flag.StringVar(&cfg.baseline, "baseline", "", "another gpuops binary (say, built from the commit before a change) whose audit, matrix and health are timed in the same rounds, as \"baseline …\"")
+	flag.StringVar(&cfg.baseline, "baseline", "", "another gpuops binary (say, built from the commit before a change) whose audit, matrix and health are timed in the same rounds, as \"baseline …\"; several, separated by commas, each as LABEL=PATH are timed as \"LABEL …\"")
+	flag.StringVar(&cfg.gpuops, "gpuops", "", "measure this gpuops binary instead of building ./cmd/gpuops (with -serve: serve of another build, one run after the other)")
 	flag.BoolVar(&cfg.script, "script", true, "also time operand-audit.sh: its jq holds 6 GB at 5,000 real-sized nodes, too much beside four kept fleets")
 	flag.BoolVar(&cfg.recipe, "recipe", true, "also time the kubectl+jq recipe (bench/recipe.sh): about 10 minutes a run at 5,000 real-sized nodes")
 	flag.StringVar(&cfg.cluster, "cluster", "gpuops-scale", "name of the bench's own KWOK cluster (hack/cluster.sh); with -reuse, several names separated by commas measure their fleets one after the other in one run, with one table of the judges against each fleet's floor")
@@ -145,9 +156,16 @@ func run(ctx context.Context, cfg config) (err error) {
 	env := append(os.Environ(), "PATH="+filepath.Join(root, ".lab", "bin")+":"+os.Getenv("PATH"))
 
 	logf("building gpuops and the floor program")
-	bin := func(name string) string { return filepath.Join(tmp, name) }
-	if err := sh(ctx, env, "go", "build", "-o", bin("gpuops"), "./cmd/gpuops"); err != nil {
-		return err
+	bin := func(name string) string {
+		if name == "gpuops" && cfg.gpuops != "" {
+			return cfg.gpuops
+		}
+		return filepath.Join(tmp, name)
+	}
+	if cfg.gpuops == "" {
+		if err := sh(ctx, env, "go", "build", "-o", bin("gpuops"), "./cmd/gpuops"); err != nil {
+			return err
+		}
 	}
 	if err := sh(ctx, env, "go", "build", "-o", bin("floor"), "./bench/floor"); err != nil {
 		return err
@@ -291,7 +309,7 @@ func benchFleet(ctx context.Context, cfg config, cluster, root string, env []str
 	running, pending := expectedPods(fleet)
 	rep = report{
 		nodes: len(fleet), running: running, pending: pending, rounds: cfg.rounds, shape: shape,
-		when: time.Now().UTC(), machine: machine(server), revision: revision(ctx, root),
+		when: time.Now().UTC(), machine: machine(server), revision: cfg.revision(ctx, root),
 		results: results, setup: setup, notes: notes, load: [2]string{load, loadAverage()}, up: ups,
 	}
 	if cfg.watcher {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -27,7 +28,8 @@ type contender struct {
 // sample is one timed run.
 type sample struct {
 	wall   time.Duration
-	maxRSS int64 // bytes: the largest process of the run's process tree
+	maxRSS int64         // bytes: the largest process of the run's process tree
+	cpu    time.Duration // user and system CPU of the run's process tree
 	stdout []byte
 }
 
@@ -35,10 +37,11 @@ type sample struct {
 // comes from /usr/bin/time, not from this process's wait4: a child forked
 // from a Go process inherits the parent's high-water mark across exec, and
 // the bench's own heap is large. For a script, time reports the largest
-// process of its tree (kubectl or jq).
+// process of its tree (kubectl or jq). The CPU is the tree's user and
+// system time, as time reports it (10 ms steps).
 func runOnce(ctx context.Context, c contender, env []string, tmp string) (sample, error) {
 	rssFile := filepath.Join(tmp, "maxrss")
-	argv := append([]string{"/usr/bin/time", "-f", "%M", "-o", rssFile}, c.argv...)
+	argv := append([]string{"/usr/bin/time", "-f", "%M %U %S", "-o", rssFile}, c.argv...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = env
 	var stdout, stderr bytes.Buffer
@@ -56,17 +59,30 @@ func runOnce(ctx context.Context, c contender, env []string, tmp string) (sample
 	if err != nil {
 		return sample{}, fmt.Errorf("%s: peak RSS: %w", c.name, err)
 	}
-	kb, err := strconv.ParseInt(lastLine(out), 10, 64) // after "Command exited with non-zero status N"
+	f := strings.Fields(lastLine(out)) // after "Command exited with non-zero status N"
+	if len(f) != 3 {
+		return sample{}, fmt.Errorf("%s: peak RSS and CPU: %q", c.name, lastLine(out))
+	}
+	kb, err := strconv.ParseInt(f[0], 10, 64)
 	if err != nil {
 		return sample{}, fmt.Errorf("%s: peak RSS: %w", c.name, err)
 	}
-	return sample{wall: wall, maxRSS: kb << 10, stdout: stdout.Bytes()}, nil
+	var cpu time.Duration
+	for _, s := range f[1:] {
+		secs, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return sample{}, fmt.Errorf("%s: CPU: %w", c.name, err)
+		}
+		cpu += time.Duration(secs * float64(time.Second))
+	}
+	return sample{wall: wall, maxRSS: kb << 10, cpu: cpu, stdout: stdout.Bytes()}, nil
 }
 
 // result sums up the rounds of one contender.
 type result struct {
 	contender
 	walls []time.Duration
+	cpus  []time.Duration
 	rss   []int64
 	out   []byte // stdout of the warm-up run
 }
@@ -79,6 +95,9 @@ func (r result) median() time.Duration {
 	}
 	return (w[len(w)/2-1] + w[len(w)/2]) / 2
 }
+
+// medianCPU is the rounds' median CPU time (the upper one of an even count).
+func (r result) medianCPU() time.Duration { return median(r.cpus) }
 
 func (r result) peakRSS() int64 { return slices.Max(r.rss) }
 
@@ -124,6 +143,7 @@ func measure(ctx context.Context, cs []contender, env []string, tmp string, roun
 				results[i].out = s.stdout
 			}
 			results[i].walls = append(results[i].walls, s.wall)
+			results[i].cpus = append(results[i].cpus, s.cpu)
 			results[i].rss = append(results[i].rss, s.maxRSS)
 		}
 		if round > 0 {

@@ -69,19 +69,28 @@ func lineUp(root string, bin func(string) string, fleet []fleetNode, offers, wit
 // baselineJudges are the contenders a -baseline binary runs too, by name.
 var baselineJudges = []string{"gpuops audit", "gpuops matrix", "gpuops health (whole nodes, pod health)"}
 
-// baselineName is the name of a judge's contender run by the baseline.
-func baselineName(judge string) string { return "baseline " + strings.TrimPrefix(judge, "gpuops ") }
+// baselineName is the name of a judge's contender run by the baseline
+// labelled label.
+func baselineName(label, judge string) string { return label + " " + strings.TrimPrefix(judge, "gpuops ") }
 
-// baselines are the judges of cs run by another gpuops binary, checked
-// against the same output.
-func baselines(binary string, cs []contender) []contender {
+// baselines are the judges of cs run by other gpuops binaries, checked
+// against the same output: spec is a comma-separated list of PATH, labelled
+// "baseline", or LABEL=PATH (say, builds that each leave out one
+// mechanism, measured against this one in the same rounds).
+func baselines(spec string, cs []contender) []contender {
 	var out []contender
-	for _, c := range cs {
-		if slices.Contains(baselineJudges, c.name) {
-			b := c
-			b.name = baselineName(c.name)
-			b.argv = append([]string{binary}, c.argv[1:]...)
-			out = append(out, b)
+	for _, b := range strings.Split(spec, ",") {
+		label, binary, ok := strings.Cut(b, "=")
+		if !ok {
+			label, binary = "baseline", b
+		}
+		for _, c := range cs {
+			if slices.Contains(baselineJudges, c.name) {
+				b := c
+				b.name = baselineName(label, c.name)
+				b.argv = append([]string{binary}, c.argv[1:]...)
+				out = append(out, b)
+			}
 		}
 	}
 	return out
@@ -127,10 +136,10 @@ func (r report) markdown(level int) string {
 		r.list(&b)
 		return b.String()
 	}
-	fmt.Fprintf(&b, "%s; gpuops %s. Median of %d rounds after a warm-up; peak RSS is the largest process of the run (/usr/bin/time). Load average (1 min) %s before the rounds, %s after.\n\n",
+	fmt.Fprintf(&b, "%s; gpuops %s. Median of %d rounds after a warm-up; CPU is the run's user and system time and peak RSS its largest process (/usr/bin/time). Load average (1 min) %s before the rounds, %s after.\n\n",
 		r.machine, r.revision, r.rounds, r.load[0], r.load[1])
 	floor := r.floor()
-	b.WriteString("| what | median wall | × floor | peak RSS | output |\n|---|---:|---:|---:|---|\n")
+	b.WriteString("| what | median wall | × floor | median CPU | peak RSS | output |\n|---|---:|---:|---:|---:|---|\n")
 	for _, res := range r.results {
 		ratio := "—"
 		if floor > 0 {
@@ -140,7 +149,7 @@ func (r report) markdown(level int) string {
 		if len(res.walls) < r.rounds {
 			name += fmt.Sprintf(" (%d run, no warm-up)", len(res.walls))
 		}
-		fmt.Fprintf(&b, "| %s | %.3f s | %s | %d MB | %s |\n", name, res.median().Seconds(), ratio, res.peakRSS()>>20, verdict(res))
+		fmt.Fprintf(&b, "| %s | %.3f s | %s | %.2f s | %d MB | %s |\n", name, res.median().Seconds(), ratio, res.medianCPU().Seconds(), res.peakRSS()>>20, verdict(res))
 	}
 	b.WriteByte('\n')
 	if r.up != nil {
@@ -198,7 +207,7 @@ func fleetsMarkdown(reps []report) string {
 	head := "| fleet | a node, a pod | floor | audit | matrix | health |"
 	if slices.ContainsFunc(reps[0].results, func(r result) bool { return strings.HasPrefix(r.name, "baseline ") }) {
 		for _, j := range baselineJudges {
-			judges = append(judges, baselineName(j))
+			judges = append(judges, baselineName("baseline", j))
 		}
 		head += " baseline audit | baseline matrix | baseline health |"
 	}

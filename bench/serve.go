@@ -105,7 +105,7 @@ const probeTimeout = 30 * time.Second
 // the whole fleets); this fleet's runs, since the churn's pods need their
 // simulated kubelet.
 func benchServe(ctx context.Context, cfg config, root, cluster, kubeconfig string, client kubernetes.Interface, env []string, bin func(string) string, server string, fleet []fleetNode, setup []string) (report, error) {
-	rep := report{nodes: len(fleet), when: time.Now().UTC(), machine: machine(server), revision: revision(ctx, root), setup: setup}
+	rep := report{nodes: len(fleet), when: time.Now().UTC(), machine: machine(server), revision: cfg.revision(ctx, root), setup: setup}
 	rep.running, rep.pending = expectedPods(fleet)
 	if others := others(cfg.clusters(), cluster); cfg.pause && len(others) > 0 {
 		resume, note, err := pauseSimulators(ctx, root, others, cfg.stopped(cluster)) // stopped: others, with -pause-others
