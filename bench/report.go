@@ -71,7 +71,9 @@ var baselineJudges = []string{"gpuops audit", "gpuops matrix", "gpuops health (w
 
 // baselineName is the name of a judge's contender run by the baseline
 // labelled label.
-func baselineName(label, judge string) string { return label + " " + strings.TrimPrefix(judge, "gpuops ") }
+func baselineName(label, judge string) string {
+	return label + " " + strings.TrimPrefix(judge, "gpuops ")
+}
 
 // baselines are the judges of cs run by other gpuops binaries, checked
 // against the same output: spec is a comma-separated list of PATH, labelled
