@@ -6,6 +6,7 @@
 #                                      running; then create the lab nodes
 #   hack/cluster.sh down [NAME]        delete NAME (no error if it does not exist)
 #   hack/cluster.sh kubeconfig [NAME]  print the path of NAME's kubeconfig
+#   hack/cluster.sh nodes [SPEC]       print the lab nodes' manifests (see below)
 #   hack/cluster.sh list               list the clusters of this repo
 #   hack/cluster.sh prune [PREFIX]     delete every cluster of this repo whose name
 #                                      starts with PREFIX (all without PREFIX)
@@ -25,10 +26,13 @@
 # APISERVER KWOK CONTROLLER_MANAGER SCHEDULER" (or the first few of them)
 # names the ports the first start of a new cluster tries.
 #
-# Lab nodes: `up` reads the node names (the `- name:` items under `nodes:`)
-# from the lab spec file named by LAB_NODES (default lab/lab.yaml) and creates
-# each missing one as a plain KWOK fake node (Ready, capacity with 8 GPUs, no
-# taint, no GPU labels). Existing nodes are left as they are. LAB_NODES= (empty) creates none.
+# Lab nodes: `up` reads the nodes (the `- name:` items under `nodes:`, and
+# each one's `gpus:`) from the lab spec file named by LAB_NODES (default
+# lab/lab.yaml) and creates each missing one as a plain KWOK fake node (Ready,
+# capacity with as many nvidia.com/gpu as its gpus: says and none without it,
+# no taint, no GPU labels). Existing nodes are left as they are. LAB_NODES=
+# (empty) creates none. `hack/cluster.sh nodes [SPEC]` prints the manifests
+# it would create.
 #
 # Heartbeats: kwokctl's --heartbeat-factor (default 5) stretches the node
 # lease, the node status updates and the controller manager's grace period
@@ -68,26 +72,42 @@ reachable() {
 	[[ -s "$2" ]] && kubectl --kubeconfig "$2" --request-timeout=5s get --raw /readyz >/dev/null 2>&1
 }
 
-# lab_node_names FILE: the `- name:` items of the top-level `nodes:` list.
-lab_node_names() {
+# lab_nodes FILE: "NAME GPUS" for each `- name:` item of the top-level
+# `nodes:` list, GPUS its `gpus:` (a key of the same item, in block style as
+# lab/lab.yaml writes it), 0 without one.
+lab_nodes() {
 	awk '
+		function flush() { if (name != "") print name, gpus; name = "" }
 		/^nodes:[ \t]*$/ { in_nodes = 1; indent = -1; next }
-		in_nodes && /^[^ \t#-]/ { in_nodes = 0 }
+		in_nodes && /^[^ \t#-]/ { flush(); in_nodes = 0 }
 		in_nodes && match($0, /^[ \t]*- +name:/) {
 			lead = $0; sub(/-.*/, "", lead)
 			if (indent < 0) indent = length(lead)
 			if (length(lead) != indent) next
+			flush()
 			v = $0; sub(/^[ \t]*- +name:[ \t]*/, "", v); sub(/[ \t]+#.*$/, "", v)
 			gsub(/^["'\'']|["'\''][ \t]*$/, "", v); sub(/[ \t]+$/, "", v)
-			print v
+			name = v; gpus = 0; next
 		}
+		in_nodes && name != "" && match($0, /^[ \t]*gpus:/) {
+			lead = $0; sub(/g.*/, "", lead)
+			if (length(lead) != indent + 2) next
+			v = $0; sub(/^[ \t]*gpus:[ \t]*/, "", v); sub(/[ \t]*(#.*)?$/, "", v)
+			gpus = v
+		}
+		END { flush() }
 	' "$1"
 }
 
-# fake_node NAME: a KWOK fake node manifest. Each advertises 8 GPUs
-# (nvidia.com/gpu), as a node whose device plugin has registered them does,
-# so that gpuops health sees usable GPU nodes when the operands run.
+# fake_node NAME GPUS: a KWOK fake node manifest. A node with GPUs advertises
+# them (nvidia.com/gpu), as a node whose device plugin has registered them
+# does, so that gpuops health sees usable GPU nodes when the operands run; a
+# node without advertises none, so the scheduler never places GPU work there.
 fake_node() {
+	local gpu=""
+	if (($2 > 0)); then
+		gpu=", nvidia.com/gpu: \"$2\""
+	fi
 	cat <<YAML
 ---
 apiVersion: v1
@@ -103,9 +123,28 @@ metadata:
     kubernetes.io/arch: amd64
     type: kwok
 status:
-  capacity: {cpu: "32", memory: 256Gi, pods: "110", nvidia.com/gpu: "8"}
-  allocatable: {cpu: "32", memory: 256Gi, pods: "110", nvidia.com/gpu: "8"}
+  capacity: {cpu: "32", memory: 256Gi, pods: "110"$gpu}
+  allocatable: {cpu: "32", memory: 256Gi, pods: "110"$gpu}
 YAML
+}
+
+# read_lab_nodes SPEC: the caller's arrays names and gpus, checked.
+read_lab_nodes() {
+	local name count
+	while read -r name count; do
+		[[ "$name" =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]] || die "invalid node name '$name' in $1"
+		[[ "$count" =~ ^[0-9]+$ ]] || die "node $name: gpus '$count' is not a count in $1"
+		names+=("$name")
+		gpus+=("$count")
+	done < <(lab_nodes "$1")
+	[[ ${#names[@]} -gt 0 ]] || die "no '- name:' entries under 'nodes:' in $1"
+}
+
+# nodes [SPEC]: the manifests up creates for the lab spec's nodes.
+nodes() {
+	local names=() gpus=() i
+	read_lab_nodes "${1:-$ROOT/lab/lab.yaml}"
+	for i in "${!names[@]}"; do fake_node "${names[i]}" "${gpus[i]}"; done
 }
 
 ensure_lab_nodes() {
@@ -117,18 +156,14 @@ ensure_lab_nodes() {
 		log "warning: lab spec $spec not found: no lab nodes created (set LAB_NODES=<file>)"
 		return 0
 	fi
-	local names=() have missing=() n
-	mapfile -t names < <(lab_node_names "$spec")
-	[[ ${#names[@]} -gt 0 ]] || die "no '- name:' entries under 'nodes:' in $spec"
-	for n in "${names[@]}"; do
-		[[ "$n" =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]] || die "invalid node name '$n' in $spec"
-	done
+	local names=() gpus=() have missing=() i
+	read_lab_nodes "$spec"
 	have=" $(kubectl --kubeconfig "$kc" get nodes -o jsonpath='{.items[*].metadata.name}') "
-	for n in "${names[@]}"; do
-		[[ "$have" == *" $n "* ]] || missing+=("$n")
+	for i in "${!names[@]}"; do
+		[[ "$have" == *" ${names[i]} "* ]] || missing+=("$i")
 	done
 	if [[ ${#missing[@]} -gt 0 ]]; then
-		for n in "${missing[@]}"; do fake_node "$n"; done | kubectl --kubeconfig "$kc" create -f - >&2
+		for i in "${missing[@]}"; do fake_node "${names[i]}" "${gpus[i]}"; done | kubectl --kubeconfig "$kc" create -f - >&2
 	fi
 	kubectl --kubeconfig "$kc" wait --for=condition=Ready --timeout=60s "${names[@]/#/node/}" >/dev/null
 	log "lab nodes ready: ${names[*]}"
@@ -322,6 +357,7 @@ case "$cmd" in
 up) up "${2:-$DEFAULT_NAME}" ;;
 down) down "${2:-$DEFAULT_NAME}" ;;
 kubeconfig) kubeconfig_path "${2:-$DEFAULT_NAME}" ;;
+nodes) nodes "${2:-}" ;;
 list) list ;;
 prune) prune "${2:-}" ;;
 *)

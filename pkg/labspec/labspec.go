@@ -28,6 +28,11 @@ type Node struct {
 	// Operands maps operand name to the value of its deploy label; an operand
 	// left out gets no deploy label at all (which is not the same as false).
 	Operands map[string]bool `json:"operands,omitempty"`
+	// GPUs is how many GPUs the node has: the lab's cluster (hack/cluster.sh)
+	// makes its fake node advertise that many nvidia.com/gpu, as a device
+	// plugin that registered them would; none (0) on a node without a GPU.
+	// gpuops itself sets no label from it.
+	GPUs int64 `json:"gpus,omitempty"`
 }
 
 // Target names one operand on one node.
@@ -79,6 +84,9 @@ func (l *Lab) validate(roster []operand.Operand) error {
 			return fmt.Errorf("node %q is listed twice", n.Name)
 		}
 		seen[n.Name] = true
+		if n.GPUs < 0 {
+			return fmt.Errorf("node %s: gpus %d: not a count", n.Name, n.GPUs)
+		}
 		for k, v := range n.Labels {
 			if errs := validation.IsQualifiedName(k); len(errs) > 0 {
 				return fmt.Errorf("node %s: label key %q: %s", n.Name, k, strings.Join(errs, "; "))

@@ -37,7 +37,11 @@ func TestDefaultLabIsSpecStep1(t *testing.T) {
 		return m
 	}
 	want := []map[string]string{all("true"), all("false"), {}}
+	gpus := []int64{8, 8, 0} // the third node has no GPU: its fake node advertises none
 	for i, n := range lab.Nodes {
+		if n.GPUs != gpus[i] {
+			t.Errorf("node %s: %d GPUs, want %d", n.Name, n.GPUs, gpus[i])
+		}
 		got := n.NodeLabels(operand.Lab)
 		if len(got) != len(want[i]) {
 			t.Errorf("node %s: labels %v, want %v", n.Name, got, want[i])
@@ -69,6 +73,8 @@ func TestParseRejects(t *testing.T) {
 		"string boolean":    {"namespace: x\nnodes: [{name: a, operands: {driver: \"true\"}}]", "invalid lab spec"},
 		"deploy in labels":  {"namespace: x\nnodes: [{name: a, labels: {nvidia.com/gpu.deploy.driver: 'true'}}]", "set deploy labels under operands"},
 		"bad label value":   {"namespace: x\nnodes: [{name: a, labels: {k: 'a b'}}]", "label k value"},
+		"negative gpus":     {"namespace: x\nnodes: [{name: a, gpus: -1}]", "gpus -1"},
+		"gpus not a count":  {"namespace: x\nnodes: [{name: a, gpus: many}]", "invalid lab spec"},
 		"optout stranger":   {"namespace: x\nnodes: [{name: a}]\noptout: {node: b, operand: driver}", `optout: node "b"`},
 		"optin bad operand": {"namespace: x\nnodes: [{name: a}]\noptin: {node: a, operand: mig}", `optin: unknown operand "mig"`},
 	}

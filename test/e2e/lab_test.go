@@ -11,11 +11,15 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	gpuops "github.com/gpuops/gpuops"
 	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/labspec"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
 func TestMain(m *testing.M) { testcluster.Main(m) }
@@ -56,9 +60,14 @@ func TestLab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The lab's nodes, plain as hack/cluster.sh makes them (no GPU labels).
+	// The lab's nodes as hack/cluster.sh makes them: no GPU labels, and as
+	// many GPUs advertised as the spec's gpus: says (none on the node without).
 	for _, n := range lab.Nodes {
-		env.AddNode(t, n.Name, nil)
+		var gpus []testcluster.NodeOption
+		if n.GPUs > 0 {
+			gpus = append(gpus, testcluster.WithCapacity(corev1.ResourceList{snapshot.GPUResource: *resource.NewQuantity(n.GPUs, resource.DecimalSI)}))
+		}
+		env.AddNode(t, n.Name, nil, gpus...)
 	}
 	// The lab's own namespace, as a user runs it: no -n.
 	cluster := gpuopstest.Cluster{Kubeconfig: env.Kubeconfig}

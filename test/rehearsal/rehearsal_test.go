@@ -180,7 +180,10 @@ func newRig(t *testing.T, cordonB bool) *rig {
 	names := map[string]string{}
 	for _, short := range []string{"a", "b", "c", "host", "cpu"} {
 		names[short] = env.NodeName(short)
-		opts := []testcluster.NodeOption{gpus}
+		var opts []testcluster.NodeOption
+		if short != "cpu" { // a node without a GPU advertises none
+			opts = append(opts, gpus)
+		}
 		if short == "b" && cordonB {
 			opts = append(opts, testcluster.Unschedulable())
 		}
