@@ -71,7 +71,7 @@ func newFleetIn(t *testing.T, env *testcluster.Env, ns string) *fleet {
 
 // node adds a GPU node asking for every operand of the lab; broken, it
 // asks for the device plugin without the container toolkit (the lab's
-// lab-node-2).
+// step 7, on a node with GPUs: the black hole).
 func (f *fleet) node(t *testing.T, suffix string, broken bool, opts ...testcluster.NodeOption) string {
 	t.Helper()
 	labels := map[string]string{}
@@ -83,7 +83,7 @@ func (f *fleet) node(t *testing.T, suffix string, broken bool, opts ...testclust
 	}
 	name := f.env.NodeName(suffix)
 	// Its GPUs advertised, as a device plugin registers them: the broken
-	// one too, the lab's story (the scheduler sends GPU work there).
+	// one too (the scheduler sends GPU work there).
 	gpus := testcluster.WithCapacity(corev1.ResourceList{snapshot.GPUResource: resource.MustParse("8")})
 	n := f.env.AddNode(t, name, labels, append(opts, gpus)...)
 	want := len(operand.Lab)
