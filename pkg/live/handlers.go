@@ -13,36 +13,39 @@ import (
 // update that leaves the trimmed object as it was (a heartbeat, a status
 // field no judge reads) marks nothing.
 
-func nodeEvents(mark func(...string)) cache.ResourceEventHandler {
-	return handler(mark, func(n *stored[snapshot.Node]) []string { return []string{n.Name} })
+func nodeEvents(mark func(...item)) cache.ResourceEventHandler {
+	return handler(mark, func(n *stored[snapshot.Node]) []item { return []item{judgeNode(n.Name)} })
 }
 
-func podEvents(mark func(...string)) cache.ResourceEventHandler {
-	return handler(mark, func(p *stored[snapshot.Pod]) []string {
-		if n := p.Of.Placement(); n != "" {
-			return []string{n}
-		}
-		return nil
-	})
+func podEvents(mark func(...item)) cache.ResourceEventHandler {
+	return handler(mark, podNodeItem)
 }
 
-func daemonSetEvents(mark func(...string)) cache.ResourceEventHandler {
-	return handler(mark, func(*stored[snapshot.DaemonSet]) []string { return []string{daemonSetsChanged} })
+// podNodeItem is the item of the pod's node; none while it is not placed.
+func podNodeItem(p *stored[snapshot.Pod]) []item {
+	if n := p.Of.Placement(); n != "" {
+		return []item{judgeNode(n)}
+	}
+	return nil
+}
+
+func daemonSetEvents(mark func(...item)) cache.ResourceEventHandler {
+	return handler(mark, func(*stored[snapshot.DaemonSet]) []item { return []item{{kind: daemonSetsChanged}} })
 }
 
 // A new ControllerRevision is a new template: whether each driver pod runs
 // the latest one may change, as when a DaemonSet changes.
-func revisionEvents(mark func(...string)) cache.ResourceEventHandler {
-	return handler(mark, func(*stored[snapshot.Revision]) []string { return []string{daemonSetsChanged} })
+func revisionEvents(mark func(...item)) cache.ResourceEventHandler {
+	return handler(mark, func(*stored[snapshot.Revision]) []item { return []item{{kind: daemonSetsChanged}} })
 }
 
-func upgradeEvents(mark func(...string)) cache.ResourceEventHandler {
-	return handler(mark, func(e *stored[upgradeEvent]) []string { return []string{e.Of.Node} })
+func upgradeEvents(mark func(...item)) cache.ResourceEventHandler {
+	return handler(mark, func(e *stored[upgradeEvent]) []item { return []item{judgeNode(e.Of.Node)} })
 }
 
-// handler marks the nodes of the object before and after each event.
-func handler[T any](mark func(...string), nodes func(*stored[T]) []string) cache.ResourceEventHandler {
-	of := func(obj any) []string {
+// handler marks the items of the object before and after each event.
+func handler[T any](mark func(...item), nodes func(*stored[T]) []item) cache.ResourceEventHandler {
+	of := func(obj any) []item {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tomb.Obj
 		}

@@ -321,7 +321,7 @@ func (t *Tracker) judgeInto(out map[string]*verdict.Verdict, names []string, now
 		if after := t.opts.StuckAfter; after > 0 {
 			for _, p := range judge.Pauses(n, t.plan.Roster) {
 				if !p.Since.IsZero() && !p.StuckAt(now, after) {
-					t.queue.AddAfter(name, p.Since.Add(after).Sub(now)+time.Second)
+					t.queue.AddAfter(judgeNode(name), p.Since.Add(after).Sub(now)+time.Second)
 				}
 			}
 		}
@@ -336,7 +336,7 @@ func (t *Tracker) judgeInto(out map[string]*verdict.Verdict, names []string, now
 	sc.Upgrades = false
 	r, _ := sc.Verdicts(s, now)
 	if r != nil && t.opts.Hints != nil {
-		t.opts.Hints(s, r, t.queue.Add)
+		t.opts.Hints(s, r, func(node string) { t.mark(judgeNode(node)) })
 	}
 	if r != nil {
 		for i := range r.Nodes {

@@ -54,16 +54,13 @@ func (t *Tracker) watchWarnings(pods cache.Indexer) error {
 
 // warningNode finds the node of the pod a Warning is about, as the pod
 // store holds it: an Event names its pod, not the pod's node.
-func warningNode(pods cache.Indexer, namespace string) func(*stored[podWarning]) []string {
-	return func(w *stored[podWarning]) []string {
+func warningNode(pods cache.Indexer, namespace string) func(*stored[podWarning]) []item {
+	return func(w *stored[podWarning]) []item {
 		obj, found, _ := pods.GetByKey(namespace + "/" + w.Of.Pod)
 		if !found {
 			return nil
 		}
-		if n := obj.(*stored[snapshot.Pod]).Of.Placement(); n != "" {
-			return []string{n}
-		}
-		return nil
+		return podNodeItem(obj.(*stored[snapshot.Pod]))
 	}
 }
 

@@ -73,10 +73,11 @@ type Tracker struct {
 	mu        sync.Mutex
 	resources []resource
 	hooks     []Hooks
-	// queue holds the names of the nodes to judge again: a node queued
-	// twice before it is judged is judged once, and a pause is queued
-	// again for the moment it becomes stuck (AddAfter).
-	queue  workqueue.TypedDelayingInterface[string]
+	// queue holds the nodes to judge again and the changes that decide the
+	// plan again: a node queued twice before it is judged is judged once,
+	// and a pause is queued again for the moment it becomes stuck
+	// (AddAfter).
+	queue  workqueue.TypedDelayingInterface[item]
 	ready  atomic.Bool
 	failed chan error // the first watch error, for SyncTimeout
 
@@ -98,7 +99,7 @@ type Tracker struct {
 // streaming watch (WatchList) where the server offers it. The node informer
 // is set up in Run, once the DaemonSets are known (watchNodes).
 func New(client kubernetes.Interface, opts Options) (*Tracker, error) {
-	t := &Tracker{ctx: context.Background(), opts: opts, client: client, queue: workqueue.NewTypedDelayingQueue[string](), failed: make(chan error, 1), verdicts: map[string]*verdict.Verdict{}}
+	t := &Tracker{ctx: context.Background(), opts: opts, client: client, queue: workqueue.NewTypedDelayingQueue[item](), failed: make(chan error, 1), verdicts: map[string]*verdict.Verdict{}}
 	pods := coreinformers.NewFilteredPodInformer(client, opts.Namespace, 0, cache.Indexers{nodeIndex: podNode}, nil)
 	// The DaemonSets are few; the roster and the reasons read them.
 	dss := appsinformers.NewFilteredDaemonSetInformer(client, opts.Namespace, 0, cache.Indexers{}, nil)

@@ -5,16 +5,46 @@ import (
 	"slices"
 )
 
-// daemonSetsChanged is queued, in place of a node name, when a DaemonSet
-// changes: the roster and every node's reasons may change with it. No node
-// is named that way (a name is a DNS subdomain).
-const daemonSetsChanged = "\x00daemonsets"
+// item is what the queue holds: a node to judge again, or a change that
+// decides the plan again (the roster, the rules and so every node's
+// reasons).
+type item struct {
+	kind itemKind
+	name string // the node's, or the ConfigMap's
+}
 
-// mark queues the named nodes to be judged again.
-func (t *Tracker) mark(names ...string) {
-	for _, n := range names {
-		t.queue.Add(n)
+type itemKind uint8
+
+const (
+	nodeChanged       itemKind = iota
+	daemonSetsChanged          // a DaemonSet, or one of its ControllerRevisions
+	configChanged              // the named ConfigMap: a config the policy names decides the plan again
+)
+
+// judgeNode is the item of the named node.
+func judgeNode(name string) item { return item{nodeChanged, name} }
+
+// mark queues the items to be judged again.
+func (t *Tracker) mark(items ...item) {
+	for _, i := range items {
+		t.queue.Add(i)
 	}
+}
+
+// sortOut splits the items taken into the nodes named and whether the plan
+// is decided again: a DaemonSet changed, or a config the policy names.
+func (t *Tracker) sortOut(items []item) (names []string, replan bool) {
+	for _, i := range items {
+		switch i.kind {
+		case nodeChanged:
+			names = append(names, i.name)
+		case daemonSetsChanged:
+			replan = true
+		case configChanged:
+			replan = replan || t.namesConfig(i.name)
+		}
+	}
+	return names, replan
 }
 
 // Run watches and judges until ctx ends, then returns nil once the
@@ -29,8 +59,8 @@ func (t *Tracker) judging(ctx context.Context) error {
 	t.ctx = ctx
 	// The first batch judges every node: what the informers queued on the
 	// way is in it.
-	for _, n := range t.take(false) {
-		t.queue.Done(n)
+	for _, i := range t.take(false) {
+		t.queue.Done(i)
 	}
 	t.judge(t.nodeStore().ListKeys(), true, true)
 	t.ready.Store(true)
@@ -40,8 +70,7 @@ func (t *Tracker) judging(ctx context.Context) error {
 		if got == nil {
 			return nil
 		}
-		names, configs := t.configsChanged(slices.Clone(got))
-		replanned := configs || slices.Contains(names, daemonSetsChanged)
+		names, replanned := t.sortOut(got)
 		if replanned {
 			// The operator renders its DaemonSets from the ClusterPolicy: a
 			// change of one is when the policy may have changed too.
@@ -52,7 +81,6 @@ func (t *Tracker) judging(ctx context.Context) error {
 				// selector label until the next DaemonSet change.
 				t.watchFailed("nodes", err)
 			}
-			names = slices.DeleteFunc(names, func(n string) bool { return n == daemonSetsChanged })
 			names = append(names, t.nodeStore().ListKeys()...)
 			for n := range t.verdicts { // gone nodes too
 				names = append(names, n)
@@ -65,8 +93,8 @@ func (t *Tracker) judging(ctx context.Context) error {
 		if len(names) > 0 {
 			t.judge(names, false, replanned)
 		}
-		for _, n := range got { // only what Get handed out: Done queues a dirty item again
-			t.queue.Done(n)
+		for _, i := range got { // only what Get handed out: Done queues a dirty item again
+			t.queue.Done(i)
 		}
 	}
 }
@@ -118,24 +146,24 @@ func (t *Tracker) synced(ctx context.Context, then func(context.Context) error) 
 	return then(ctx)
 }
 
-// take gets what the queue holds: with wait, it first waits for one name
-// (nil once the queue shuts down); then it takes every name queued so far,
+// take gets what the queue holds: with wait, it first waits for one item
+// (nil once the queue shuts down); then it takes every item queued so far,
 // so that a burst of events makes one batch. The caller marks them Done.
-func (t *Tracker) take(wait bool) []string {
-	var names []string
+func (t *Tracker) take(wait bool) []item {
+	var items []item
 	if wait {
-		n, shutdown := t.queue.Get()
+		i, shutdown := t.queue.Get()
 		if shutdown {
 			return nil
 		}
-		names = append(names, n)
+		items = append(items, i)
 	}
 	for t.queue.Len() > 0 {
-		n, shutdown := t.queue.Get()
+		i, shutdown := t.queue.Get()
 		if shutdown {
 			break
 		}
-		names = append(names, n)
+		items = append(items, i)
 	}
-	return names
+	return items
 }

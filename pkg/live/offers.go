@@ -1,8 +1,6 @@
 package live
 
 import (
-	"strings"
-
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,10 +23,6 @@ import (
 // against the old config (sharing-not-applied on every node that took the
 // new one) until a DaemonSet changed.
 
-// configChanged prefixes, in place of a node name, the name of a ConfigMap
-// that changed; like daemonSetsChanged, no node is named that way.
-const configChanged = "\x00configmap/"
-
 // watchOffers adds the watches of the devices and configs, for health.
 func (t *Tracker) watchOffers() error {
 	ro := t.opts.ReadOptions()
@@ -37,9 +31,11 @@ func (t *Tracker) watchOffers() error {
 			o.FieldSelector = fieldsel.OneTermEqualSelector("spec.driver", snapshot.DRADriverName).String()
 		}
 		slices := resourceinformers.NewFilteredResourceSliceInformer(t.client, 0, cache.Indexers{nodeIndex: sliceNode}, sel)
-		err := t.add("resourceslices", slices, trimSlice, handler(t.mark, func(s *stored[resourcev1.ResourceSliceSpec]) []string {
-			nodes, _ := sliceNode(s)
-			return nodes
+		err := t.add("resourceslices", slices, trimSlice, handler(t.mark, func(s *stored[resourcev1.ResourceSliceSpec]) []item {
+			if s.Of.NodeName != nil {
+				return []item{judgeNode(*s.Of.NodeName)}
+			}
+			return nil
 		}), &optional{mayWatch(t.client.ResourceV1().ResourceSlices(), sel), "the DRA driver's devices go unjudged"})
 		if err != nil {
 			return err
@@ -47,8 +43,8 @@ func (t *Tracker) watchOffers() error {
 	}
 	if ro.Offers {
 		cms := coreinformers.NewFilteredConfigMapInformer(t.client, t.opts.Namespace, 0, cache.Indexers{}, nil)
-		err := t.add("configmaps", cms, trimConfigMap, handler(t.mark, func(c *stored[string]) []string {
-			return []string{configChanged + c.Name}
+		err := t.add("configmaps", cms, trimConfigMap, handler(t.mark, func(c *stored[string]) []item {
+			return []item{{configChanged, c.Name}}
 		}), &optional{mayWatch(t.client.CoreV1().ConfigMaps(t.opts.Namespace), nil), "a change to the sharing or MIG configs is seen at the next DaemonSet change"})
 		if err != nil {
 			return err
@@ -87,22 +83,12 @@ func trimConfigMap(obj any) (any, error) {
 	return obj, nil
 }
 
-// configsChanged takes the changed ConfigMaps out of names and reports
-// whether one of them is a config the policy names.
-func (t *Tracker) configsChanged(names []string) ([]string, bool) {
-	named := false
-	kept := names[:0]
-	for _, n := range names {
-		cm, ok := strings.CutPrefix(n, configChanged)
-		if !ok {
-			kept = append(kept, n)
-			continue
-		}
-		if p := t.operator.Policy; p != nil && cm != "" && (cm == p.Offer.DevicePluginConfig || cm == p.Offer.MIGConfig) {
-			named = true
-		}
-	}
-	return kept, named
+// namesConfig reports whether the policy names the ConfigMap as a config:
+// a change to any other (a leader's record, renewed every few seconds)
+// changes no verdict.
+func (t *Tracker) namesConfig(cm string) bool {
+	p := t.operator.Policy
+	return p != nil && cm != "" && (cm == p.Offer.DevicePluginConfig || cm == p.Offer.MIGConfig)
 }
 
 // devicePools are the DRA driver's pools on the named nodes; nil when the

@@ -7,25 +7,27 @@ import (
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
-// A changed ConfigMap is taken out of the batch's names, and asks for the
-// configs to be read again only when the policy names it.
-func TestConfigsChanged(t *testing.T) {
+// The items taken split into the nodes to judge and whether the plan is
+// decided again: on a DaemonSet's change, and on a ConfigMap's only when the
+// policy names it.
+func TestSortOut(t *testing.T) {
 	tr := &Tracker{operator: snapshot.Snapshot{Policy: &snapshot.ClusterPolicy{Offer: snapshot.OfferPolicy{DevicePluginConfig: "plugin-configs"}}}}
 	for _, tc := range []struct {
-		in    []string
-		names []string
-		named bool
+		in     []item
+		names  []string
+		replan bool
 	}{
-		{[]string{"node-a", configChanged + "leader-record"}, []string{"node-a"}, false},
-		{[]string{configChanged + "leader-record"}, []string{}, false},
-		{[]string{configChanged + "plugin-configs", "node-b"}, []string{"node-b"}, true},
+		{[]item{judgeNode("node-a"), {configChanged, "leader-record"}}, []string{"node-a"}, false},
+		{[]item{{configChanged, "leader-record"}}, nil, false},
+		{[]item{{configChanged, "plugin-configs"}, judgeNode("node-b")}, []string{"node-b"}, true},
+		{[]item{judgeNode("node-c"), {kind: daemonSetsChanged}}, []string{"node-c"}, true},
 	} {
-		names, named := tr.configsChanged(slices.Clone(tc.in))
-		if !slices.Equal(names, tc.names) || named != tc.named {
-			t.Errorf("%q: %q %v, want %q %v", tc.in, names, named, tc.names, tc.named)
+		names, replan := tr.sortOut(tc.in)
+		if !slices.Equal(names, tc.names) || replan != tc.replan {
+			t.Errorf("%v: %q %v, want %q %v", tc.in, names, replan, tc.names, tc.replan)
 		}
 	}
-	if _, named := (&Tracker{}).configsChanged([]string{configChanged + "plugin-configs"}); named {
+	if _, replan := (&Tracker{}).sortOut([]item{{configChanged, "plugin-configs"}}); replan {
 		t.Error("without a policy no ConfigMap is named")
 	}
 }
