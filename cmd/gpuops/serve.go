@@ -145,10 +145,10 @@ func (o *serveOptions) Run(ctx context.Context) error {
 				debug.FreeOSMemory()
 			}
 		},
-		WatchFailed: func(resource string, err error) {
+		WatchFailed: func(resource live.Resource, err error) {
 			fmt.Fprintf(o.ErrOut, "%s: %s; retrying\n", resource, oneline.Error(err))
 		},
-		Skipped: func(resource, without string, err error) {
+		Skipped: func(resource live.Resource, without string, err error) {
 			fmt.Fprintf(o.ErrOut, "%s: not watched, %s: %s\n", resource, without, oneline.Error(err))
 		},
 	})

@@ -73,7 +73,7 @@ func (o *watchOptions) Run(ctx context.Context) error {
 				stop()
 			}
 		},
-		WatchFailed: func(resource string, err error) {
+		WatchFailed: func(resource live.Resource, err error) {
 			if j.Ready() {
 				fmt.Fprintf(o.ErrOut, "%s: %s; retrying\n", resource, oneline.Error(err))
 			}

@@ -15,9 +15,28 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
+// Resource names what the tracker reads: a kind it watches (the keys of
+// Synced) or a read it makes beside the watches, as the hooks name it and
+// gpuops serve labels its metrics.
+type Resource string
+
+// The kinds watched, and the reads beside them.
+const (
+	Nodes               Resource = "nodes"
+	Pods                Resource = "pods" // the namespace's
+	DaemonSets          Resource = "daemonsets"
+	ControllerRevisions Resource = "controllerrevisions" // with upgrades
+	UpgradeEvents       Resource = "events"              // the upgrade controller's node Events, with upgrades
+	PodWarnings         Resource = "warnings"            // the Warning Events on the namespace's pods, with the kubelet's reports
+	ResourceSlices      Resource = "resourceslices"      // the DRA driver's, with the offers
+	ConfigMaps          Resource = "configmaps"          // the namespace's, with the offers; also their read by name
+	ClusterPolicies     Resource = "clusterpolicies"     // the read of the ClusterPolicy, NVIDIADrivers and the operator's version
+	DeviceHolders       Resource = "device-holders"      // the read of the pods holding a refused node's devices
+)
+
 // resource is one watched kind of object.
 type resource struct {
-	name     string
+	name     Resource
 	informer cache.SharedIndexInformer
 	synced   cache.DoneChecker
 	stop     context.CancelFunc // set once it runs
@@ -69,7 +88,7 @@ func mayWatch[L runtime.Object](c listWatcher[L], selection func(*metav1.ListOpt
 	}
 }
 
-func (t *Tracker) add(name string, inf cache.SharedIndexInformer, trim cache.TransformFunc, h cache.ResourceEventHandler, opt *optional) error {
+func (t *Tracker) add(name Resource, inf cache.SharedIndexInformer, trim cache.TransformFunc, h cache.ResourceEventHandler, opt *optional) error {
 	r, err := t.watched(name, inf, trim, h, opt)
 	if err == nil {
 		t.resources = append(t.resources, r)
@@ -79,7 +98,7 @@ func (t *Tracker) add(name string, inf cache.SharedIndexInformer, trim cache.Tra
 
 // watched readies an informer: trimmed, its errors told, its events marking
 // nodes.
-func (t *Tracker) watched(name string, inf cache.SharedIndexInformer, trim cache.TransformFunc, h cache.ResourceEventHandler, opt *optional) (resource, error) {
+func (t *Tracker) watched(name Resource, inf cache.SharedIndexInformer, trim cache.TransformFunc, h cache.ResourceEventHandler, opt *optional) (resource, error) {
 	if err := inf.SetTransform(trim); err != nil {
 		return resource{}, err
 	}
@@ -110,13 +129,13 @@ func (t *Tracker) start(ctx context.Context, r *resource) {
 // waitForSync).
 func (t *Tracker) watchNodes(ctx context.Context, deadline time.Time) error {
 	want := t.opts.LabelsRead(t.operator.DaemonSets)
-	old := slices.IndexFunc(t.resources, func(r resource) bool { return r.name == "nodes" })
+	old := slices.IndexFunc(t.resources, func(r resource) bool { return r.name == Nodes })
 	if old >= 0 && t.labels.Covers(want) {
 		return nil
 	}
 	inf := coreinformers.NewFilteredNodeInformer(t.client, 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = t.opts.NodeSelector })
-	r, err := t.watched("nodes", inf, trimNode(t.opts.ReadOptions(), want), nodeEvents(t.mark), nil)
+	r, err := t.watched(Nodes, inf, trimNode(t.opts.ReadOptions(), want), nodeEvents(t.mark), nil)
 	if err != nil {
 		return err
 	}
@@ -141,7 +160,7 @@ func (t *Tracker) watchNodes(ctx context.Context, deadline time.Time) error {
 // that the user may not list or the server does not serve, and tells the
 // hooks.
 func (t *Tracker) leaveUnavailable(ctx context.Context) {
-	left := map[string]bool{}
+	left := map[Resource]bool{}
 	for _, r := range t.resources {
 		if r.optional == nil {
 			continue
@@ -161,7 +180,7 @@ func (t *Tracker) leaveUnavailable(ctx context.Context) {
 }
 
 // store is the store of the named resource; nil when it is not watched.
-func (t *Tracker) store(name string) cache.Indexer {
+func (t *Tracker) store(name Resource) cache.Indexer {
 	for _, r := range t.resources {
 		if r.name == name {
 			return r.informer.GetIndexer()
@@ -172,7 +191,7 @@ func (t *Tracker) store(name string) cache.Indexer {
 
 // watchFailed tells SyncTimeout's wait and the hooks of a failed list or
 // watch (or read of the operator's objects).
-func (t *Tracker) watchFailed(resource string, err error) {
+func (t *Tracker) watchFailed(resource Resource, err error) {
 	select {
 	case t.failed <- fmt.Errorf("watch %s: %w", resource, err):
 	default:
@@ -187,10 +206,10 @@ func (t *Tracker) watchFailed(resource string, err error) {
 // Synced reports, per watched resource, whether its informer has
 // delivered its initial list; the nodes are false until their informer
 // runs.
-func (t *Tracker) Synced() map[string]bool {
+func (t *Tracker) Synced() map[Resource]bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := map[string]bool{"nodes": false}
+	out := map[Resource]bool{Nodes: false}
 	for _, r := range t.resources {
 		out[r.name] = r.informer.HasSynced()
 	}

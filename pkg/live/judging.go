@@ -26,12 +26,12 @@ import (
 func (t *Tracker) readOperator(ctx context.Context) error {
 	s := snapshot.Snapshot{Namespace: t.opts.Namespace}
 	if err := read.Operator(ctx, t.client, &s); err != nil {
-		t.watchFailed("clusterpolicies", err)
+		t.watchFailed(ClusterPolicies, err)
 		return err
 	}
 	if t.opts.ReadOptions().Offers {
 		if err := read.Offers(ctx, t.client, t.opts.Namespace, &s); err != nil {
-			t.watchFailed("configmaps", err)
+			t.watchFailed(ConfigMaps, err)
 			return err
 		}
 	}
@@ -44,7 +44,7 @@ func (t *Tracker) readOperator(ctx context.Context) error {
 func (t *Tracker) replan() {
 	s := t.operator
 	s.DaemonSets = nil
-	for _, o := range t.store("daemonsets").List() {
+	for _, o := range t.store(DaemonSets).List() {
 		s.DaemonSets = append(s.DaemonSets, o.(*stored[snapshot.DaemonSet]).Of)
 	}
 	slices.SortFunc(s.DaemonSets, func(a, b snapshot.DaemonSet) int { return strings.Compare(a.Name, b.Name) })
@@ -52,14 +52,14 @@ func (t *Tracker) replan() {
 	t.operator.DaemonSets = s.DaemonSets
 }
 
-func (t *Tracker) nodeStore() cache.Store { return t.store("nodes") }
+func (t *Tracker) nodeStore() cache.Store { return t.store(Nodes) }
 
-func (t *Tracker) podIndex() cache.Indexer { return t.store("pods") }
+func (t *Tracker) podIndex() cache.Indexer { return t.store(Pods) }
 
 // revisions are the latest template hash of each DaemonSet; nil when not
 // watched.
 func (t *Tracker) revisions() map[string]string {
-	st := t.store("controllerrevisions")
+	st := t.store(ControllerRevisions)
 	if st == nil {
 		return nil
 	}
@@ -72,7 +72,7 @@ func (t *Tracker) revisions() map[string]string {
 
 // addEvents adds the node's upgrade Events to s, when watched.
 func (t *Tracker) addEvents(s *snapshot.Snapshot, node string) {
-	st := t.store("events")
+	st := t.store(UpgradeEvents)
 	if st == nil {
 		return
 	}
@@ -244,7 +244,7 @@ func (t *Tracker) rolloutInputs(name string, reads func(*snapshot.Pod) (bool, bo
 			in.objs = append(in.objs, p)
 		}
 	}
-	if st := t.store("events"); st != nil {
+	if st := t.store(UpgradeEvents); st != nil {
 		evs, _ := st.ByIndex(nodeIndex, name)
 		in.objs = append(in.objs, evs...)
 	}

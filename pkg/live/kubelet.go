@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,7 +50,7 @@ func warningPod(obj any) ([]string, error) {
 func (t *Tracker) watchWarnings(pods cache.Indexer) error {
 	selectWarnings := func(o *metav1.ListOptions) { o.FieldSelector = read.PodWarnings }
 	events := coreinformers.NewFilteredEventInformer(t.client, t.opts.Namespace, 0, cache.Indexers{podNameIndex: warningPod}, selectWarnings)
-	return t.add("warnings", events, trimWarning, handler(t.mark, warningNode(pods, t.opts.Namespace)), &optional{mayWatch(t.client.CoreV1().Events(t.opts.Namespace), selectWarnings), "health goes without the Warning Events on pods (a sandbox the runtime cannot create goes unseen)"})
+	return t.add(PodWarnings, events, trimWarning, handler(t.mark, warningNode(pods, t.opts.Namespace)), &optional{mayWatch(t.client.CoreV1().Events(t.opts.Namespace), selectWarnings), "health goes without the Warning Events on pods (a sandbox the runtime cannot create goes unseen)"})
 }
 
 // warningNode finds the node of the pod a Warning is about, as the pod
@@ -71,7 +72,7 @@ func warningNode(pods cache.Indexer, namespace string) func(*stored[podWarning])
 // and is told as a failed list: the refusal then counts against the node,
 // and the verdicts are uncertain a while (pkg/quarantine acts on none).
 func (t *Tracker) addKubelet(ctx context.Context, s *snapshot.Snapshot) {
-	if st := t.store("warnings"); st != nil {
+	if st := t.store(PodWarnings); st != nil {
 		s.Warnings = map[string][]snapshot.Warning{}
 		for _, p := range s.Pods {
 			if !p.Operand() {
@@ -92,7 +93,7 @@ func (t *Tracker) addKubelet(ctx context.Context, s *snapshot.Snapshot) {
 		err = errors.New(notes[0])
 	}
 	if err != nil {
-		t.watchFailed("pods on the nodes "+strings.Join(nodes, ","), err)
+		t.watchFailed(DeviceHolders, fmt.Errorf("the pods on the nodes %s: %w", strings.Join(nodes, ","), err))
 	}
 	s.Holders = holders
 }

@@ -57,11 +57,11 @@ type Options struct {
 // goroutine, batch after batch; WatchFailed from the informers' goroutines.
 type Hooks struct {
 	Judged      func(verdict.Batch)
-	WatchFailed func(resource string, err error) // the informer retries on its own
+	WatchFailed func(resource Resource, err error) // the informer retries on its own
 	// Skipped: a resource the tracker can go without is not watched, since
 	// the user may not list it or the server does not serve it (err says
 	// which); without says, in words, what goes without it.
-	Skipped func(resource, without string, err error)
+	Skipped func(resource Resource, without string, err error)
 }
 
 // Tracker keeps the verdicts of one cluster's nodes current.
@@ -103,21 +103,21 @@ func New(client kubernetes.Interface, opts Options) (*Tracker, error) {
 	pods := coreinformers.NewFilteredPodInformer(client, opts.Namespace, 0, cache.Indexers{nodeIndex: podNode}, nil)
 	// The DaemonSets are few; the roster and the reasons read them.
 	dss := appsinformers.NewFilteredDaemonSetInformer(client, opts.Namespace, 0, cache.Indexers{}, nil)
-	if err := t.add("pods", pods, trimPod, podEvents(t.mark), nil); err != nil {
+	if err := t.add(Pods, pods, trimPod, podEvents(t.mark), nil); err != nil {
 		return nil, err
 	}
-	if err := t.add("daemonsets", dss, trimDaemonSet, daemonSetEvents(t.mark), nil); err != nil {
+	if err := t.add(DaemonSets, dss, trimDaemonSet, daemonSetEvents(t.mark), nil); err != nil {
 		return nil, err
 	}
 	if opts.Upgrades { // what the one-shot read's Upgrades lists, watched
 		revs := appsinformers.NewFilteredControllerRevisionInformer(client, opts.Namespace, 0, cache.Indexers{}, nil)
-		err := t.add("controllerrevisions", revs, trimRevision, revisionEvents(t.mark), &optional{mayWatch(client.AppsV1().ControllerRevisions(opts.Namespace), nil), withoutUpgrades})
+		err := t.add(ControllerRevisions, revs, trimRevision, revisionEvents(t.mark), &optional{mayWatch(client.AppsV1().ControllerRevisions(opts.Namespace), nil), withoutUpgrades})
 		if err != nil {
 			return nil, err
 		}
 		selectEvents := func(o *metav1.ListOptions) { o.FieldSelector = read.UpgradeEvents }
 		events := coreinformers.NewFilteredEventInformer(client, metav1.NamespaceDefault, 0, cache.Indexers{nodeIndex: eventNode}, selectEvents)
-		err = t.add("events", events, trimEvent, upgradeEvents(t.mark), &optional{mayWatch(client.CoreV1().Events(metav1.NamespaceDefault), selectEvents), withoutUpgrades})
+		err = t.add(UpgradeEvents, events, trimEvent, upgradeEvents(t.mark), &optional{mayWatch(client.CoreV1().Events(metav1.NamespaceDefault), selectEvents), withoutUpgrades})
 		if err != nil {
 			return nil, err
 		}

@@ -79,7 +79,7 @@ func (t *Tracker) judging(ctx context.Context) error {
 			if err := t.watchNodes(ctx, t.syncDeadline()); err != nil {
 				// The old informer keeps on: the reasons may miss the new
 				// selector label until the next DaemonSet change.
-				t.watchFailed("nodes", err)
+				t.watchFailed(Nodes, err)
 			}
 			names = append(names, t.nodeStore().ListKeys()...)
 			for n := range t.verdicts { // gone nodes too

@@ -31,7 +31,7 @@ func (t *Tracker) watchOffers() error {
 			o.FieldSelector = fieldsel.OneTermEqualSelector("spec.driver", snapshot.DRADriverName).String()
 		}
 		slices := resourceinformers.NewFilteredResourceSliceInformer(t.client, 0, cache.Indexers{nodeIndex: sliceNode}, sel)
-		err := t.add("resourceslices", slices, trimSlice, handler(t.mark, func(s *stored[resourcev1.ResourceSliceSpec]) []item {
+		err := t.add(ResourceSlices, slices, trimSlice, handler(t.mark, func(s *stored[resourcev1.ResourceSliceSpec]) []item {
 			if s.Of.NodeName != nil {
 				return []item{judgeNode(*s.Of.NodeName)}
 			}
@@ -43,7 +43,7 @@ func (t *Tracker) watchOffers() error {
 	}
 	if ro.Offers {
 		cms := coreinformers.NewFilteredConfigMapInformer(t.client, t.opts.Namespace, 0, cache.Indexers{}, nil)
-		err := t.add("configmaps", cms, trimConfigMap, handler(t.mark, func(c *stored[string]) []item {
+		err := t.add(ConfigMaps, cms, trimConfigMap, handler(t.mark, func(c *stored[string]) []item {
 			return []item{{configChanged, c.Name}}
 		}), &optional{mayWatch(t.client.CoreV1().ConfigMaps(t.opts.Namespace), nil), "a change to the sharing or MIG configs is seen at the next DaemonSet change"})
 		if err != nil {
@@ -95,7 +95,7 @@ func (t *Tracker) namesConfig(cm string) bool {
 // slices are not watched (the devices then go unjudged, as after a read
 // that could not list them).
 func (t *Tracker) devicePools(names []string) map[string][]snapshot.DevicePool {
-	st := t.store("resourceslices")
+	st := t.store(ResourceSlices)
 	if st == nil {
 		return nil
 	}

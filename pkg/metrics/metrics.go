@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/ledger"
+	"github.com/gpuops/gpuops/pkg/live"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/promtext"
 	"github.com/gpuops/gpuops/pkg/upgrade"
@@ -27,7 +28,7 @@ import (
 // (WriteText), the watches' and the judge's metrics as a
 // prometheus.Collector.
 type Exporter struct {
-	synced func() map[string]bool
+	synced func() map[live.Resource]bool
 
 	mu         sync.Mutex
 	verdicts   map[string]*verdict.Verdict
@@ -136,7 +137,7 @@ var syncedDesc = prometheus.NewDesc("gpuops_informer_synced",
 
 // New makes an exporter of a live tracker's verdicts, fed by its hooks
 // (Judged, WatchFailed); synced is the tracker's Synced.
-func New(synced func() map[string]bool) *Exporter {
+func New(synced func() map[live.Resource]bool) *Exporter {
 	e := &Exporter{
 		synced:   synced,
 		verdicts: map[string]*verdict.Verdict{},
@@ -152,14 +153,14 @@ func New(synced func() map[string]bool) *Exporter {
 		}, []string{"resource"}),
 	}
 	for r := range synced() {
-		e.watchErrors.WithLabelValues(r) // a zero series, so rate() sees the first error
+		e.watchErrors.WithLabelValues(string(r)) // a zero series, so rate() sees the first error
 	}
 	return e
 }
 
 // WatchFailed counts a failed list or watch.
-func (e *Exporter) WatchFailed(resource string, _ error) {
-	e.watchErrors.WithLabelValues(resource).Inc()
+func (e *Exporter) WatchFailed(resource live.Resource, _ error) {
+	e.watchErrors.WithLabelValues(string(resource)).Inc()
 }
 
 // Judged takes in a batch of the judge.
@@ -220,7 +221,7 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 // Collect sends the watches' and the judge's metrics.
 func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	for r, ok := range e.synced() {
-		ch <- prometheus.MustNewConstMetric(syncedDesc, prometheus.GaugeValue, bool01(ok), r)
+		ch <- prometheus.MustNewConstMetric(syncedDesc, prometheus.GaugeValue, bool01(ok), string(r))
 	}
 	e.duration.Collect(ch)
 	e.watchErrors.Collect(ch)

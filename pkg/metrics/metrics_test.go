@@ -16,6 +16,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/ledger"
+	"github.com/gpuops/gpuops/pkg/live"
 	"github.com/gpuops/gpuops/pkg/metrics"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/signature"
@@ -50,7 +51,9 @@ var (
 	repaired = node("b", all, []string{}, []string{}, []string{"toolkit", "device-plugin"})
 )
 
-func synced() map[string]bool { return map[string]bool{"nodes": true, "pods": false} }
+func synced() map[live.Resource]bool {
+	return map[live.Resource]bool{live.Nodes: true, live.Pods: false}
+}
 
 const names = "gpuops_operand_missing gpuops_operand_missing_reason gpuops_order_violation gpuops_nodes " +
 	"gpuops_operand_desired_nodes gpuops_operand_running_nodes gpuops_last_change_timestamp_seconds " +
@@ -74,7 +77,7 @@ gpuops_informer_synced{resource="pods"} 0
 
 func TestBeforeTheFirstVerdict(t *testing.T) {
 	e := metrics.New(synced)
-	e.WatchFailed("pods", errors.New("connection refused"))
+	e.WatchFailed(live.Pods, errors.New("connection refused"))
 	// No counts yet: zeros would read as "all fine".
 	check(t, e, help+`gpuops_watch_errors_total{resource="nodes"} 0
 gpuops_watch_errors_total{resource="pods"} 1

@@ -44,7 +44,7 @@ type Options struct {
 	Identity string
 	Log      io.Writer // one line per action, refusal and change of leader
 	// Synced is the tracker's Synced.
-	Synced func() map[string]bool
+	Synced func() map[live.Resource]bool
 }
 
 // Lease timings: client-go's usual ones. A replica that stops renewing is
@@ -110,7 +110,7 @@ func (a *Actor) Hooks() live.Hooks {
 	return live.Hooks{Judged: a.take, WatchFailed: a.watchFailed, Skipped: a.skip}
 }
 
-func (a *Actor) watchFailed(string, error) {
+func (a *Actor) watchFailed(live.Resource, error) {
 	a.mu.Lock()
 	a.failed = time.Now()
 	a.mu.Unlock()
@@ -122,12 +122,12 @@ func (a *Actor) watchFailed(string, error) {
 // controller's Events and the ControllerRevisions only say how a driver
 // upgrade goes, and the quarantine leaves every node in a driver upgrade
 // alone (its state label): without them the health verdict is whole.
-func (a *Actor) skip(resource, _ string, err error) {
-	if !apierrors.IsForbidden(err) || resource == "events" || resource == "controllerrevisions" {
+func (a *Actor) skip(resource live.Resource, _ string, err error) {
+	if !apierrors.IsForbidden(err) || resource == live.UpgradeEvents || resource == live.ControllerRevisions {
 		return
 	}
 	a.mu.Lock()
-	a.skipped = append(a.skipped, resource)
+	a.skipped = append(a.skipped, string(resource))
 	a.mu.Unlock()
 }
 
@@ -363,7 +363,7 @@ func (a *Actor) input(now time.Time) quarantine.Input {
 		Certain: quarantine.Certainty{LastFailure: a.failed, Forbidden: a.skipped}}
 	for r, ok := range a.opts.Synced() {
 		if !ok {
-			in.Certain.Unsynced = append(in.Certain.Unsynced, r)
+			in.Certain.Unsynced = append(in.Certain.Unsynced, string(r))
 		}
 	}
 	slices.Sort(in.Certain.Unsynced)

@@ -9,6 +9,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/ledger"
+	"github.com/gpuops/gpuops/pkg/live"
 	"github.com/gpuops/gpuops/pkg/quarantine"
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
@@ -54,7 +55,7 @@ func TestBatchWakesTheDecisionOnlyForWhatItReads(t *testing.T) {
 // A node in the overlay (dry-run's quarantine) is held while usable again,
 // so that it is released.
 func TestHoldsOnlyWhatADecisionMayTouch(t *testing.T) {
-	a := New(nil, Options{Mode: quarantine.DryRun, Identity: "test", Synced: func() map[string]bool { return nil }})
+	a := New(nil, Options{Mode: quarantine.DryRun, Identity: "test", Synced: func() map[live.Resource]bool { return nil }})
 	node := func(name string, usable bool) *verdict.Verdict {
 		return &verdict.Verdict{Node: name, Health: &health.Node{Judged: true, Usable: usable}}
 	}
