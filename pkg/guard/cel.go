@@ -79,13 +79,17 @@ func satisfied(v string, r operand.Rule) string {
 	return fmt.Sprintf("%s in [%s]", v, strings.Join(values, ", ")) + strings.Join(suffixes, "")
 }
 
+// Reason is the status reason of the guard's refusal: 403, as for a
+// change the user may not make.
+const Reason = metav1.StatusReasonForbidden
+
 // Validations are one per rule: a Node may not break a rule that its old
 // labels did not break. A change that keeps or removes a break passes, so
 // the one who repairs a node is never stopped half-way.
 func Validations(rules []operand.Rule) []admissionv1.Validation {
 	out := make([]admissionv1.Validation, len(rules))
 	for i, r := range rules {
-		reason := metav1.StatusReasonForbidden
+		reason := Reason
 		out[i] = admissionv1.Validation{
 			Expression: fmt.Sprintf("!variables.%s || variables.%s", ident("", r.Finding), ident("old_", r.Finding)),
 			Message:    Message(r),

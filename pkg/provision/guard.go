@@ -2,6 +2,7 @@ package provision
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -160,10 +161,25 @@ func probeGuard(ctx context.Context, c kubernetes.Interface) (refused, warned bo
 	err = c.CoreV1().RESTClient().Post().Resource("nodes").
 		VersionedParams(&metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}, scheme.ParameterCodec).
 		Body(node).WarningHandler(w).Do(ctx).Error()
-	if err != nil && strings.Contains(err.Error(), guard.Name) {
+	if refusedByPolicy(err) {
 		return true, false, nil
 	}
 	return false, w.said(guard.Name), err
+}
+
+// refusedByPolicy reports whether err is an admission policy's refusal
+// with the guard's reason. The API server answers a
+// ValidatingAdmissionPolicy's denial with the validation's reason and the
+// denial as a cause (k8s.io/apiserver v0.37.2,
+// pkg/admission/plugin/policy/validating/dispatcher.go); an authorizer's
+// Forbidden (pkg/endpoints/handlers/responsewriters/errors.go) names none.
+func refusedByPolicy(err error) bool {
+	var s apierrors.APIStatus
+	if !errors.As(err, &s) {
+		return false
+	}
+	st := s.Status()
+	return st.Reason == guard.Reason && st.Details != nil && len(st.Details.Causes) > 0
 }
 
 // warnings collects the API server's warnings about one request.
