@@ -84,12 +84,15 @@ func (t *Tracker) addEvents(s *snapshot.Snapshot, node string) {
 
 // judge judges the named nodes again and tells the hooks what changed.
 // force makes the rollout's pass over every node (the first batch, a new
-// plan).
-func (t *Tracker) judge(names []string, initial, force bool) {
+// plan). An error is the pipeline's: the plan's rules and roster disagree.
+func (t *Tracker) judge(names []string, initial, force bool) error {
 	began := time.Now()
 	slices.SortFunc(names, judge.NaturalCompare)
 	b := verdict.Batch{Initial: initial, Judged: len(names), Roster: t.plan.Roster, Rules: t.plan.Rules}
-	after := t.verdictsOf(names, began)
+	after, err := t.verdictsOf(names, began)
+	if err != nil {
+		return err
+	}
 	if t.opts.Upgrades {
 		judged := len(after)
 		b.Rollout = t.rollout(names, after, began, force)
@@ -120,6 +123,7 @@ func (t *Tracker) judge(names []string, initial, force bool) {
 			h.Judged(b)
 		}
 	}
+	return nil
 }
 
 // rolloutRefresh bounds how long the rollout is kept while none of its
@@ -292,16 +296,18 @@ const judgeChunk = 500
 // them, their pods and the DaemonSets, judgeChunk nodes at a time; a node
 // gone has no verdict. A pause that is not stuck yet is queued again for
 // when it will be.
-func (t *Tracker) verdictsOf(names []string, now time.Time) map[string]*verdict.Verdict {
+func (t *Tracker) verdictsOf(names []string, now time.Time) (map[string]*verdict.Verdict, error) {
 	out := make(map[string]*verdict.Verdict, len(names))
 	for chunk := range slices.Chunk(names, judgeChunk) {
-		t.judgeInto(out, chunk, now)
+		if err := t.judgeInto(out, chunk, now); err != nil {
+			return nil, err
+		}
 	}
-	return out
+	return out, nil
 }
 
 // judgeInto sets the named nodes' verdicts into out.
-func (t *Tracker) judgeInto(out map[string]*verdict.Verdict, names []string, now time.Time) {
+func (t *Tracker) judgeInto(out map[string]*verdict.Verdict, names []string, now time.Time) error {
 	s := t.base()
 	s.DevicePools = t.devicePools(names)
 	for _, name := range names {
@@ -329,26 +335,27 @@ func (t *Tracker) judgeInto(out map[string]*verdict.Verdict, names []string, now
 	if t.opts.ReadOptions().Kubelet {
 		t.addKubelet(t.ctx, s)
 	}
-	// Verdicts fails only on a rule about an operand not in the roster, which
-	// the plan's rules never are. The rollout spans every node held, not a
-	// chunk: it is made once a batch (rollout), so the chunks leave it out.
+	// The rollout spans every node held, not a chunk: it is made once a
+	// batch (rollout), so the chunks leave it out.
 	sc := t.plan
 	sc.Upgrades = false
-	r, _ := sc.Verdicts(s, now)
-	if r != nil && t.opts.Hints != nil {
+	r, err := sc.Verdicts(s, now)
+	if err != nil {
+		return err
+	}
+	if t.opts.Hints != nil {
 		t.opts.Hints(s, r, func(node string) { t.mark(judgeNode(node)) })
 	}
-	if r != nil {
-		for i := range r.Nodes {
-			// A verdict, and its health, are their own allocations: pointing
-			// into the batch's arrays kept every verdict of the batch alive
-			// until each of its nodes had been judged again.
-			v := r.Nodes[i]
-			if v.Health != nil {
-				h := *v.Health
-				v.Health = &h
-			}
-			out[v.Node] = &v
+	for i := range r.Nodes {
+		// A verdict, and its health, are their own allocations: pointing
+		// into the batch's arrays kept every verdict of the batch alive
+		// until each of its nodes had been judged again.
+		v := r.Nodes[i]
+		if v.Health != nil {
+			h := *v.Health
+			v.Health = &h
 		}
+		out[v.Node] = &v
 	}
+	return nil
 }

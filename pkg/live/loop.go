@@ -62,7 +62,11 @@ func (t *Tracker) judging(ctx context.Context) error {
 	for _, i := range t.take(false) {
 		t.queue.Done(i)
 	}
-	t.judge(t.nodeStore().ListKeys(), true, true)
+	// An error ends the watch: a plan the pipeline cannot judge by stays
+	// until the DaemonSets change, and the verdicts would stand still.
+	if err := t.judge(t.nodeStore().ListKeys(), true, true); err != nil {
+		return err
+	}
 	t.ready.Store(true)
 	context.AfterFunc(ctx, t.queue.ShutDown)
 	for {
@@ -91,7 +95,9 @@ func (t *Tracker) judging(ctx context.Context) error {
 		// A ConfigMap the policy does not name (a leader's record, renewed
 		// every few seconds) changes no verdict: no batch, no rollout pass.
 		if len(names) > 0 {
-			t.judge(names, false, replanned)
+			if err := t.judge(names, false, replanned); err != nil {
+				return err
+			}
 		}
 		for _, i := range got { // only what Get handed out: Done queues a dirty item again
 			t.queue.Done(i)

@@ -46,8 +46,16 @@ func fleetTracker(tb testing.TB, n int) (*Tracker, []string) {
 		}
 		setNode(tb, t, snapshot.Node{Name: name, Labels: labels, Ready: true})
 	}
-	t.judge(names, true, true)
+	judged(tb, t, names, true, true)
 	return t, names
+}
+
+// judged judges the named nodes again, as a batch of the tracker does.
+func judged(tb testing.TB, t *Tracker, names []string, initial, force bool) {
+	tb.Helper()
+	if err := t.judge(names, initial, force); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 func addStored[T any](tb testing.TB, st cache.Store, name string, of T) {
@@ -90,7 +98,7 @@ func TestRolloutPassOnlyWhenItsInputsChange(t *testing.T) {
 		t.Fatalf("first rollout %+v, want 4 nodes done", first)
 	}
 	setNode(t, tr, withLabel(t, tr, names[1], operand.Lab.DCGMExporter().LabelKey(), "false"))
-	tr.judge(names[1:2], false, false)
+	judged(t, tr, names[1:2], false, false)
 	if tr.rolled != first {
 		t.Error("a deploy label made the rollout's pass again")
 	}
@@ -98,7 +106,7 @@ func TestRolloutPassOnlyWhenItsInputsChange(t *testing.T) {
 		t.Errorf("the node judged again lost its part in the rollout: %+v", v.Upgrade)
 	}
 	setNode(t, tr, withLabel(t, tr, names[2], operand.UpgradeStateLabel, operand.UpgradeRequired))
-	tr.judge(names[2:3], false, false)
+	judged(t, tr, names[2:3], false, false)
 	if tr.rolled == first {
 		t.Fatal("an upgrade state label left the rollout as it was")
 	}
@@ -116,13 +124,13 @@ func TestRolloutPassOnlyWhenItsInputsChange(t *testing.T) {
 		if err := tr.podIndex().Update(&stored[snapshot.Pod]{key{Name: pod.Name, Namespace: "gpu-operator"}, pod}); err != nil {
 			t.Fatal(err)
 		}
-		tr.judge(names[3:4], false, false)
+		judged(t, tr, names[3:4], false, false)
 		if made := tr.rolled != again; made != c.again {
 			t.Errorf("a %s pod replaced: the rollout made again %v, want %v", c.o.Name, made, c.again)
 		}
 		again = tr.rolled
 	}
-	tr.judge(names[1:2], false, true)
+	judged(t, tr, names[1:2], false, true)
 	if tr.rolled == again {
 		t.Error("a forced batch (a new plan) left the rollout as it was")
 	}
@@ -142,7 +150,7 @@ func BenchmarkBatch(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			for i := range b.N {
 				setNode(b, tr, withLabel(b, tr, names[42], key, fmt.Sprint(i%2 == 0)))
-				tr.judge(names[42:43], false, force)
+				judged(b, tr, names[42:43], false, force)
 			}
 		})
 	}
@@ -157,7 +165,11 @@ func TestBatchJudgedInChunks(t *testing.T) {
 		t.Fatalf("%d verdicts of %d nodes", len(tr.verdicts), n)
 	}
 	for _, name := range []string{names[0], names[judgeChunk], names[n-1]} {
-		alone := tr.verdictsOf([]string{name}, tr.rolledAt)[name]
+		got, err := tr.verdictsOf([]string{name}, tr.rolledAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alone := got[name]
 		alone.Upgrade = tr.verdicts[name].Upgrade // the rollout's part, set by the batch
 		if !reflect.DeepEqual(alone, tr.verdicts[name]) {
 			t.Errorf("%s: judged in the batch %+v, alone %+v", name, tr.verdicts[name], alone)
@@ -173,7 +185,7 @@ func TestRolloutPartsAreTheNodesOwn(t *testing.T) {
 	tr, names := fleetTracker(t, 4)
 	kept := tr.verdicts[names[0]].Upgrade
 	setNode(t, tr, withLabel(t, tr, names[2], operand.UpgradeStateLabel, operand.UpgradeRequired))
-	tr.judge(names[2:3], false, false)
+	judged(t, tr, names[2:3], false, false)
 	counted := 0
 	for _, n := range tr.rolled.Counts {
 		counted += n
@@ -194,10 +206,10 @@ func TestRolloutPartsAreTheNodesOwn(t *testing.T) {
 func TestReplacedVerdictIsFreed(t *testing.T) {
 	tr, names := fleetTracker(t, 4)
 	tr.opts.Health, tr.plan.Health = true, true
-	tr.judge(slices.Clone(names), false, true) // the four in one batch, with health
+	judged(t, tr, slices.Clone(names), false, true) // the four in one batch, with health
 	old, oldHealth := weakVerdict(t, tr, names[0])
 	setNode(t, tr, withLabel(t, tr, names[0], operand.Lab.DCGMExporter().LabelKey(), "false"))
-	tr.judge(names[:1], false, false)
+	judged(t, tr, names[:1], false, false)
 	runtime.GC()
 	if old.Value() != nil {
 		t.Error("the replaced verdict is kept alive")
