@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -464,5 +465,60 @@ func TestDocsCiteTestsThatExist(t *testing.T) {
 				t.Errorf("%s cites %s, which no test file declares", name, n)
 			}
 		}
+	}
+}
+
+// commentDate is a day named in a comment (a timestamp in an example of
+// output, 2026-12-04T10:00:00Z, is not one).
+var commentDate = regexp.MustCompile(`\b20\d\d-[01]\d-[0-3]\d\b(?:[^T]|$)`)
+
+// scaleSection is a comment's pointer to a section of docs/scale.md.
+var scaleSection = regexp.MustCompile(`docs/scale\.md, +"([^"]+)"`)
+
+// Comments say why the code is so; what it measured rots, so a comment
+// names no run (bench/RESULTS.md) and no day, and one that needs a
+// measurement points to a section of docs/scale.md that is there.
+func TestCommentsCiteNoRun(t *testing.T) {
+	var headings []string
+	for _, line := range strings.Split(readDoc(t, "docs/scale.md").text, "\n") {
+		if h, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " "); ok && strings.HasPrefix(line, "#") {
+			headings = append(headings, h)
+		}
+	}
+	err := filepath.WalkDir(".", func(p string, e os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.IsDir() && (strings.HasPrefix(e.Name(), ".") && p != "." || e.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		marker := map[string]string{".go": "//", ".sh": "#"}[filepath.Ext(p)]
+		if e.IsDir() || marker == "" || p == "docs_test.go" { // its README test reads the results
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		var comments strings.Builder // a pointer may wrap
+		for i, line := range strings.Split(string(b), "\n") {
+			comment, ok := strings.CutPrefix(strings.TrimSpace(line), marker)
+			if !ok {
+				continue
+			}
+			comments.WriteString(comment)
+			if strings.Contains(comment, "RESULTS.md") || commentDate.MatchString(comment) {
+				t.Errorf("%s:%d: a comment cites a run or a day (point to docs/scale.md instead): %s", p, i+1, strings.TrimSpace(comment))
+			}
+		}
+		for _, m := range scaleSection.FindAllStringSubmatch(comments.String(), -1) {
+			if !slices.ContainsFunc(headings, func(h string) bool { return strings.HasPrefix(h, m[1]) }) {
+				t.Errorf("%s: docs/scale.md has no section %q", p, m[1])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -13,15 +13,14 @@ import (
 )
 
 // An API server that has just built a fleet holds what the build churned
-// through: the one of 5,000 realistic nodes held 9.2 GB after its build,
-// the four kept fleets' 16 GB together, and with 700 MB left this machine
-// dropped the gpuops binary's pages between runs and read them back in
-// (2026-12-05 18:41, bench/RESULTS.md). Restarted, the same server, its
-// etcd untouched, holds what it serves, as a cluster's API server that has
-// run for a while does. So with -restart-apiserver each kept fleet's API
-// server is restarted before its rounds: the same binary, flags,
-// environment, working directory and log, as kwokctl started it, its pid
-// file updated for the bench's other readers (findProcs, benchWatcher).
+// through, at 5,000 realistic nodes many times what it serves, and with several
+// fleets kept a small machine drops the gpuops binary's pages between runs and
+// reads them back in (docs/scale.md). Restarted, the same server, its etcd
+// untouched, holds what it serves, as a cluster's API server that has run for a
+// while does. So with -restart-apiserver each kept fleet's API server is
+// restarted before its rounds: the same binary, flags, environment, working
+// directory and log, as kwokctl started it, its pid file updated for the
+// bench's other readers (findProcs, benchWatcher).
 
 // restartAPIServer restarts the kube-apiserver of a kept cluster and waits
 // until it is ready; it says how long that took.

@@ -5,7 +5,7 @@
 // side by side, in rounds, the API server's floor (bench/floor), gpuops audit
 // and matrix, operand-audit.sh and the kubectl+jq recipe (bench/recipe.sh). It
 // checks every output against the fleet's expected audit, prints a table with
-// ratios to the floor and appends it to bench/RESULTS.md.
+// ratios to the floor and appends it to the results file (-results).
 //
 //	go run ./bench -n 5000       # from the repository root, tools built
 package main

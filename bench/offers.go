@@ -113,8 +113,7 @@ func (f fleetNode) dressOffer(n *corev1.Node) {
 	if f.offer == plain {
 		// The device plugin's plain GPUs, where it runs: a node whose plugin
 		// is ready and advertises none is unusable to health
-		// (gpus-not-advertised), as most of the fleets built before
-		// 2026-12-05 were.
+		// (gpus-not-advertised), as the bench's first fleets were.
 		if f.role == gpu && f.asks(operand.Lab.DevicePlugin()) {
 			n.Status.Capacity[snapshot.GPUResource] = *resource.NewQuantity(gpusPerNode, resource.DecimalSI)
 			n.Status.Allocatable[snapshot.GPUResource] = n.Status.Capacity[snapshot.GPUResource]

@@ -10,8 +10,8 @@ import (
 
 // A KWOK controller plays every kubelet of its fleet: it renews the nodes'
 // leases, posts their status and moves their pods along. On this project's
-// two cores the simulator of a kept 5,000-node realistic fleet took 40-110%
-// of a core with nothing asked of its fleet (2026-12-03, bench/RESULTS.md),
+// two cores the simulator of a kept 5,000-node realistic fleet took up to a
+// core with nothing asked of its fleet (docs/scale.md, "Small objects too"),
 // work a real fleet's kubelets do on their own machines: beside four kept
 // fleets it was the load the judges were measured under, not any API
 // server's. So with -pause-simulators every simulator of this repository's
@@ -22,9 +22,9 @@ import (
 // fleet paused for one fleet's rounds stays Ready.
 //
 // The other fleets' control planes burn CPU too: after a serve run at
-// 5,000 realistic nodes its API server used 92% of a core for a minute with
-// its simulator stopped (2026-12-05), while a lab-sized fleet's whole
-// rounds take 0.2-0.4 s. A real cluster's API server has no other
+// 5,000 realistic nodes its API server used most of a core for a minute
+// with its simulator stopped, while a lab-sized fleet's whole rounds take
+// a fraction of a second. A real cluster's API server has no other
 // cluster's beside it on the client's cores; so with -pause-others the
 // fleets not being measured are stopped whole (etcd, API server,
 // controller manager, scheduler), and resumed with the simulators. kwokctl

@@ -54,7 +54,7 @@ type watcherFigures struct {
 	ready             time.Duration
 }
 
-// benchWatcher measures and returns the section for bench/RESULTS.md.
+// benchWatcher measures and returns its section of the results file.
 func benchWatcher(ctx context.Context, root, cluster string, client kubernetes.Interface, env []string, gpuops string, fleet []fleetNode, rounds int) (string, error) {
 	pid, err := readPID(pidFile(root, cluster, "kube-apiserver"))
 	if err != nil {

@@ -17,7 +17,7 @@
 # and kube-apiserver, kube-controller-manager and kube-scheduler are one
 # binary, .lab/bin/kube (hack/tools/kube/main.go), which they are links to:
 # one link of the packages the three share instead of three (less CPU, disk
-# and linker memory; figures in bench/RESULTS.md, "The first build");
+# and linker memory; docs/scale.md, "Building the control plane");
 # the etcd and kwok modules depend on the same module versions as the kube
 # module (hack/tools/align.sh), so after it they compile only their own
 # packages; and a kubectl already on PATH whose minor version is within one of

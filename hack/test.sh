@@ -24,9 +24,9 @@ export KUBECACHEDIR="${KUBECACHEDIR:-$ROOT/.lab/kube-cache}" # kubectl's cache, 
 hack/build-tools.sh
 # The test binaries, and the gpuops they build, without cgo, as the release
 # archives are built (hack/krew): nothing of gpuops uses cgo, and a test
-# binary then links in 2.6 CPU-seconds instead of 6.2, with no external link
-# for the plugin package kustomize imports (bench/RESULTS.md, "The test suite
-# without cgo"). The tools keep their own build.
+# binary then links in less than half the CPU, with no external link for the
+# plugin package kustomize imports (docs/setup.md). The tools keep their
+# own build.
 export CGO_ENABLED=0
 
 # Go's caches and settings stay where they were before HOME moves.

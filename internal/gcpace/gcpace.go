@@ -5,13 +5,10 @@
 // A one-shot command collects first when its heap reaches 64 MiB (GOGC off
 // under a memory limit), and from then on at 4x the live heap (GOGC 400),
 // without the limit. At 1,000 nodes a judge's whole read allocates less than
-// that, so it never collects: at 1,000 lab-sized nodes health's one
-// collection, at Go's pace x4 at 16 MB, came while the pods were merged and
-// judged, and with its assists and write barriers those took 37 ms against
-// 18 without (bench/RESULTS.md, "Off the critical path"). On a
-// large fleet the first collection comes at 64 MiB and the pace is then the
-// one that cut audit's CPU at 5,000 realistic nodes from 1.9 to 1.5
-// CPU-seconds against Go's own (bench/RESULTS.md, "Small objects"); a fleet
+// that, so it never collects: at Go's own pace its collections came while the
+// pods were merged and judged, and their assists and write barriers doubled
+// that tail. On a large fleet the first collection comes at 64 MiB and the pace
+// then spends less CPU than Go's own (docs/scale.md, "Mechanisms"); a fleet
 // whose snapshot outgrows the limit never runs under it.
 //
 // The first HugeHeap bytes of its heap are backed by huge pages where the
@@ -21,9 +18,9 @@
 // The pace is set in this package's init, which the Go runtime runs before
 // the packages that allocate most at start (client-go's scheme and the API
 // types, initialised by import path after it): set first thing in main, it
-// came too late: the start's 2.7 MB of allocations reached Go's first
-// heap goal of 4 MB with the runtime's own, and the collector ran before
-// main, with its worker threads, on most starts measured here. A GOGC or
+// came too late: the start's allocations reach Go's first heap goal
+// (4 MB) with the runtime's own, and the collector ran before main, with
+// its worker threads, on most starts. A GOGC or
 // GOMEMLIMIT the user set wins: with GOMEMLIMIT alone the pace is 4x.
 package gcpace
 

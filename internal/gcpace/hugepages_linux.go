@@ -11,12 +11,10 @@ import (
 //
 // Go maps its heap without asking for transparent huge pages, and where
 // the kernel gives them only to memory that asks (enabled=madvise, as on
-// the machine of bench/RESULTS.md), every 4 KB page a run touches first is
-// a fault: 12-15 us each there (a hypervisor backs the page), on the cores
-// the API server is serving the LISTs with. At 1,000 lab-sized nodes
-// `health` faulted 4,200 pages in and took 200 ms of CPU; with its heap's
-// first HugeHeap bytes in 2 MB pages, 1,650 and 138 ms (perf stat, ten runs
-// each; "Huge pages for the heap", bench/RESULTS.md).
+// many distributions' kernels), every 4 KB page a run touches first is a
+// fault, costly where a hypervisor backs the page, on the cores the API
+// server is serving the LISTs with. With the heap's first HugeHeap bytes
+// in 2 MB pages a judge faults far fewer pages in (docs/scale.md, "Mechanisms").
 //
 // So the start allocates one block of HugeHeap bytes, which the runtime
 // maps fresh, asks the kernel to back it in huge pages (MADV_HUGEPAGE), and

@@ -147,9 +147,8 @@ func assessOn(runs int, s *snapshot.Snapshot, roster []operand.Operand, now time
 	assessRun := func(lo, hi int) {
 		// One node's links, cleared for the next: a verdict keeps none of
 		// them. Made afresh for each node they were most of health's
-		// allocations (27 of 47 MB at 5,000 nodes), and in a fresh process
-		// every page of them a fault (bench/RESULTS.md, "Off the critical
-		// path").
+		// allocations, and in a fresh process every page of them a fault
+		// (docs/scale.md, "Mechanisms").
 		links := make([]link, len(c.ops))
 		for i := lo; i < hi; i++ {
 			out[i] = c.assess(nodes[i], pods[nodes[i].Name], s.DevicePools, now, stuckAfter, links)

@@ -52,8 +52,8 @@ func (p Presence) Total() int { return p.total }
 
 // SortedNodes returns the snapshot's nodes in natural name order: the
 // snapshot's own, not to be changed, when they are in that order already
-// (SortNodes), else a sorted copy. A copy for each judge of a whole read
-// was 720 KB of fresh pages at 5,000 nodes, twice for health.
+// (SortNodes), else a sorted copy: a copy for each judge of a whole read
+// would be fresh pages of every node, twice for health.
 func SortedNodes(s *snapshot.Snapshot) []snapshot.Node {
 	if slices.IsSortedFunc(s.Nodes, byNaturalName) {
 		return s.Nodes
@@ -63,11 +63,11 @@ func SortedNodes(s *snapshot.Snapshot) []snapshot.Node {
 	return nodes
 }
 
-// Runs is how many goroutines a judgement over these many nodes takes: one
-// a core, a run of at least runNodes nodes each. A whole fleet's verdicts
-// are the tail of a one-shot judge, after the read, when the API server is
-// idle; on one core they were most of it (bench/RESULTS.md, "The merge
-// while the pods come"). The live judge's few nodes stay on one.
+// Runs is how many goroutines a judgement over these many nodes takes: one a
+// core, a run of at least runNodes nodes each. A whole fleet's verdicts are the
+// tail of a one-shot judge, after the read, when the API server is idle; on one
+// core they were most of it (docs/scale.md, "Mechanisms"). The live judge's few
+// nodes stay on one.
 func Runs(nodes int) int { return max(1, min(runtime.GOMAXPROCS(0), nodes/runNodes)) }
 
 // runNodes is how many nodes make another goroutine worth it.
@@ -128,8 +128,8 @@ func Audit(s *snapshot.Snapshot, roster []operand.Operand) []NodeAudit {
 
 // Audit is the package's Audit of the indexed snapshot. Nodes that ask for
 // the same operands share one Asked (capacity clipped, so an append
-// copies): serve holds every node's audit, and a slice a node was 1 MB of
-// its heap at 5,000 realistic nodes (a sampled heap profile, 2026-12-05).
+// copies): serve holds every node's audit, and a slice a node was a
+// visible share of its heap (docs/scale.md, "`serve` all day").
 func (x Index) Audit(roster []operand.Operand) []NodeAudit {
 	pres := x.Presence
 	out := make([]NodeAudit, 0, len(x.Nodes))
@@ -265,11 +265,11 @@ type MatrixRow struct {
 	Present Present `json:"present"` // by matrix column
 }
 
-// Present says which of the matrix's columns have their operand present on
-// one node: a bit a column. serve holds a row for every node for as long as
-// it runs, and a map a row cost about 300 bytes a node (1.5 MB of heap at
-// 5,000 nodes under bench:serve); this is 56 bytes in the row and no
-// allocation. In JSON it is the object of column to bool a map would be.
+// Present says which of the matrix's columns have their operand present on one
+// node: a bit a column. serve holds a row for every node for as long as it
+// runs, and a map a row cost some 300 bytes a node (docs/scale.md, "`serve` all
+// day"); this is 56 bytes in the row and no allocation. In JSON it is the
+// object of column to bool a map would be.
 //
 // Its columns are the roster's, the slice the matrix was made of: serve
 // judges a node or a few a batch, and a slice of column names a batch was

@@ -11,11 +11,10 @@ import (
 // gunzip asks for gzipped responses itself and inflates them with
 // klauspost/compress, as Go's transport would with compress/gzip (it then
 // needs DisableCompression, or it would not leave the body gzipped). A
-// judge's LISTs are gzipped by the API server, and on 1,000 lab-sized nodes
-// inflating them was a fifth of a judge's CPU (bench/RESULTS.md, "Inflating,
-// decoding and connecting less"): klauspost's inflater takes a fifth less
-// time than compress/gzip (BenchmarkInflate; 10.6-13.1 against 14.4-15.1 ms
-// on that fleet's 14 MB pod list). A request that says its own
+// judge's LISTs are gzipped by the API server, inflating them is a large
+// share of a judge's CPU, and klauspost's inflater is quicker than
+// compress/gzip (BenchmarkInflate measures both; docs/scale.md,
+// "Mechanisms"). A request that says its own
 // Accept-Encoding, or asks for a range, is left to the transport, as Go's
 // would be.
 type gunzip struct{ next http.RoundTripper }

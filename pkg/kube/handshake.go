@@ -12,18 +12,16 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// A judge's read sends its LISTs side by side over HTTP/1.1, a connection
-// each (ConnectReading), so a fresh process opened six TLS connections at once,
-// each a full handshake: the API server signs with its key, the client with
-// a client certificate's, on both sides about 4.5 ms of CPU here (RSA-2048,
-// as kubeadm and KWOK make them). Resumed from a session ticket, a
-// handshake skips the signatures (about 2 ms each side). So on a fast link
-// the first connection's handshake goes alone, and the others wait for its
-// ticket and resume it: on 1,000 lab-sized nodes, whole `gpuops audit` runs
-// took 206 → 182 ms and 30 ms less of the client's CPU, the floor's LISTs
-// 187 ms beside them (bench/RESULTS.md, "One full TLS handshake"). On a
-// slow link the round trips cost more than the signatures, and every
-// connection shakes hands at once, as before.
+// A judge's read sends its LISTs side by side over HTTP/1.1, a connection each
+// (ConnectReading), so a fresh process opened six TLS connections at once, each
+// a full handshake: the API server signs with its key, the client with a client
+// certificate's (RSA-2048, as kubeadm and KWOK make them), most of a
+// handshake's CPU on both sides. Resumed from a session ticket, a handshake
+// skips the signatures. So on a fast link the first connection's handshake goes
+// alone, and the others wait for its ticket and resume it, which matters where
+// a whole judge takes little more than its handshakes (docs/scale.md,
+// "Mechanisms"). On a slow link the round trips cost more than the signatures,
+// and every connection shakes hands at once, as before.
 //
 // client-go's transports have no session cache and no hook for one, so the
 // transport is built here from client-go's own parts (rest.TLSConfigFor,
@@ -31,8 +29,8 @@ import (
 // out, reloading certificate files, matters only to long-lived clients.
 
 // fastLink is the TCP connect time (one round trip) under which waiting for
-// a ticket costs less than a full handshake's signatures. A loopback
-// connect, at a process's start beside its other dials, took 0.1-1.2 ms here.
+// a ticket costs less than a full handshake's signatures; a loopback
+// connect, at a process's start beside its other dials, stays well under it.
 // A variable only so that a test on a busy machine (a loopback connect
 // there can take longer) may call its link fast.
 var fastLink = 2 * time.Millisecond

@@ -107,13 +107,13 @@ func resolve(f *Flags) (*rest.Config, error) {
 	}
 	cfg.Timeout = timeout
 	// How polite gpuops is to an API server: it reads with one LIST per
-	// resource (the judges' pods in three parts), never one request per
-	// node; only writing labels costs a request per node, at most 32 in
-	// flight (pkg/provision), paced here at 100 a second (client-go's
-	// default of 5 would take 17 minutes to label 5,000 nodes). API Priority and Fairness still queues or rejects what
-	// the server cannot take, and client-go waits and retries on 429. No
-	// flag raises this: at 1,000 nodes `gpuops up` is within 2% of the
-	// DaemonSet controller's own time (docs/scale.md).
+	// resource (the judges' pods in three parts), never one request per node;
+	// only writing labels costs a request per node, at most 32 in flight
+	// (pkg/provision), paced here at 100 a second (client-go's default of 5
+	// would take 17 minutes to label 5,000 nodes). API Priority and Fairness
+	// still queues or rejects what the server cannot take, and client-go waits
+	// and retries on 429. No flag raises this: at 1,000 nodes `gpuops up` is
+	// within 2% of the DaemonSet controller's own time (docs/scale.md).
 	cfg.QPS, cfg.Burst = 100, 200
 	return cfg, nil
 }
@@ -132,9 +132,8 @@ func protobuf(cfg *rest.Config) *rest.Config {
 // one-shot read. Its LISTs run side by side (pkg/snapshot/read); over
 // HTTP/2 they share one connection, whose frames one goroutine writes on
 // the server and one reads here, TLS included, while over HTTP/1.1 each
-// gets a connection of its own. On 1,000 lab-sized nodes the read took 5%
-// less CPU, the API server's and the client's, handshakes included
-// (bench/RESULTS.md, "Small objects"). Its connections resume one TLS
+// gets a connection of its own, which spreads that work over the cores of
+// both (docs/scale.md, "Mechanisms"). Its connections resume one TLS
 // session (handshake.go).
 func reading(c *rest.Config) (kubernetes.Interface, error) {
 	cfg := protobuf(c)

@@ -139,8 +139,8 @@ const rolloutRefresh = 15 * time.Second
 // node's part of its inputs changed (upgrade.Inputs, its driver and
 // validator pods, its upgrade Event), when forced (the first batch, a new
 // plan), or rolloutRefresh after the last; otherwise the last rollout
-// stands. Under a churn of deploy labels on 1,000 nodes the pass took most
-// of each batch's judging (bench:serve, bench/RESULTS.md).
+// stands. Under a churn of deploy labels the pass took most of each
+// batch's judging (docs/scale.md, "`serve` all day").
 func (t *Tracker) rollout(judged []string, after map[string]*verdict.Verdict, now time.Time, force bool) *upgrade.Rollout {
 	reads := upgrade.Reads(t.plan.Roster)
 	if !force && t.rolled != nil && now.Sub(t.rolledAt) < rolloutRefresh && !t.rolloutInputsChanged(judged, reads) {
@@ -168,8 +168,8 @@ func (t *Tracker) rollout(judged []string, after map[string]*verdict.Verdict, no
 	ro := t.plan.Rollout(s, now)
 	// Each node's part is its own, and the last one stays while it reads
 	// the same: a verdict that pointed into ro.Nodes kept that pass's every
-	// part alive until the node was judged again, an array a pass (+3.7 MB
-	// of heap in 80 s under bench:serve's churn at 5,000 nodes).
+	// part alive until the node was judged again, an array a pass, and the
+	// heap grew under churn (docs/scale.md, "`serve` all day").
 	part := make(map[string]*upgrade.Node, len(ro.Nodes))
 	for _, n := range ro.Nodes {
 		if last := t.lastPart(n.Node); last != nil && reflect.DeepEqual(*last, n) {
@@ -193,17 +193,16 @@ func (t *Tracker) rollout(judged []string, after map[string]*verdict.Verdict, no
 			after[name] = &again
 		}
 	}
-	// The pass's Nodes are the parts again, 400 KB at 5,000 nodes (an exact
-	// heap profile of serve, 2026-12-05): what is kept of the pass, and
-	// published in the batch, is its policy, budget and counts.
+	// The pass's Nodes are the parts again, held twice if kept: what is kept of
+	// the pass, and published in the batch, is its policy, budget and counts.
 	ro.Nodes = nil
 	t.rolled, t.rolledAt, t.rolloutIns = &ro, now, ins
 	return &ro
 }
 
 // lastPart is the node's part in the last rollout: its verdict's, which
-// holds it (a map of the parts beside the verdicts was 0.2 MB at 5,000
-// nodes).
+// holds it (a map of the parts beside the verdicts would hold them
+// twice).
 func (t *Tracker) lastPart(node string) *upgrade.Node {
 	if v := t.verdicts[node]; v != nil {
 		return v.Upgrade
@@ -211,12 +210,12 @@ func (t *Tracker) lastPart(node string) *upgrade.Node {
 	return nil
 }
 
-// rolloutIn is what the rollout read of a node at its last pass: the
-// digest of the node's Inputs, and its driver and validator pods and
-// upgrade Event as the stores held them (one an informer has replaced since
-// counts as changed). The Inputs themselves, held for every node, cost 570
-// bytes a node (2.8 MB at 5,000 nodes, a heap profile of a test fleet); a
-// digest colliding would only keep the last rollout until rolloutRefresh.
+// rolloutIn is what the rollout read of a node at its last pass: the digest of
+// the node's Inputs, and its driver and validator pods and upgrade Event as the
+// stores held them (one an informer has replaced since counts as changed). The
+// Inputs themselves, held for every node, were many times the digest's eight
+// bytes (docs/scale.md, "`serve` all day"); a digest colliding would only keep
+// the last rollout until rolloutRefresh.
 type rolloutIn struct {
 	node uint64
 	objs []any // the pods, then the Events: one slice, 24 bytes less a node

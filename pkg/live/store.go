@@ -25,8 +25,8 @@ type stored[T any] struct {
 }
 
 // key is the metadata a store keys and versions an object by: three
-// strings, where a whole ObjectMeta, most of it empty, takes 250 bytes
-// (5 MB at 5,000 nodes' pods).
+// strings, where a whole ObjectMeta, most of it empty, takes some 250
+// bytes for every pod held.
 type key struct {
 	Name, Namespace, ResourceVersion string
 }
@@ -178,11 +178,11 @@ func kept(labels map[string]string, keep func(key string) bool, sets *labelSets)
 	return m
 }
 
-// labelSets are the kept labels' maps, one per set of labels, which the
-// nodes that carry it share: a fleet's nodes mostly carry the same kept
-// labels (their deploy labels, the GPU's), and a map of their own was
-// 1.3 KB of each realistic node held (a heap profile of serve at 5,000
-// nodes, 2026-12-04). Nothing writes to a node's labels once it is stored.
+// labelSets are the kept labels' maps, one per set of labels, which the nodes
+// that carry it share: a fleet's nodes mostly carry the same kept labels (their
+// deploy labels, the GPU's), and a map of their own was most of what serve held
+// of a realistic node (docs/scale.md, "`serve` all day"). Nothing writes to a
+// node's labels once it is stored.
 type labelSets struct {
 	mu sync.Mutex
 	m  map[string]map[string]string

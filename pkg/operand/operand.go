@@ -14,7 +14,8 @@ import (
 // LabelPrefix starts every per-operand deploy label of the GPU Operator.
 const LabelPrefix = "nvidia.com/gpu.deploy."
 
-// OperandsLabel set to "false" makes the real operator strip all deploy labels from a node.
+// OperandsLabel set to "false" makes the real operator strip all deploy labels
+// from a node.
 const OperandsLabel = LabelPrefix + "operands"
 
 // Operand is one component the GPU Operator fans out into, run by one
@@ -40,14 +41,15 @@ type Operand struct {
 	Requires string
 }
 
-// LabelKey is the node label whose value "true" asks for the operand on that node.
+// LabelKey is the node label whose value "true" asks for the operand on that
+// node.
 func (o Operand) LabelKey() string { return LabelPrefix + o.Name }
 
 // DeployLabel looks up the deploy label of the named operand in a node's
 // labels. The judges look up every operand's label on every node: the key
 // is built on the stack (LabelPrefix+name, 40-odd bytes, was a heap string
-// each time, a fifth of a health judge's allocations; bench/RESULTS.md,
-// "Small objects, again").
+// each time, a large share of a health judge's allocations;
+// docs/scale.md, "Mechanisms").
 func DeployLabel(labels map[string]string, name string) (value string, ok bool) {
 	var key [64]byte
 	value, ok = labels[string(append(append(key[:0], LabelPrefix...), name...))]
@@ -161,7 +163,8 @@ func Names(roster []Operand) string {
 	return s
 }
 
-// Rule says that an operand running on a node needs another one running there too.
+// Rule says that an operand running on a node needs another one running there
+// too.
 type Rule struct {
 	Operand string // the dependent operand, present on the node
 	Needs   string // the operand it cannot work without
@@ -192,13 +195,14 @@ func (r Rule) Excused(labels map[string]string, need Operand) bool {
 // but without the container toolkit no container can open the device.
 var DeviceRule = Rule{Operand: DevicePlugin, Needs: ContainerToolkit, Finding: "device-plugin-without-toolkit"}
 
-// JudgedLabel reports whether the judges read a node label of this key
-// whatever the DaemonSets select on: the deploy labels and the operator's own
-// labels the catalog names (a GPU's presence and count, the MIG strategy, the
-// workload config, the driver upgrade's state, skip and pool, the helpers'
-// progress, the sharing and MIG configs' labels: OfferLabel). A store may keep only these and the DaemonSets' selector keys
-// (pkg/pipeline Labels): a real node's other hundred labels (NFD's, most of
-// GFD's, the cloud's) are most of its size and never judged.
+// JudgedLabel reports whether the judges read a node label of this key whatever
+// the DaemonSets select on: the deploy labels and the operator's own labels the
+// catalog names (a GPU's presence and count, the MIG strategy, the workload
+// config, the driver upgrade's state, skip and pool, the helpers' progress, the
+// sharing and MIG configs' labels: OfferLabel). A store may keep only these and
+// the DaemonSets' selector keys (pkg/pipeline Labels): a real node's other
+// hundred labels (NFD's, most of GFD's, the cloud's) are most of its size and
+// never judged.
 func JudgedLabel(key string) bool {
 	switch key {
 	case GPUPresent, GPUCountLabel, MIGStrategyLabel, WorkloadConfigLabel,

@@ -8,8 +8,8 @@ import (
 // Labels are the node labels the verdicts of these options read, given the
 // namespace's DaemonSets: a store that keeps only those (pkg/live) judges as
 // a whole read would. A real node carries a hundred-odd labels and the
-// judges read about ten; at 5,000 dressed nodes all of them took 49.8 MB of
-// a store's heap, these 5.1 MB.
+// judges read about ten, a tenth of the store's heap that all of them
+// would take (docs/scale.md, "`serve` all day").
 type Labels struct {
 	deployOnly bool
 	keys       map[string]bool // besides operand.JudgedLabel's

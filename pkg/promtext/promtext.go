@@ -1,9 +1,9 @@
 // Package promtext writes metric families in Prometheus' text format
 // (0.0.4, which every scraper reads) straight from a program's own state.
 // It is for families of a series or more per node: client_golang's const
-// metrics, made again at each scrape, cost a scrape at 5,000 nodes 196,000
-// allocations, 13 MB and 69 ms (BenchmarkScrape in pkg/metrics measures
-// both ways).
+// metrics, made again at each scrape, cost a scrape an allocation or more
+// a series, which at 5,000 nodes is most of its time (BenchmarkScrape in
+// pkg/metrics measures both ways).
 package promtext
 
 import (
@@ -30,13 +30,12 @@ type Writer interface {
 	WriteText(w io.Writer) error
 }
 
-// Series writes a scrape's series of some families straight to the
-// scrape's writer, a family at a time under its HELP and TYPE, through a
-// buffer of at most flushAt bytes kept from scrape to scrape: writing
-// allocates next to nothing, and nothing of a scrape is held after it. A
-// buffer of each family's lines, kept between scrapes, was 0.8 MB of
-// serve's heap at 5,000 realistic nodes (an exact heap profile,
-// docs/scale.md). Not safe for concurrent use.
+// Series writes a scrape's series of some families straight to the scrape's
+// writer, a family at a time under its HELP and TYPE, through a buffer of at
+// most flushAt bytes kept from scrape to scrape: writing allocates next to
+// nothing, and nothing of a scrape is held after it. A buffer of each family's
+// lines, kept between scrapes, held a copy of the whole scrape in serve's heap
+// (docs/scale.md, "`serve` all day"). Not safe for concurrent use.
 type Series struct {
 	families []Family
 	w        io.Writer
@@ -143,8 +142,8 @@ func appendEscaped(b []byte, s string, quote bool) []byte {
 }
 
 // needsEscape reports whether s has a byte the format escapes. A loop of
-// its own: strings.ContainsAny builds its set at each call, and was a
-// quarter of a scrape's CPU at 5,000 nodes (a profile of bench:serve).
+// its own: strings.ContainsAny builds its set at each call, a large share
+// of a scrape's CPU when every label value passes through it.
 func needsEscape(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c == '\\' || c == '\n' || c == '"' {

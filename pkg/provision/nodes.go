@@ -11,13 +11,13 @@ import (
 	"k8s.io/client-go/tools/pager"
 )
 
-// eachNamedNode reads the named nodes out of one LIST of every node and
-// calls visit(i, node) for names[i]. A GET per node was paced by the
-// client's rate limit (pkg/kube): 10 s of a 103 s `gpuops up` at 1,000 nodes
-// (bench/RESULTS.md), where the LIST takes about a second. The list comes in
-// pages, so only a page of nodes is held at a time: visit must not keep node.
-// It returns the error of the first name, in order, that failed: visit's, or
-// a NodeNotFoundError for a node that does not exist.
+// eachNamedNode reads the named nodes out of one LIST of every node and calls
+// visit(i, node) for names[i]. A GET per node was paced by the client's rate
+// limit (pkg/kube), a tenth of `gpuops up` at 1,000 nodes where one LIST takes
+// about a second (docs/scale.md, "`gpuops up`"). The list comes in pages, so
+// only a page of nodes is held at a time: visit must not keep node. It returns
+// the error of the first name, in order, that failed: visit's, or a
+// NodeNotFoundError for a node that does not exist.
 func eachNamedNode(ctx context.Context, c kubernetes.Interface, names []string, visit func(i int, node *corev1.Node) error) error {
 	at := make(map[string]int, len(names))
 	for i, n := range names {

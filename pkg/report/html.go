@@ -28,8 +28,8 @@ type Source struct {
 var fleetTemplate string
 
 // fleetPage is parsed when a page is first written, not when the program
-// starts: parsing it was a tenth of every gpuops command's start (1.5 ms of
-// 15 in package initialisers, bench/RESULTS.md, "One full TLS handshake").
+// starts: parsing it was a tenth of every gpuops command's package
+// initialisation, which only `report --html` needs.
 var fleetPage = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("fleet").Funcs(template.FuncMap{
 		"status":   func(kind string) string { return findingStatus[kind] },

@@ -92,8 +92,8 @@ type Sync struct {
 	// What is held of the reports is their digests, and of each node its
 	// verdict (the tracker's, not a copy) and when its results were found:
 	// a report is made again from them when it is written, at most QPS a
-	// second. Holding the results instead cost 10 KB a node, 40% of serve's
-	// heap at 1,000 lab-sized nodes (a heap profile, 2026-12-04).
+	// second. Holding the results instead cost some 10 KB a node, a large
+	// share of serve's heap (docs/scale.md, "`serve` all day").
 	mu      sync.Mutex
 	nodes   map[string]node
 	total   int  // the bytes of all their results
@@ -168,8 +168,8 @@ func (s *Sync) Judged(b verdict.Batch) {
 	}
 	// A batch of a few nodes keeps their results between the two passes;
 	// a bigger one makes them again from the verdict when a report needs
-	// them: the first batch at 5,000 nodes held every node's results at
-	// once, 50 MB of live heap at serve's start (gctrace, 2026-12-04).
+	// them: the first batch holds every node, and with every node's results
+	// at once it was most of serve's live heap at its start.
 	changed := map[string]openreports.Node{}
 	keep := len(b.Changes) <= heldChanges
 	for _, c := range b.Changes {
@@ -200,8 +200,8 @@ func (s *Sync) Judged(b verdict.Batch) {
 	s.split = s.total > s.opts.MaxBytes || s.split && s.total > s.opts.MaxBytes*3/4
 	switch {
 	case was && s.split:
-		// Split before and after: only the changed nodes' reports change
-		// (at 5,000 nodes, rebuilding them all took 35 ms a batch).
+		// Split before and after: only the changed nodes' reports change,
+		// and rebuilding them all at each batch would cost a fleet's worth.
 		for _, c := range b.Changes {
 			s.set(c.Node(), results(c.Node()))
 		}

@@ -3,7 +3,7 @@
 // those names) or else its first argument (kube kube-scheduler --version)
 // picks the command, built by the constructor the upstream command's main
 // calls. One binary is one link instead of three, with the packages the
-// three share linked once (bench/RESULTS.md, "The first build").
+// three share linked once (docs/scale.md, "Building the control plane").
 package main
 
 import (

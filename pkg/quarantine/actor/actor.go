@@ -68,8 +68,8 @@ type Actor struct {
 	mu sync.Mutex
 	// nodes are the GPU nodes a decision may touch, from the verdicts:
 	// those not Idle, or in the overlay. An idle node, most of a fleet, is
-	// only counted (gpuNodes): holding every one cost 1.7 MB of live heap
-	// (an exact heap profile of serve at 5,000 realistic nodes, 2026-12-05).
+	// only counted (gpuNodes): holding every one was a visible share of
+	// serve's live heap (docs/scale.md, "`serve` all day").
 	nodes    map[string]quarantine.Node
 	gpuNodes int
 	// inputs are the last input's nodes, made again in place: Decide keeps

@@ -63,8 +63,8 @@ var deviceType = entries{func(key string) bool { return key == snapshot.DeviceTy
 // poolReader folds the slices a read lists into pools, and decodes the
 // devices of each one by one into one Device, its attribute map cleared
 // for the next: decoded with their slice, each device was a map of its own
-// for its one attribute: at 1,000 lab-sized nodes (800 devices) about 6%
-// of health's CPU and 400 of the 4,400 pages it faulted in (bench/RESULTS.md).
+// for its one attribute, a visible share of health's CPU and of the fresh
+// pages it faulted in on a lab-sized fleet (docs/scale.md, "Mechanisms").
 type poolReader struct {
 	pools   map[string][]snapshot.DevicePool
 	device  resourcev1.Device

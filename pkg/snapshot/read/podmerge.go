@@ -8,14 +8,13 @@ import (
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
-// The pods of a read come in parts side by side (podparts.go), each in
-// name order, and a snapshot holds them as one LIST would: one slice in
-// name order. Merged whole once the last part ended, the merge was the
-// read's tail: at 1,000 lab-sized nodes (4,973 pods) 6-13 ms after the
-// last byte, most of it the fresh pages of the merged slice (bench/RESULTS.md,
-// "The merge while the pods come"). So the merge runs while the parts come,
-// into a slice sized by the pods the DaemonSets expect, and after the last
-// byte only what the last part brought since is left to merge.
+// The pods of a read come in parts side by side (podparts.go), each in name
+// order, and a snapshot holds them as one LIST would: one slice in name order.
+// Merged whole once the last part ended, the merge was the read's tail, after
+// the last byte, most of it the fresh pages of the merged slice (docs/scale.md,
+// "Mechanisms"). So the merge runs while the parts come, into a slice sized by
+// the pods the DaemonSets expect, and after the last byte only what the last
+// part brought since is left to merge.
 
 // podBlock is how many pods a block of a part holds (72 KB).
 const podBlock = 256
@@ -25,7 +24,7 @@ const podBlock = 256
 // which hands the merge whole blocks, never moved once written: a slice
 // grown by appending (a quarter at a time once large) allocated about five
 // times its pods in fresh memory, and on this VM a fresh page costs a fault
-// to the hypervisor and a zeroing (bench/RESULTS.md, "Fresh pages"). For
+// to the hypervisor and a zeroing. For
 // the same reason a block the merge has emptied goes back to the parts to
 // fill again: merged as they come, the parts' pods take a few blocks each,
 // not a second copy of them all.

@@ -128,9 +128,8 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 	// handshake.go): the filter of the nodes' labels is made of the
 	// DaemonSets. The operator's objects, a chain of their own (the policy
 	// names the ConfigMaps), go beside them on another: behind them, on an
-	// API server busy with the pods' lists, each small request took 20-30 ms
-	// and the node list had been the last to end (bench/RESULTS.md, "Off
-	// the critical path").
+	// API server busy with the pods' lists, each small request waited its
+	// turn and the node list had been the last to end.
 	var notes, draNotes, warningNotes []string // apart: Operator writes s.Notes meanwhile
 	var warnings map[string][]snapshot.Warning
 	run(5, func() error { return operatorAndOffers(ctx, c, namespace, opts, s) })
@@ -294,8 +293,8 @@ func readPods(ctx context.Context, core rest.Interface, namespace string, opts O
 
 // reusePod empties a decoded pod for the next, keeping the storage of its
 // labels, owner references and status lists: growing them afresh for every
-// pod was a tenth of a judge's decoding on lab-sized pods (bench/RESULTS.md,
-// "Small objects, again"). PodFrom keeps none of it: a snapshot.Pod holds
+// pod was a visible share of a judge's decoding on lab-sized pods
+// (docs/scale.md, "Mechanisms"). PodFrom keeps none of it: a snapshot.Pod holds
 // strings and times alone (it is comparable), and the decoder makes every
 // string afresh.
 func reusePod(p *corev1.Pod) {
@@ -308,12 +307,11 @@ func reusePod(p *corev1.Pod) {
 	p.Status.InitContainerStatuses = st.InitContainerStatuses[:0]
 }
 
-// reuseNode empties a decoded node for the next, keeping the storage of
-// what NodeFrom reads and does not keep: its resource lists (a map each,
-// made afresh for every node) and its conditions. At 1,000 lab-sized nodes
-// health's whole run faulted 4,500-4,600 pages in instead of 5,080, each a
-// fresh page the hypervisor backs (bench/RESULTS.md, "Fresh pages"). Its
-// labels and taints the snapshot keeps.
+// reuseNode empties a decoded node for the next, keeping the storage of what
+// NodeFrom reads and does not keep: its resource lists (a map each, made afresh
+// for every node) and its conditions: a page a process touches first is a
+// fault, costly where a hypervisor backs it, and this spares many of health's
+// (docs/scale.md, "Mechanisms"). Its labels and taints the snapshot keeps.
 func reuseNode(n *corev1.Node) {
 	capacity, allocatable, conditions := n.Status.Capacity, n.Status.Allocatable, n.Status.Conditions
 	clear(capacity)

@@ -27,8 +27,8 @@ import (
 // a field (whole), a message trimmed in turn (fields), some elements of a
 // repeated message (entries), a message kept only while a sibling is empty
 // (unlessSet), or, nil, nothing. A slice indexed by number
-// and not a map: a map lookup for each field of every item was a fifth of
-// the trim's CPU (bench/RESULTS.md, "Small objects, again").
+// and not a map: a map lookup for each field of every item was a large
+// share of the trim's CPU (docs/scale.md, "Mechanisms").
 type fields []keep
 
 // keep says what of a field is kept.
@@ -189,9 +189,8 @@ var metadataFields = fields{1: fields{1: whole, 11: readLabels}}
 // trimmer trims messages without allocating once warm: a nested message
 // is trimmed into the scratch buffer of its depth before it is appended,
 // and the buffers are kept for the next item. Allocating them afresh for
-// every metadata, spec, status and container status was a tenth of a
-// judge's decoding CPU on the lab-sized fleet (bench/RESULTS.md, "Small
-// objects").
+// every metadata, spec, status and container status was a visible share of
+// a judge's decoding CPU on a lab-sized fleet (docs/scale.md, "Mechanisms").
 type trimmer struct {
 	scratch [][]byte
 	labels  labelFilter
