@@ -32,7 +32,10 @@ func labCommand(e cliopts.Env) *cli.Command {
 			"walks it, the last node failing and recovered, and cleans up; each step shows gpuops upgrades and health.\n" +
 			"--scenario sharing, mig or dra writes on the lab's first READY node what the device plugin's config\n" +
 			"(time-slicing, MPS), the MIG manager or the DRA kubelet plugin would write, breaks and heals each case\n" +
-			"health names, and cleans up; each step shows gpuops health.",
+			"health names, and cleans up; each step shows gpuops health.\n" +
+			"--scenario workloads makes GPU pods in namespace " + rehearsal.WorkloadsNamespace + " that the scheduler cannot place, each\n" +
+			"for one cause gpuops why names, and one it places on a node whose toolkit a stray label switched off;\n" +
+			"heals each, and cleans up; each step shows gpuops why, pods and capacity.",
 		Flags: []cli.Flag{o.Lab.SpecFlag(), o.workdirFlag(), o.timeoutFlag(), o.forceFlag(forceUsage),
 			&cli.StringFlag{Name: "scenario", Destination: &o.scenario, Usage: "after the lab, rehearse `NAME` (" + strings.Join(rehearsal.Scenarios, ", ") + "; default: none, the plain lab)"}},
 	}, o)

@@ -91,6 +91,25 @@ func WriteFile(t testing.TB, path, content string) string {
 	return path
 }
 
+// ReadDir returns the files of dir, by name, and their contents (a
+// workspace's out/, say).
+func ReadDir(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = string(b)
+	}
+	return files
+}
+
 func build() (string, error) {
 	gomod, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/labspec"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
+	"github.com/gpuops/gpuops/pkg/workload"
 )
 
 // Narrate is an Options.Step that prints each step and, under it, what
@@ -37,22 +38,78 @@ func Narrate(w io.Writer, c kubernetes.Interface, judging pipeline.Options) func
 		if err != nil {
 			return err
 		}
-		var b bytes.Buffer
-		fmt.Fprintf(&b, "rehearsal: step %d: %s\n", s.N, s.What)
+		b := stepHeader(s)
 		for _, view := range views {
-			var v bytes.Buffer
-			if err := text.Result(&v, io.Discard, r, view); err != nil {
+			if err := indented(b, func(w io.Writer) error { return text.Result(w, io.Discard, r, view) }); err != nil {
 				return err
-			}
-			for _, line := range strings.SplitAfter(v.String(), "\n") {
-				if line != "" {
-					b.WriteString("  " + line)
-				}
 			}
 		}
 		_, err = w.Write(b.Bytes())
 		return err
 	}
+}
+
+// NarrateWorkloads is an Options.Step that prints each step and, under it,
+// what gpuops says right then of the GPU pods, through the same pipeline as
+// the commands: gpuops why of each pod the step made or waited for, gpuops
+// pods (every namespace), gpuops capacity (by the default pool label), as
+// their text, judged with the options given.
+func NarrateWorkloads(w io.Writer, c kubernetes.Interface, judging pipeline.Options) func(context.Context, Step) error {
+	judging.Health = true
+	if judging.GroupBy == "" {
+		judging.GroupBy = pipeline.DefaultGroupBy
+	}
+	text := report.Printer{Format: report.Text}
+	return func(ctx context.Context, s Step) error {
+		b := stepHeader(s)
+		for _, pod := range s.Pods {
+			ns, name, _ := strings.Cut(pod, "/")
+			r, err := pipeline.Why(ctx, c, judging, ns, workload.Target{Kind: "Pod", Name: name})
+			if err != nil {
+				return err
+			}
+			if err := indented(b, func(w io.Writer) error { return text.Why(w, io.Discard, r) }); err != nil {
+				return err
+			}
+		}
+		pods, err := pipeline.Pods(ctx, c, judging, "", "")
+		if err != nil {
+			return err
+		}
+		if err := indented(b, func(w io.Writer) error { return text.Pods(w, io.Discard, pods) }); err != nil {
+			return err
+		}
+		capacity, err := pipeline.Capacity(ctx, c, judging)
+		if err != nil {
+			return err
+		}
+		if err := indented(b, func(w io.Writer) error { return text.Capacity(w, io.Discard, capacity) }); err != nil {
+			return err
+		}
+		_, err = w.Write(b.Bytes())
+		return err
+	}
+}
+
+// stepHeader is the step's first line, as every narration starts it.
+func stepHeader(s Step) *bytes.Buffer {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "rehearsal: step %d: %s\n", s.N, s.What)
+	return &b
+}
+
+// indented appends what print writes to b, each line indented by two.
+func indented(b *bytes.Buffer, print func(io.Writer) error) error {
+	var v bytes.Buffer
+	if err := print(&v); err != nil {
+		return err
+	}
+	for _, line := range strings.SplitAfter(v.String(), "\n") {
+		if line != "" {
+			b.WriteString("  " + line)
+		}
+	}
+	return nil
 }
 
 // Known reports, as an error naming the known ones, a scenario name that is
@@ -82,6 +139,9 @@ func Ready(ctx context.Context, cl *kube.Clients, scenario string) error {
 // --scenario shows. The driver upgrade's last node fails.
 func Narrated(ctx context.Context, cl *kube.Clients, w io.Writer, lab *labspec.Lab, scenario string, timeout time.Duration) error {
 	o := Options{Namespace: lab.Namespace, Timeout: timeout, Step: Narrate(w, cl.Kube, JudgingOf(scenario, lab.Namespace))}
+	if scenario == Workloads {
+		o.Step = NarrateWorkloads(w, cl.Kube, JudgingOf(scenario, lab.Namespace))
+	}
 	for _, n := range lab.Nodes {
 		o.Nodes = append(o.Nodes, n.Name)
 	}
@@ -121,6 +181,12 @@ func Needs(scenario, namespace string) []access.Need {
 			access.Need{Verbs: []string{"list", "create", "delete"}, Group: PolicyGVR.Group, Resource: PolicyGVR.Resource})
 	case DRA:
 		needs = append(needs, access.Need{Verbs: []string{"get", "list", "create", "update", "delete"}, Group: "resource.k8s.io", Resource: "resourceslices"})
+	case Workloads:
+		needs = append(needs,
+			access.Need{Verbs: []string{"get", "list", "watch", "create", "delete"}, Resource: "namespaces"},
+			access.Need{Verbs: []string{"get", "list", "watch", "create", "delete"}, Resource: "pods", Namespace: WorkloadsNamespace},
+			access.Need{Verbs: []string{"list"}, Resource: "pods"},
+			access.Need{Verbs: []string{"list"}, Resource: "events"})
 	}
 	return needs
 }

@@ -88,6 +88,8 @@ func offerScenario(name string) (scenario, bool) {
 		return migScenario, true
 	case DRA:
 		return draScenario, true
+	case Workloads:
+		return workloadsScenario, true
 	}
 	return scenario{}, false
 }
@@ -128,6 +130,10 @@ type offer struct {
 	daemonSets []string
 	slices     int   // ResourceSlices published, named by index
 	generation int64 // of the node's pool
+	// the workloads scenario's: its pods and namespace (nil in the others),
+	// and the pods the act under way made or waited for (Step.Pods)
+	work  *workloads
+	shown []string
 }
 
 // RunOffer rehearses an offer scenario on the first node of o.Nodes (all
@@ -148,6 +154,9 @@ func RunOffer(ctx context.Context, c kubernetes.Interface, dyn dynamic.Interface
 	}
 	f := &offer{kit: kit{c: c, namespace: o.Namespace, timeout: o.Timeout}, o: o, dyn: dyn, sc: sc,
 		wrote: map[string]bool{}, advertised: map[string]bool{}}
+	if name == Workloads {
+		f.work = &workloads{}
+	}
 	if err := f.prepare(ctx, name); err != nil {
 		return err
 	}
@@ -163,7 +172,7 @@ func RunOffer(ctx context.Context, c kubernetes.Interface, dyn dynamic.Interface
 
 // Check says why a scenario cannot run on the cluster, before anything is
 // written: a ClusterPolicy already there (sharing and mig write their own),
-// resource.k8s.io/v1 not served (dra).
+// resource.k8s.io/v1 not served (dra), its namespace there (workloads).
 func Check(ctx context.Context, c kubernetes.Interface, dyn dynamic.Interface, name string) error {
 	switch name {
 	case Sharing, MIG:
@@ -183,6 +192,14 @@ func Check(ctx context.Context, c kubernetes.Interface, dyn dynamic.Interface, n
 		}
 		if res == nil || !slices.ContainsFunc(res.APIResources, func(r metav1.APIResource) bool { return r.Name == "resourceslices" }) {
 			return fmt.Errorf("the cluster does not serve resourceslices.resource.k8s.io/v1: the %s rehearsal publishes ResourceSlices (Kubernetes 1.34 or later)", name)
+		}
+	case Workloads:
+		_, err := c.CoreV1().Namespaces().Get(ctx, WorkloadsNamespace, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			return fmt.Errorf("namespace %s exists: the %s rehearsal makes its pods in a namespace of its own and deletes it", WorkloadsNamespace, name)
+		case !apierrors.IsNotFound(err):
+			return fmt.Errorf("namespace %s: %w", WorkloadsNamespace, err)
 		}
 	}
 	return nil
@@ -205,6 +222,9 @@ func (f *offer) prepare(ctx context.Context, name string) error {
 		return fmt.Errorf("no node of %s is READY in gpuops health: the %s rehearsal needs one to break and heal", orAll(f.o.Nodes), name)
 	}
 	slices.SortFunc(ready, judge.NaturalCompare)
+	if f.work != nil {
+		f.work.others = ready[1:]
+	}
 	if f.node, err = f.c.CoreV1().Nodes().Get(ctx, ready[0], metav1.GetOptions{}); err != nil {
 		return fmt.Errorf("node %s: %w", ready[0], err)
 	}
@@ -247,11 +267,12 @@ func (f *offer) walk(ctx context.Context) error {
 }
 
 func (f *offer) act(ctx context.Context, a act, name string, broken bool) error {
+	f.shown = nil
 	what, err := a(ctx, f)
 	if err != nil {
 		return err
 	}
-	return f.step(ctx, Step{Node: f.node.Name, Case: name, Broken: broken, What: what})
+	return f.step(ctx, Step{Node: f.node.Name, Case: name, Broken: broken, What: what, Pods: f.shown})
 }
 
 func (f *offer) step(ctx context.Context, s Step) error {
@@ -392,6 +413,13 @@ func (f *offer) cleanUp(ctx context.Context) error {
 		}
 	}
 	var gone []string
+	if f.work != nil {
+		made, err := f.cleanUpWorkloads(ctx)
+		if err != nil {
+			return err
+		}
+		gone = append(gone, made...)
+	}
 	if f.slices > 0 {
 		if err := f.publish(ctx, nil); err != nil {
 			return err
@@ -463,10 +491,17 @@ func (f *offer) restoreNode(ctx context.Context) error {
 	if err := f.giveBack(ctx, f.node.Name, f.owned, operand.MIGChange.Manager); err != nil {
 		return err
 	}
-	before := map[string]bool{}
-	for _, e := range f.node.ManagedFields {
-		before[e.Manager] = true
+	if err := f.dropNewManagers(ctx); err != nil {
+		return err
 	}
+	f.wrote, f.advertised = map[string]bool{}, map[string]bool{}
+	return nil
+}
+
+// dropNewManagers drops the node's field managers that were not there
+// before the scenario: the writers it played.
+func (f *offer) dropNewManagers(ctx context.Context) error {
+	before := managers(f.node)
 	now, err := f.c.CoreV1().Nodes().Get(ctx, f.node.Name, metav1.GetOptions{})
 	if err != nil {
 		return err
@@ -478,7 +513,6 @@ func (f *offer) restoreNode(ctx context.Context) error {
 			}
 		}
 	}
-	f.wrote, f.advertised = map[string]bool{}, map[string]bool{}
 	return nil
 }
 

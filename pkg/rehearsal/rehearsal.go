@@ -45,7 +45,7 @@ import (
 const DriverUpgrade = "driver-upgrade"
 
 // Scenarios are the scenarios gpuops lab can run after the lab.
-var Scenarios = []string{DriverUpgrade, Sharing, MIG, DRA}
+var Scenarios = []string{DriverUpgrade, Sharing, MIG, DRA, Workloads}
 
 // UpgradeVersion is the driver version the new template runs, unless
 // Options.Image says otherwise.
@@ -95,6 +95,9 @@ type Step struct {
 	// Broken: the step broke Case on Node; gpuops names its cause there
 	// until the next step heals it.
 	Broken bool
+	// Pods are the GPU pods (namespace/name) the step made or waited for,
+	// those gpuops why is asked about (the workloads scenario's).
+	Pods []string
 }
 
 // rehearsal is a walk under way.

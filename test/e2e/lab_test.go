@@ -78,7 +78,7 @@ func TestLab(t *testing.T) {
 		if !strings.HasSuffix(res.Stdout, specOut["matrix.txt"]) {
 			t.Errorf("%s: gpuops lab must end by printing the matrix; stdout:\n%s", what, res.Stdout)
 		}
-		return readDir(t, filepath.Join(work, "out"))
+		return gpuopstest.ReadDir(t, filepath.Join(work, "out"))
 	}
 
 	first := runLab("first run")
@@ -95,7 +95,7 @@ func TestLab(t *testing.T) {
 		manifests = append(manifests, o.Manifest)
 	}
 	slices.Sort(manifests)
-	if got := keys(readDir(t, filepath.Join(work, "k8s"))); !slices.Equal(got, manifests) {
+	if got := keys(gpuopstest.ReadDir(t, filepath.Join(work, "k8s"))); !slices.Equal(got, manifests) {
 		t.Errorf("k8s/ holds %v, want %v", got, manifests)
 	}
 
@@ -146,23 +146,6 @@ func TestLab(t *testing.T) {
 		gpuopstest.CheckGolden(t, gpuopstest.Cluster{Kubeconfig: gpuopstest.ManyContexts(t, env.Kubeconfig)}, "testdata/golden",
 			gpuopstest.Volatile{env.RESTConfig.Host: "<server>"}, gpuopstest.JudgeCases(lab.Nodes[len(lab.Nodes)-1].Name))
 	})
-}
-
-func readDir(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string]string{}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[e.Name()] = string(b)
-	}
-	return files
 }
 
 func keys(m map[string]string) []string {
