@@ -47,13 +47,7 @@ var (
 // the ages by <age>. It is applied to the golden files too, so that a rule
 // added here needs no new recording.
 func (v Volatile) normalize(out string) string {
-	// the longest first: a namespace may hold a test's ID
-	for _, from := range slices.SortedFunc(maps.Keys(v), func(a, b string) int { return len(b) - len(a) }) {
-		if from != "" {
-			out = strings.ReplaceAll(out, from, v[from])
-		}
-	}
-	out = instant.ReplaceAllString(out, "<time>")
+	out = instant.ReplaceAllString(v.names(out), "<time>")
 	out = epoch.ReplaceAllString(out, "${1}<time>")
 	out = kwokContext.ReplaceAllString(out, "<cluster>")
 	// The files were first recorded with the parenthesis after an age
@@ -61,32 +55,82 @@ func (v Volatile) normalize(out string) string {
 	return strings.ReplaceAll(ageIn.ReplaceAllString(out, "${1}<age>${4}"), "<age>)", "<age>")
 }
 
+// names is out with each of v's keys replaced by its value.
+func (v Volatile) names(out string) string {
+	// the longest first: a namespace may hold a test's ID
+	for _, from := range slices.SortedFunc(maps.Keys(v), func(a, b string) int { return len(b) - len(a) }) {
+		if from != "" {
+			out = strings.ReplaceAll(out, from, v[from])
+		}
+	}
+	return out
+}
+
 // CheckGolden runs each command against c and compares what it printed,
 // normalized by v, with dir/NAME.golden; with GPUOPS_UPDATE_GOLDEN=1 it
-// writes the files instead.
+// writes the files instead. A file of dir that no case makes fails: every
+// golden is checked by the test that made it.
 func CheckGolden(t *testing.T, c Cluster, dir string, v Volatile, cases []Golden) {
 	t.Helper()
-	update := os.Getenv(UpdateGolden) != ""
+	made := map[string]bool{}
 	for _, g := range cases {
+		made[g.Name+".golden"] = true
 		r := c.Run(t, g.Args...)
-		got := v.normalize(fmt.Sprintf("$ gpuops %s\nexit %d\n--- stdout\n%s--- stderr\n%s", strings.Join(g.Args, " "), r.Code, r.Stdout, r.Stderr))
-		path := filepath.Join(dir, g.Name+".golden")
-		if update {
-			WriteFile(t, path, got)
-			continue
+		got := fmt.Sprintf("$ gpuops %s\nexit %d\n--- stdout\n%s--- stderr\n%s", strings.Join(g.Args, " "), r.Code, r.Stdout, r.Stderr)
+		checkGolden(t, filepath.Join(dir, g.Name+".golden"), "gpuops "+strings.Join(g.Args, " "), got, v.normalize, folded(g.Args))
+	}
+	unmade(t, dir, made)
+}
+
+// CheckRendered compares each rendering with dir/NAME.golden (with
+// GPUOPS_UPDATE_GOLDEN=1 it writes them); a file of dir that no rendering
+// makes fails.
+func CheckRendered(t *testing.T, dir string, rs []Rendered) {
+	t.Helper()
+	made := map[string]bool{}
+	for _, r := range rs {
+		made[r.Name+".golden"] = true
+		checkGolden(t, filepath.Join(dir, r.Name+".golden"), r.Name, r.Text, func(s string) string { return s }, false)
+	}
+	unmade(t, dir, made)
+}
+
+// unmade fails for each file of dir that is not made: a golden nothing
+// checks any more.
+func unmade(t *testing.T, dir string, made map[string]bool) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !made[e.Name()] {
+			t.Errorf("%s: no test case makes it (delete it)", filepath.Join(dir, e.Name()))
 		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Errorf("%s: %v (make it with %s=1)", g.Name, err, UpdateGolden)
-			continue
-		}
-		w := string(want)
-		if folded(g.Args) { // unfolded first, so that a folded age is found
-			got, w = v.normalize(OneSpaced(got)), OneSpaced(w)
-		}
-		if w = v.normalize(w); got != w {
-			t.Errorf("gpuops %s: output changed from %s:\n%s", strings.Join(g.Args, " "), path, lineDiff(w, got))
-		}
+	}
+}
+
+// checkGolden compares got with the golden file at path, both normalized
+// (word by word when the output is folded YAML); with GPUOPS_UPDATE_GOLDEN=1
+// it writes the file instead.
+func checkGolden(t *testing.T, path, what, got string, normalize func(string) string, folded bool) {
+	t.Helper()
+	got = normalize(got)
+	if os.Getenv(UpdateGolden) != "" {
+		WriteFile(t, path, got)
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Errorf("%s: %v (make it with %s=1)", what, err, UpdateGolden)
+		return
+	}
+	w := string(want)
+	if folded { // unfolded first, so that a folded age is found
+		got, w = normalize(OneSpaced(got)), OneSpaced(w)
+	}
+	if w = normalize(w); got != w {
+		t.Errorf("%s: output changed from %s:\n%s", what, path, lineDiff(w, got))
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/pipeline"
 )
 
 // verdictsFile is testdata/verdicts.yaml.
@@ -93,6 +96,9 @@ func TestVerdicts(t *testing.T) {
 			in.checkText(t, m.Nodes)
 			in.checkLiveAgrees(t)
 			in.checkGolden(t, "testdata/golden/"+m.Name)
+			if m.Name == "default" {
+				in.recordResult(t)
+			}
 		})
 	}
 	t.Run("stuck-after", func(t *testing.T) { in.checkStuckAfter(t) })
@@ -343,12 +349,64 @@ func (in *install) switchTo(t *testing.T, s modeState) {
 	in.settle(t)
 }
 
-// checkGolden: every judge in every format says, byte for byte, what it
-// said when dir was written (the install's names and clock aside).
+// checkGolden: every judge, in text and JSON (across the contexts, in
+// text), says byte for byte what it said when dir was written (the
+// install's names and clock aside). The other formats render the same
+// values: pkg/report's goldens render every view in every format, alone and
+// across contexts, from a result recorded here (recordResult), and the
+// lab's (test/e2e) check them all on a cluster.
 func (in *install) checkGolden(t *testing.T, dir string) {
 	t.Helper()
 	node := in.nodes[slices.Sorted(maps.Keys(in.nodes))[0]]
 	gpuopstest.CheckGolden(t, gpuopstest.Cluster{Kubeconfig: gpuopstest.ManyContexts(t, in.env.Kubeconfig), Namespace: in.env.Namespace}, dir,
 		gpuopstest.Volatile{in.env.Namespace: "<namespace>", in.env.ID: "<id>", in.env.RESTConfig.Host: "<server>"},
-		gpuopstest.JudgeCases(node, in.selector()))
+		textAndJSON(gpuopstest.JudgeCases(node, in.selector())))
+}
+
+// textAndJSON are the cases of cs that an install mode keeps: those that
+// print text (no -o is text; the HTML page is not), and JSON but across
+// contexts.
+func textAndJSON(cs []gpuopstest.Golden) []gpuopstest.Golden {
+	var out []gpuopstest.Golden
+	for _, c := range cs {
+		format := "text"
+		if i := slices.Index(c.Args, "-o"); i >= 0 && i+1 < len(c.Args) {
+			format = c.Args[i+1]
+		}
+		contexts := slices.Contains(c.Args, "--contexts")
+		if (format == "text" || format == "json" && !contexts) && !slices.Contains(c.Args, "--html") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// recorded are the nodes of the result recorded for pkg/report: one of each
+// kind of verdict (usable or not, paused, stuck, broken order, no GPU).
+var recorded = []string{"full", "mig-change", "upgrade-stuck", "stray-labels", "cpu"}
+
+// recordResult judges the recorded nodes with every judge on (as summary,
+// health and upgrades together, explained) and records the result, the
+// install's names replaced, to a file that must render as the result does:
+// with GPUOPS_UPDATE_GOLDEN=1 to pkg/report/testdata/results.json, whose
+// views pkg/report's goldens are; else to a file of the test's own.
+func (in *install) recordResult(t *testing.T) {
+	t.Helper()
+	var nodes []string
+	for _, short := range recorded {
+		nodes = append(nodes, in.nodes[short])
+	}
+	r, err := pipeline.Run(context.Background(), in.env.Client, pipeline.Options{Namespace: in.env.Namespace, NodeSelector: in.selector(),
+		Nodes: nodes, StuckAfter: pipeline.DefaultStuckAfter, Explain: true, Health: true, Upgrades: true, GroupBy: pipeline.DefaultGroupBy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Named = false // named to keep the recording small; read whole, they are judged alike
+	path := filepath.Join(t.TempDir(), "results.json")
+	if os.Getenv(gpuopstest.UpdateGolden) != "" {
+		path = "../../pkg/report/testdata/results.json"
+	}
+	// node names are <namespace>-<short>
+	names := gpuopstest.Volatile{in.env.Namespace + "-": "", in.env.Namespace: "gpu-operator", in.env.ID: "recorded"}
+	gpuopstest.RecordResult(t, path, r, names, in.nodes["stray-labels"])
 }
