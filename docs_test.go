@@ -522,3 +522,48 @@ func TestCommentsCiteNoRun(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// resultsMaxLines bounds bench/RESULTS.md: the runs behind the figures the
+// docs cite, not every run ever made (git keeps those).
+const resultsMaxLines = 1500
+
+// bench/RESULTS.md opens with an index of the figures cited and their
+// runs; each run it names is a section of the file.
+func TestResultsIndexNamesItsRuns(t *testing.T) {
+	b, err := os.ReadFile("bench/RESULTS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > resultsMaxLines {
+		t.Errorf("bench/RESULTS.md has %d lines, more than %d: superseded runs leave it", len(lines), resultsMaxLines)
+	}
+	var headings []string
+	for _, l := range lines {
+		if h, ok := strings.CutPrefix(l, "## "); ok {
+			headings = append(headings, h)
+		}
+	}
+	named, sections := 0, 0
+	for _, l := range lines {
+		if strings.HasPrefix(l, "## ") {
+			if sections++; sections > 1 { // the index is the first section
+				break
+			}
+		}
+		cells := strings.Split(l, "|")
+		if !strings.HasPrefix(l, "| ") || len(cells) < 4 || strings.HasPrefix(l, "| where") {
+			continue
+		}
+		for _, m := range regexp.MustCompile(`"([^"]+)"`).FindAllStringSubmatch(cells[3], -1) {
+			run := strings.TrimPrefix(m[1], "— ")
+			named++
+			if !slices.ContainsFunc(headings, func(h string) bool { return strings.Contains(h, run) }) {
+				t.Errorf("the index names %q, which no section of bench/RESULTS.md is", m[1])
+			}
+		}
+	}
+	if named == 0 {
+		t.Error("bench/RESULTS.md has no index of the runs behind the figures")
+	}
+}
