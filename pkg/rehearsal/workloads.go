@@ -52,6 +52,8 @@ type workloads struct {
 	others  []string // the other READY GPU nodes, held full
 	pods    []string // made and not yet deleted, in order
 	created bool     // the namespace
+	// the GPUs each holder (hold-i on others[i]) asks now, and all of its node's
+	held, full []int64
 }
 
 // workloadsScenario: the other READY GPU nodes held full by a pod each, so
@@ -83,11 +85,11 @@ var workloadsScenario = scenario{
 					return "", err
 				}
 				q := node.Status.Allocatable[corev1.ResourceName(snapshot.GPUResource)]
-				name := fmt.Sprintf("hold-%d", i)
-				if err := f.run(ctx, gpuPod(name, snapshot.GPUResource, q.Value(), map[string]string{corev1.LabelHostname: n}), n); err != nil {
+				w.full, w.held = append(w.full, q.Value()), append(w.held, 0)
+				if err := f.hold(ctx, i, q.Value()); err != nil {
 					return "", err
 				}
-				what += fmt.Sprintf("; pod %s asks all %d GPUs of %s and runs there", name, q.Value(), n)
+				what += fmt.Sprintf("; pod %s asks all %d GPUs of %s and runs there", holder(i), q.Value(), n)
 			}
 			return what, nil
 		},
@@ -133,6 +135,49 @@ var workloadsScenario = scenario{
 			heal: func(ctx context.Context, f *offer) (string, error) {
 				return fmt.Sprintf("the user deletes shared and asks 1 %s in pod whole: it runs on %s", snapshot.GPUResource, f.node.Name),
 					f.replace(ctx, "shared", gpuPod("whole", snapshot.GPUResource, 1, nil))
+			}},
+		{Name: "unhealthy GPUs", Cause: workload.GPUsUnhealthy,
+			before: []act{deleteAll},
+			brk: func(ctx context.Context, f *offer) (string, error) {
+				gpus, _ := f.gpus()
+				if err := f.allocatable(ctx, gpus-unhealthy); err != nil {
+					return "", err
+				}
+				return fmt.Sprintf("the device plugin marks %d GPUs of %s unhealthy: the kubelet's allocatable %d of capacity %d; pod train asks %d %s",
+					unhealthy, f.node.Name, gpus-unhealthy, gpus, gpus, snapshot.GPUResource), f.refused(ctx, gpuPod("train", snapshot.GPUResource, gpus, nil))
+			},
+			heal: func(ctx context.Context, f *offer) (string, error) {
+				gpus, _ := f.gpus()
+				if err := f.allocatable(ctx, gpus); err != nil {
+					return "", err
+				}
+				return fmt.Sprintf("the GPUs healthy again, the kubelet's allocatable %d: train runs on %s", gpus, f.node.Name), f.placed(ctx, "train")
+			}},
+		{Name: "free GPUs spread over nodes", Cause: workload.Fragmented,
+			before: []act{deleteAll, func(ctx context.Context, f *offer) (string, error) {
+				gpus, _ := f.gpus()
+				w := f.work
+				if len(w.others) == 0 || gpus <= spread || w.full[0] <= spread {
+					return "", fmt.Errorf("the fragmented case needs a second READY GPU node, and more than %d GPUs on each", spread)
+				}
+				if err := f.run(ctx, gpuPod("part", snapshot.GPUResource, gpus-spread, map[string]string{corev1.LabelHostname: f.node.Name}), f.node.Name); err != nil {
+					return "", err
+				}
+				if err := f.hold(ctx, 0, w.full[0]-spread); err != nil {
+					return "", err
+				}
+				return fmt.Sprintf("pod part asks %d GPUs of %s, and %s is made again asking %d of %s: %d free on each", gpus-spread, f.node.Name,
+					holder(0), w.full[0]-spread, w.others[0], spread), nil
+			}},
+			brk: func(ctx context.Context, f *offer) (string, error) {
+				return fmt.Sprintf("pod train asks %d %s: enough are free, on no one node", spread+1, snapshot.GPUResource),
+					f.refused(ctx, gpuPod("train", snapshot.GPUResource, spread+1, nil))
+			},
+			heal: func(ctx context.Context, f *offer) (string, error) {
+				if err := f.deletePods(ctx, "part"); err != nil {
+					return "", err
+				}
+				return fmt.Sprintf("part ends and is deleted: the scheduler places train on %s", f.node.Name), f.placed(ctx, "train")
 			}},
 		{Name: "the free node cordoned", Cause: workload.Cordoned,
 			before: []act{deleteAll},
@@ -211,23 +256,67 @@ func gpuPod(name, resourceName string, n int64, nodeSelector map[string]string) 
 	}
 }
 
-// deleteAll: the case before is over, its pods deleted (not the holders).
+// The unhealthy case's count of GPUs marked unhealthy, and the fragmented
+// case's free GPUs on each of two nodes (the pod asks one more).
+const (
+	unhealthy = 2
+	spread    = 3
+)
+
+// deleteAll: the case before is over, its pods deleted, and each holder
+// asking all its node's GPUs again.
 func deleteAll(ctx context.Context, f *offer) (string, error) {
+	w := f.work
 	var gone []string
-	for _, p := range f.work.pods {
-		if !slices.Contains(f.work.holders(), p) {
+	for _, p := range w.pods {
+		if !strings.HasPrefix(p, holder(-1)) {
 			gone = append(gone, p)
 		}
 	}
-	return fmt.Sprintf("the user deletes %s: %s is free again", strings.Join(gone, ", "), f.node.Name), f.deletePods(ctx, gone...)
+	if err := f.deletePods(ctx, gone...); err != nil {
+		return "", err
+	}
+	what := fmt.Sprintf("the user deletes %s: %s is free again", strings.Join(gone, ", "), f.node.Name)
+	for i, n := range w.held {
+		if n != w.full[i] {
+			if err := f.hold(ctx, i, w.full[i]); err != nil {
+				return "", err
+			}
+			what += fmt.Sprintf("; %s is made again asking all %d GPUs of %s", holder(i), w.full[i], w.others[i])
+		}
+	}
+	return what, nil
 }
 
-func (w *workloads) holders() []string {
-	var out []string
-	for i := range w.others {
-		out = append(out, fmt.Sprintf("hold-%d", i))
+// holder is the name of the pod that holds others[i] (i < 0: their prefix).
+func holder(i int) string {
+	if i < 0 {
+		return "hold-"
 	}
-	return out
+	return fmt.Sprintf("hold-%d", i)
+}
+
+// hold makes the holder of others[i] asking n of its GPUs, the one before
+// deleted.
+func (f *offer) hold(ctx context.Context, i int, n int64) error {
+	w := f.work
+	if err := f.deletePods(ctx, holder(i)); err != nil {
+		return err
+	}
+	if err := f.run(ctx, gpuPod(holder(i), snapshot.GPUResource, n, map[string]string{corev1.LabelHostname: w.others[i]}), w.others[i]); err != nil {
+		return err
+	}
+	w.held[i] = n
+	return nil
+}
+
+// allocatable writes the walk's node's allocatable GPUs as the kubelet
+// does when the device plugin reports some unhealthy (its capacity
+// stays); the clean-up puts both back.
+func (f *offer) allocatable(ctx context.Context, n int64) error {
+	f.advertised[snapshot.GPUResource] = true
+	q := resource.NewQuantity(n, resource.DecimalSI).String()
+	return f.patchNodeAs(ctx, f.node.Name, kubeletManager, map[string]any{"status": map[string]any{"allocatable": map[string]any{snapshot.GPUResource: q}}}, "status")
 }
 
 // create makes the pod as a user does and names it to the step.

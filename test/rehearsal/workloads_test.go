@@ -27,8 +27,8 @@ import (
 // workloadCauses are the why codes the workloads scenario must meet, in
 // its order: each the headline of the pod its case leaves Pending (or, the
 // black hole, Stuck), on the real scheduler.
-var workloadCauses = []string{workload.AllAllocated, workload.ExceedsNode, workload.ResourceNotOffered, workload.Cordoned,
-	workload.UntoleratedTaint, workload.SelectorMismatch, workload.OnUnusableNode}
+var workloadCauses = []string{workload.AllAllocated, workload.ExceedsNode, workload.ResourceNotOffered, workload.GPUsUnhealthy,
+	workload.Fragmented, workload.Cordoned, workload.UntoleratedTaint, workload.SelectorMismatch, workload.OnUnusableNode}
 
 // TestWorkloadsRehearsal runs the workloads scenario on a lab of the test's
 // own (nodes a, b, c and host with 8 GPUs each, cpu without any) and checks,
