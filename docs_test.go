@@ -567,3 +567,35 @@ func TestResultsIndexNamesItsRuns(t *testing.T) {
 		t.Error("bench/RESULTS.md has no index of the runs behind the figures")
 	}
 }
+
+// testdataMaxLines bounds the test data: goldens a reviewer reads, each
+// view and format rendered once (docs/testing.md, "Golden files"), not every
+// format of every install mode.
+const testdataMaxLines = 25000
+
+func TestTestdataStaysReadable(t *testing.T) {
+	total := 0
+	err := filepath.WalkDir(".", func(p string, e os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.IsDir() && strings.HasPrefix(e.Name(), ".") && p != "." {
+			return filepath.SkipDir
+		}
+		if e.IsDir() || !strings.Contains(filepath.ToSlash(p), "testdata/") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		total += bytes.Count(b, []byte("\n"))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total > testdataMaxLines {
+		t.Errorf("the testdata folders hold %d lines, more than %d: render a view or format once (pkg/report's goldens), not again per case", total, testdataMaxLines)
+	}
+}

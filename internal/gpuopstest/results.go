@@ -8,12 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/summary"
+	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
 // A recorded result is a Result judged on a real install (test/realinstall)
@@ -183,7 +185,8 @@ var downContext = outcome.Cluster{Context: "down", Server: "https://127.0.0.1:1"
 
 // RenderViews renders every view of r in every format, alone and in a run
 // across two clusters (r's, as context east, and one that is down), its
-// OpenReports and the HTML page of each; order-check's view is of node.
+// OpenReports, watch's batches of it (every node, then the first deleted)
+// and the HTML page of each; order-check's view is of node.
 func RenderViews(r *outcome.Result, node string) []Rendered {
 	src := report.Source{Context: "east", Server: "https://east.example:6443", Namespace: r.Namespace, Selector: r.Selector, Taken: r.Taken}
 	across := func(r *outcome.Result) []outcome.Cluster {
@@ -216,6 +219,25 @@ func RenderViews(r *outcome.Result, node string) []Rendered {
 	render("contexts.openreports", func(w, notes *bytes.Buffer) error {
 		return reports.Clusters(w, notes, across(r), report.AuditView)
 	})
+	watch := []verdict.Batch{{Time: r.Taken, Initial: true, Judged: len(r.Nodes), Roster: r.Roster}}
+	for i := range r.Nodes {
+		watch[0].Changes = append(watch[0].Changes, verdict.Change{After: &r.Nodes[i]})
+	}
+	if len(r.Nodes) > 0 { // then the first node is deleted
+		watch = append(watch, verdict.Batch{Time: r.Taken.Add(time.Second), Judged: 1, Roster: r.Roster,
+			Changes: []verdict.Change{{Before: &r.Nodes[0]}}})
+	}
+	for _, f := range []report.Format{report.Text, report.Wide, report.JSON, report.YAML, report.Table} {
+		render("watch."+string(f), func(w, _ *bytes.Buffer) error {
+			x := report.Printer{Format: f}.Watch(w, r.Explain, false)
+			for _, b := range watch {
+				if err := x.Batch(b); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
 	render("report.html", func(w, _ *bytes.Buffer) error { return report.HTML(w, *r.Fleet, src) })
 	render("contexts.report.html", func(w, notes *bytes.Buffer) error {
 		holds, err := report.ClustersHTML(w, across(r), report.Source{Namespace: r.Namespace, Selector: r.Selector})
