@@ -389,25 +389,28 @@ var repoPath = regexp.MustCompile(`(?:^|[^\w./-])((?:cmd|pkg|internal|test|hack|
 // upstreamPaths are the upstream projects' files the docs cite as the source
 // of a fact; they name no path of this repository.
 var upstreamPaths = map[string]bool{
-	"cmd/driver-manager/main.go":            true, // k8s-driver-manager
-	"cmd/nvidia-k8s-vgpu-dm/main.go":        true, // vgpu-device-manager
-	"internal/state/driver.go":              true, // gpu-operator
-	"internal/state/nodepool.go":            true, // gpu-operator
-	"pkg/mig/reconfigure/reconfigure.go":    true, // mig-parted
-	"pkg/upgrade/consts.go":                 true, // k8s-operator-libs
-	"pkg/controller/daemon":                 true, // Kubernetes
-	"cmd/nvidia-validator/main.go":          true, // gpu-operator
-	"cmd/gpu-operator/main.go":              true, // gpu-operator
-	"cmd/config-manager/main.go":            true, // k8s-device-plugin
-	"internal/lm/mig-strategy.go":           true, // k8s-device-plugin
-	"internal/rm/rm.go":                     true, // k8s-device-plugin
-	"cmd/nvidia-mig-manager/main.go":        true, // mig-parted
-	"cmd/gpu-kubelet-plugin/driver.go":      true, // dra-driver-nvidia-gpu
-	"pkg/apis/resource/v1/conversion.go":    true, // Kubernetes
-	"internal/kubernetes/client.go":         true, // k8s-driver-manager
-	"internal/k8soperations/annotations.go": true, // kured
-	"cmd/kured/main.go":                     true, // kured
-	"internal/plugin/factory.go":            true, // k8s-device-plugin
+	"cmd/driver-manager/main.go":                                           true, // k8s-driver-manager
+	"cmd/nvidia-k8s-vgpu-dm/main.go":                                       true, // vgpu-device-manager
+	"internal/state/driver.go":                                             true, // gpu-operator
+	"internal/state/nodepool.go":                                           true, // gpu-operator
+	"pkg/mig/reconfigure/reconfigure.go":                                   true, // mig-parted
+	"pkg/upgrade/consts.go":                                                true, // k8s-operator-libs
+	"pkg/controller/daemon":                                                true, // Kubernetes
+	"cmd/nvidia-validator/main.go":                                         true, // gpu-operator
+	"cmd/gpu-operator/main.go":                                             true, // gpu-operator
+	"cmd/config-manager/main.go":                                           true, // k8s-device-plugin
+	"internal/lm/mig-strategy.go":                                          true, // k8s-device-plugin
+	"internal/rm/rm.go":                                                    true, // k8s-device-plugin
+	"cmd/nvidia-mig-manager/main.go":                                       true, // mig-parted
+	"cmd/gpu-kubelet-plugin/driver.go":                                     true, // dra-driver-nvidia-gpu
+	"pkg/apis/resource/v1/conversion.go":                                   true, // Kubernetes
+	"internal/kubernetes/client.go":                                        true, // k8s-driver-manager
+	"internal/k8soperations/annotations.go":                                true, // kured
+	"cmd/kured/main.go":                                                    true, // kured
+	"internal/plugin/factory.go":                                           true, // k8s-device-plugin
+	"pkg/kubelet/kuberuntime/kuberuntime_manager.go":                       true, // Kubernetes
+	"pkg/kubelet/cm/dra/manager.go":                                        true, // Kubernetes
+	"pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go": true, // Kubernetes
 }
 
 // Packages are renamed and files move: every path of the repository the

@@ -55,6 +55,12 @@ func readWorkloads(ctx context.Context, c kubernetes.Interface, o Options, allLa
 	return w, nil
 }
 
+// cluster is what the why judge reads of the workloads besides the pods,
+// with the pods' Warnings, judged as of now.
+func (w *workloads) cluster(warnings map[string][]snapshot.Warning, o Options) workload.Cluster {
+	return workload.Cluster{Nodes: w.s.Nodes, Health: w.health, Pools: w.s.DevicePools, Warnings: warnings, Now: time.Now(), StuckAfter: o.StuckAfter}
+}
+
 // Capacity says where the cluster's GPUs are (gpuops capacity): the nodes
 // judged for health as the options say, grouped by o.GroupBy, and the GPU
 // pods of every namespace.
@@ -96,7 +102,7 @@ func Why(ctx context.Context, c kubernetes.Interface, o Options, ns string, t wo
 			pods = append(pods, p)
 		}
 	}
-	r.Answers = workload.Why(w.gpuPods, pods, workload.Cluster{Nodes: w.s.Nodes, Health: w.health, Warnings: warnings, Now: time.Now(), StuckAfter: o.StuckAfter})
+	r.Answers = workload.Why(w.gpuPods, pods, w.cluster(warnings, o))
 	for _, rj := range w.gpuPods.Rejected {
 		if rj.Namespace == ns && t.Kind == "Pod" && rj.Name == t.Name {
 			r.Answers = append(r.Answers, workload.WhyRejected(w.gpuPods, rj))
@@ -169,7 +175,7 @@ func Pods(ctx context.Context, c kubernetes.Interface, o Options, ns, selector s
 		}
 	}
 	r := &workload.PodsReport{Notes: slices.Concat(w.gpuPods.Notes, notes)}
-	for _, a := range workload.Why(w.gpuPods, pods, workload.Cluster{Nodes: w.s.Nodes, Health: w.health, Warnings: warnings, Now: time.Now(), StuckAfter: o.StuckAfter}) {
+	for _, a := range workload.Why(w.gpuPods, pods, w.cluster(warnings, o)) {
 		if a.State != workload.Running {
 			r.Pods = append(r.Pods, a)
 		}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -139,6 +140,10 @@ type GPUPod struct {
 	// its termination's, current or last, when it ended as it started
 	// (StartError); empty when none says so.
 	NotStarted string `json:"notStarted,omitempty"`
+	// Deferred is the kubelet's word on a pod whose admission it defers
+	// for want of a device plugin (DeviceNotReady, the pod's status's
+	// reason), "reason: message"; empty when none says so.
+	Deferred string `json:"deferred,omitempty"`
 }
 
 // Key is the pod's namespace/name.
@@ -182,6 +187,7 @@ func GPUPodFrom(p *corev1.Pod) (GPUPod, bool) {
 		}
 	}
 	out.NotStarted = notStarted(&p.Status)
+	out.Deferred = deferred(&p.Status)
 	return out, true
 }
 
@@ -207,6 +213,15 @@ func notStarted(st *corev1.PodStatus) string {
 	return ""
 }
 
+// deferred is the kubelet's DeviceNotReady on the pod's status, "reason:
+// message"; empty when none.
+func deferred(st *corev1.PodStatus) string {
+	if st.Reason == DeviceNotReady {
+		return st.Reason + ": " + st.Message
+	}
+	return ""
+}
+
 // startError is the kubelet's reason for a container that ended as the
 // runtime started it (a hook of the runtime failed).
 const startError = "StartError"
@@ -224,18 +239,32 @@ type Claim struct {
 	Devices []string `json:"devices,omitempty"`
 	// Classes are the device classes its requests name.
 	Classes []string `json:"classes,omitempty"`
+	// Asks is how many devices its requests ask: an exact count's count, a
+	// request for all of a class's devices on the node 1 (at least one), of
+	// a request with alternatives (firstAvailable) the first's.
+	Asks int64 `json:"asks,omitempty"`
 }
 
 // ClaimFrom converts an API ResourceClaim.
 func ClaimFrom(c *resourcev1.ResourceClaim) Claim {
 	out := Claim{Namespace: c.Namespace, Name: c.Name}
+	count := func(mode resourcev1.DeviceAllocationMode, n int64) int64 {
+		if mode == resourcev1.DeviceAllocationModeAll || n < 1 {
+			return 1
+		}
+		return n
+	}
 	for _, r := range c.Spec.Devices.Requests {
 		switch {
 		case r.Exactly != nil:
 			out.Classes = append(out.Classes, r.Exactly.DeviceClassName)
+			out.Asks += count(r.Exactly.AllocationMode, r.Exactly.Count)
 		default:
-			for _, s := range r.FirstAvailable {
+			for i, s := range r.FirstAvailable {
 				out.Classes = append(out.Classes, s.DeviceClassName)
+				if i == 0 {
+					out.Asks += count(s.AllocationMode, s.Count)
+				}
 			}
 		}
 	}
@@ -254,6 +283,32 @@ func ClaimFrom(c *resourcev1.ResourceClaim) Claim {
 
 // Key is the claim's namespace/name.
 func (c *Claim) Key() string { return c.Namespace + "/" + c.Name }
+
+// ClaimedByPool counts the GPU devices in the claims' allocations (prepared
+// or not), by DRA pool.
+func (f *GPUPods) ClaimedByPool() map[string]int64 {
+	out := map[string]int64{}
+	for _, c := range f.Claims {
+		for _, d := range c.Devices {
+			pool, _, _ := strings.Cut(d, "/")
+			out[pool]++
+		}
+	}
+	return out
+}
+
+// GPUClasses are the device classes read that pick the DRA driver's GPUs,
+// by name.
+func (f *GPUPods) GPUClasses() []string {
+	var out []string
+	for name, gpu := range f.Classes {
+		if gpu {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
 // gpuSelector is a device class's CEL selector that picks the DRA driver's
 // devices, as the operator's own classes write it (device.driver ==

@@ -52,8 +52,9 @@ func TestClaimFromAndGPUClass(t *testing.T) {
 	yes, no := true, false
 	c := resourcev1.ResourceClaim{
 		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{
-			{Name: "a", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.nvidia.com"}},
-			{Name: "b", FirstAvailable: []resourcev1.DeviceSubRequest{{DeviceClassName: "mig.nvidia.com"}, {DeviceClassName: "gpu.nvidia.com"}}},
+			{Name: "a", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.nvidia.com", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 2}},
+			{Name: "b", FirstAvailable: []resourcev1.DeviceSubRequest{{DeviceClassName: "mig.nvidia.com", Count: 3}, {DeviceClassName: "gpu.nvidia.com", Count: 1}}},
+			{Name: "c", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.nvidia.com", AllocationMode: resourcev1.DeviceAllocationModeAll}},
 		}}},
 		Status: resourcev1.ResourceClaimStatus{Allocation: &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{
 			{Driver: "gpu.nvidia.com", Pool: "node-a", Device: "gpu-0", AdminAccess: &no},
@@ -62,7 +63,8 @@ func TestClaimFromAndGPUClass(t *testing.T) {
 		}}}},
 	}
 	got := ClaimFrom(&c)
-	want := Claim{Allocated: true, Devices: []string{"node-a/gpu-0"}, Classes: []string{"gpu.nvidia.com", "mig.nvidia.com"}}
+	// Asks: 2, the first alternative's 3, and 1 for all of a class's devices.
+	want := Claim{Allocated: true, Devices: []string{"node-a/gpu-0"}, Classes: []string{"gpu.nvidia.com", "mig.nvidia.com"}, Asks: 6}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ClaimFrom = %+v, want %+v", got, want)
 	}

@@ -80,6 +80,33 @@ func MissingRuntime(ws []Warning) (string, Warning, bool) {
 	return "", Warning{}, false
 }
 
+// FailedPrepareDynamicResources is the kubelet's Event reason when the DRA
+// drivers' kubelet plugins cannot prepare a pod's claims, before it makes
+// the pod's sandbox (kubernetes v1.37.2 pkg/kubelet/events/event.go; its
+// message "Failed to prepare dynamic resources: prepare dynamic
+// resources: NodePrepareResources failed for ResourceClaim <claim>: <the
+// driver's error>", pkg/kubelet/kuberuntime/kuberuntime_manager.go and
+// pkg/kubelet/cm/dra/manager.go).
+const FailedPrepareDynamicResources = "FailedPrepareDynamicResources"
+
+// DeviceNotReady is the reason of a pod whose admission the kubelet defers
+// while the device plugin of a resource it asks has not registered, instead
+// of failing it (UnexpectedAdmissionError): kubernetes PR #139959, open,
+// not in v1.37.2, whose kubelet fails such a pod at admission. Its texts
+// are not released: gpuops matches the reason alone, on the pod's status,
+// a condition or a Warning Event, and quotes what comes with it.
+const DeviceNotReady = "DeviceNotReady"
+
+// Warned is a pod's latest Warning of the reason; false when none.
+func Warned(ws []Warning, reason string) (Warning, bool) {
+	for _, w := range ws {
+		if w.Reason == reason {
+			return w, true
+		}
+	}
+	return Warning{}, false
+}
+
 // The kubelet's reasons for a pod it refused at admission (kubernetes
 // v1.37.2 pkg/kubelet/lifecycle/predicate.go): its device manager could
 // not allocate (UnexpectedAdmissionError, message "Allocate failed due to

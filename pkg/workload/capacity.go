@@ -161,13 +161,7 @@ func CapacityOf(s *snapshot.Snapshot, healthOf map[string]*health.Node, f *snaps
 			held[p.Node][r] += n
 		}
 	}
-	claimed := map[string]int64{} // DRA pool → devices allocated
-	for _, c := range f.Claims {
-		for _, d := range c.Devices {
-			pool, _, _ := strings.Cut(d, "/")
-			claimed[pool]++
-		}
-	}
+	claimed := f.ClaimedByPool()
 	pools := map[string]*poolCount{}
 	for i := range s.Nodes {
 		n := &s.Nodes[i]

@@ -65,6 +65,15 @@ const (
 	// mode checks NVIDIA_REQUIRE_CUDA; in CDI mode it does not,
 	// NVIDIA/nvidia-container-toolkit#1470).
 	CUDADriverTooOld = "cuda-driver-too-old"
+	// Bound, the kubelet defers its admission: a device plugin of a
+	// resource it asks has not registered (DeviceNotReady).
+	DeviceNotReady = "device-not-ready"
+	// A DRA claim of the pod asks a device class that does not exist: the
+	// scheduler cannot allocate it on any node.
+	DeviceClassUnknown = "device-class-unknown"
+	// Bound, the DRA kubelet plugin cannot prepare its claims' devices
+	// (FailedPrepareDynamicResources).
+	PrepareFailed = "prepare-failed"
 )
 
 // cudaRequired matches the hook's refusal and the CUDA version required
@@ -103,7 +112,8 @@ var hookFailed = regexp.MustCompile(`nvidia-container-cli(\.real)?: initializati
 // Codes are every code why and pods give, in the headline's precedence:
 // the stack first, then what a person set, then capacity; the scheduler's
 // own words last.
-var Codes = []string{OnUnusableNode, RuntimeNotConfigured, DriverNotReady, CUDADriverTooOld, AdmissionRejected, NodeUnusable, Cordoned, UntoleratedTaint, SelectorMismatch,
+var Codes = []string{OnUnusableNode, RuntimeNotConfigured, PrepareFailed, DeviceNotReady, DriverNotReady, CUDADriverTooOld, AdmissionRejected,
+	DeviceClassUnknown, NodeUnusable, Cordoned, UntoleratedTaint, SelectorMismatch,
 	GPUsUnhealthy, AllAllocated, Fragmented, ExceedsNode, ResourceNotOffered, Scheduler}
 
 // precedence ranks a code by Codes.
@@ -157,11 +167,13 @@ type Reason struct {
 }
 
 // Cluster is what the why judge reads besides the pods: the nodes, each
-// node's health (by node name), the Warning Events on the pods (by
+// node's health (by node name), the DRA driver's device pools (by node;
+// nil without the DRA stack), the Warning Events on the pods (by
 // namespace/name; nil when not read), and the clock.
 type Cluster struct {
 	Nodes      []snapshot.Node
 	Health     map[string]*health.Node
+	Pools      map[string][]snapshot.DevicePool
 	Warnings   map[string][]snapshot.Warning
 	Now        time.Time
 	StuckAfter time.Duration
@@ -184,9 +196,23 @@ func Why(f *snapshot.GPUPods, pods []snapshot.GPUPod, c Cluster) []Answer {
 		}
 		holders[p.Node][p.Namespace]++
 	}
+	// A DRA pod requests nothing: its devices are those allocated to
+	// claims from its node's pools.
+	claimed := f.ClaimedByPool()
+	for node, pools := range c.Pools {
+		for _, dp := range pools {
+			if claimed[dp.Name] == 0 {
+				continue
+			}
+			if held[node] == nil {
+				held[node] = map[string]int64{}
+			}
+			held[node][snapshot.DRADriverName] += claimed[dp.Name]
+		}
+	}
 	out := make([]Answer, 0, len(pods))
 	for i := range pods {
-		out = append(out, c.why(&pods[i], held, holders))
+		out = append(out, c.why(f, &pods[i], held, holders))
 	}
 	return out
 }
@@ -200,7 +226,7 @@ func WhyRejected(f *snapshot.GPUPods, r snapshot.RejectedPod) Answer {
 		Said:    snapshot.UnexpectedAdmissionError + ": " + r.Message}
 }
 
-func (c Cluster) why(p *snapshot.GPUPod, held map[string]map[string]int64, holders map[string]map[string]int) Answer {
+func (c Cluster) why(f *snapshot.GPUPods, p *snapshot.GPUPod, held map[string]map[string]int64, holders map[string]map[string]int) Answer {
 	a := Answer{Pod: p.Key(), Owner: p.Owner, Asks: p.Requests, Node: p.Node, Said: p.Unscheduled}
 	if p.Node != "" {
 		a.State = Running
@@ -218,9 +244,20 @@ func (c Cluster) why(p *snapshot.GPUPod, held map[string]map[string]int64, holde
 			a.State, a.Code, a.Said = Stuck, RuntimeNotConfigured, w.Reason+": "+w.Message
 			a.Message = fmt.Sprintf("bound to %s, whose container runtime has no runtime %q: the container toolkit has not configured it (the node: %s)",
 				p.Node, runtime, healthLine(h))
-			if h != nil {
-				a.Health = h.Cause
+			a.Health = causeOf(h)
+			return a
+		}
+		if w, ok := snapshot.Warned(c.Warnings[p.Key()], snapshot.FailedPrepareDynamicResources); ok && p.Phase == corev1.PodPending {
+			a.State, a.Code, a.Said, a.Health = Stuck, PrepareFailed, w.Reason+": "+w.Message, causeOf(h)
+			a.Message = fmt.Sprintf("bound to %s, whose DRA kubelet plugin cannot prepare its claims' devices (the node: %s)", p.Node, healthLine(h))
+			return a
+		}
+		if said := deferred(p, c.Warnings[p.Key()]); said != "" && p.Phase == corev1.PodPending {
+			a.State, a.Code, a.Said, a.Health = c.pending(p), DeviceNotReady, said, causeOf(h)
+			if a.State == Pending {
+				a.State = Stuck
 			}
+			a.Message = fmt.Sprintf("bound to %s, whose kubelet defers its admission: the device plugin of what it asks has not registered (the node: %s)", p.Node, healthLine(h))
 			return a
 		}
 		if m := cudaRequired.FindStringSubmatch(p.NotStarted); m != nil {
@@ -235,9 +272,7 @@ func (c Cluster) why(p *snapshot.GPUPod, held map[string]map[string]int64, holde
 		if hookFailed.MatchString(p.NotStarted) {
 			a.State, a.Code, a.Said = Stuck, DriverNotReady, p.NotStarted
 			a.Message = fmt.Sprintf("bound to %s, where the NVIDIA container hook cannot reach the driver (the node: %s)", p.Node, healthLine(h))
-			if h != nil {
-				a.Health = h.Cause
-			}
+			a.Health = causeOf(h)
 			return a
 		}
 		if a.State == Running {
@@ -247,22 +282,26 @@ func (c Cluster) why(p *snapshot.GPUPod, held map[string]map[string]int64, holde
 		}
 		return a
 	}
-	a.State = Pending
-	if c.StuckAfter == 0 || c.Now.Sub(p.Created) < c.StuckAfter { // 0: never a finding, as for a pause
-		a.State = Waiting
-	}
-	if len(p.Requests) == 0 {
-		// A DRA pod: its devices come from claims, which gpuops does not
-		// walk node by node yet.
-		a.Code, a.Message = Scheduler, cmp.Or(p.Unscheduled, "not scheduled yet")
-		return a
+	a.State = c.pending(p)
+	asks := p.Requests
+	if len(asks) == 0 { // a DRA pod: its devices come from its claims
+		n, unknown := claimAsks(f, p)
+		switch {
+		case unknown != "":
+			a.Code, a.Message = DeviceClassUnknown, unknown
+			return a
+		case n == 0: // a claim not made or not read yet: what it asks is not known
+			a.Code, a.Message = Scheduler, cmp.Or(p.Unscheduled, "not scheduled yet")
+			return a
+		}
+		asks = map[string]int64{snapshot.DRADriverName: n}
 	}
 	offered := false
 	fits := 0
 	var free int64 // over the nodes that take the pod but for capacity
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
-		reasons, ok := c.nodeReasons(p, n, held[n.Name], holders[n.Name])
+		reasons, ok := c.nodeReasons(p, asks, n, held[n.Name], holders[n.Name])
 		if ok {
 			offered = true
 		}
@@ -274,14 +313,14 @@ func (c Cluster) why(p *snapshot.GPUPod, held map[string]map[string]int64, holde
 			continue
 		}
 		if len(reasons) == 1 && reasons[0].Code == AllAllocated {
-			free += freeOf(p, n, held[n.Name])
+			free += c.freeOf(asks, n, held[n.Name])
 		}
 		a.Nodes = append(a.Nodes, NodeAnswer{Node: n.Name, Reasons: reasons})
 	}
 	slices.SortFunc(a.Nodes, func(x, y NodeAnswer) int { return judge.NaturalCompare(x.Node, y.Node) })
 	switch {
 	case !offered:
-		a.Code, a.Message = ResourceNotOffered, c.notOffered(p)
+		a.Code, a.Message = ResourceNotOffered, c.notOffered(asks)
 	case fits > 0:
 		// gpuops finds a node that fits: the scheduler said no for a
 		// reason gpuops does not model, or has not tried yet.
@@ -289,9 +328,9 @@ func (c Cluster) why(p *snapshot.GPUPod, held map[string]map[string]int64, holde
 		a.Message = fmt.Sprintf("%d GPU node(s) would take it as gpuops reads them: %s", fits, cmp.Or(p.Unscheduled, "the scheduler has not placed it yet"))
 	default:
 		a.Code, a.Message = headline(a.Nodes)
-		if a.Code == AllAllocated && free >= total(p.Requests) && len(p.Requests) == 1 {
+		if a.Code == AllAllocated && free >= total(asks) && len(asks) == 1 {
 			a.Code = Fragmented
-			a.Message = fmt.Sprintf("%d free GPU(s) on the nodes that would take it, not %d on any one", free, total(p.Requests))
+			a.Message = fmt.Sprintf("%d free GPU(s) on the nodes that would take it, not %d on any one", free, total(asks))
 		}
 	}
 	return a
@@ -329,20 +368,32 @@ func headline(nodes []NodeAnswer) (string, string) {
 	return best, msg
 }
 
-// nodeReasons are why the node does not take the pod, none when it would;
-// false when it is no GPU node or offers none of what the pod asks.
-func (c Cluster) nodeReasons(p *snapshot.GPUPod, n *snapshot.Node, held map[string]int64, holders map[string]int) ([]Reason, bool) {
+// nodeReasons are why the node does not take the pod asking asks, none
+// when it would; false when it is no GPU node or offers none of what the
+// pod asks. A node whose DRA devices health says are not all published
+// offers them: that it cannot take the pod is its health's doing.
+func (c Cluster) nodeReasons(p *snapshot.GPUPod, asks map[string]int64, n *snapshot.Node, held map[string]int64, holders map[string]int) ([]Reason, bool) {
 	var out []Reason
-	for _, r := range slices.Sorted(maps.Keys(p.Requests)) {
-		want := p.Requests[r]
-		d, ok := n.Devices[r]
-		if !ok || d.Capacity == 0 && d.Allocatable == 0 {
+	h := c.Health[n.Name]
+	for _, r := range slices.Sorted(maps.Keys(asks)) {
+		want := asks[r]
+		d := c.devices(n, r)
+		if d.Capacity == 0 && d.Allocatable == 0 {
+			if r == snapshot.DRADriverName && (healthCause(h, health.DevicesNotPublished) != nil || healthCause(h, health.PoolIncomplete) != nil) {
+				continue
+			}
 			return nil, false
 		}
 		free := d.Allocatable - held[r]
 		switch {
 		case want > d.Capacity:
 			out = append(out, Reason{Code: ExceedsNode, Message: fmt.Sprintf("asks %d %s, the node has %d", want, r, d.Capacity)})
+		case want > free && want <= d.Capacity-held[r] && r == snapshot.DRADriverName:
+			// The scheduler allocates no device tainted NoSchedule or
+			// NoExecute: health's devices-tainted is what leaves it short.
+			out = append(out, Reason{Code: NodeUnusable, Health: healthCause(h, health.DevicesTainted),
+				Message: fmt.Sprintf("%d of its %d %s devices tainted against new claims (%d held): %d free, asks %d",
+					d.Capacity-d.Allocatable, d.Capacity, r, held[r], max(0, free), want)})
 		case want > free && want <= d.Capacity-held[r]:
 			out = append(out, Reason{Code: GPUsUnhealthy, Message: fmt.Sprintf("%d of its %d %s unhealthy (allocatable %d, %d held): %d free, asks %d",
 				d.Capacity-d.Allocatable, d.Capacity, r, d.Allocatable, held[r], max(0, free), want)})
@@ -351,7 +402,7 @@ func (c Cluster) nodeReasons(p *snapshot.GPUPod, n *snapshot.Node, held map[stri
 				held[r], d.Allocatable, r, podsOf(holders), max(0, free), want)})
 		}
 	}
-	if h := c.Health[n.Name]; h != nil && Stranding(n, h) == StrandedUnusable {
+	if h != nil && Stranding(n, h) == StrandedUnusable && !slices.ContainsFunc(out, func(r Reason) bool { return r.Code == NodeUnusable }) {
 		out = append(out, Reason{Code: NodeUnusable, Message: "cannot run GPU work: " + causeLine(h.Cause), Health: h.Cause})
 	}
 	if n.Unschedulable {
@@ -403,16 +454,20 @@ func mismatch(p *snapshot.GPUPod, n *snapshot.Node) (string, bool) {
 }
 
 // notOffered says what the nodes offer instead of what the pod asks.
-func (c Cluster) notOffered(p *snapshot.GPUPod) string {
+func (c Cluster) notOffered(want map[string]int64) string {
 	offered := map[string]int{}
-	for _, n := range c.Nodes {
+	for i := range c.Nodes {
+		n := &c.Nodes[i]
 		for r, d := range n.Devices {
 			if d.Allocatable > 0 || d.Capacity > 0 {
 				offered[r]++
 			}
 		}
+		if d := c.devices(n, snapshot.DRADriverName); d.Capacity > 0 {
+			offered[snapshot.DRADriverName]++
+		}
 	}
-	asks := slices.Sorted(maps.Keys(p.Requests))
+	asks := slices.Sorted(maps.Keys(want))
 	if len(offered) == 0 {
 		return fmt.Sprintf("no node offers %s: no node advertises any GPU (is the device plugin running?)", strings.Join(asks, ", "))
 	}
@@ -430,11 +485,116 @@ func (c Cluster) notOffered(p *snapshot.GPUPod) string {
 }
 
 // freeOf is the node's free devices of the pod's one resource.
-func freeOf(p *snapshot.GPUPod, n *snapshot.Node, held map[string]int64) int64 {
-	for r := range p.Requests {
-		return max(0, n.Devices[r].Allocatable-held[r])
+func (c Cluster) freeOf(asks map[string]int64, n *snapshot.Node, held map[string]int64) int64 {
+	for r := range asks {
+		return max(0, c.devices(n, r).Allocatable-held[r])
 	}
 	return 0
+}
+
+// devices are the node's devices of a resource: its capacity and
+// allocatable, or for the DRA driver's (snapshot.DRADriverName) the
+// devices its pools publish (newest generation; vfio ones aside: the
+// classes of GPUs do not pick them) and those no taint withholds. gpuops
+// does not evaluate a class's CEL selectors: the scheduler's word on a
+// class that picks only some devices (MIG) is quoted where they differ.
+func (c Cluster) devices(n *snapshot.Node, r string) snapshot.DeviceCount {
+	if r != snapshot.DRADriverName {
+		return n.Devices[r]
+	}
+	var d snapshot.DeviceCount
+	for _, dp := range c.Pools[n.Name] {
+		withheld := map[string]bool{}
+		for _, t := range dp.Tainted {
+			withheld[t.Device] = true
+		}
+		d.Capacity += int64(dp.Devices - dp.VFIO)
+		d.Allocatable += int64(dp.Devices - dp.VFIO - len(withheld))
+	}
+	d.Allocatable = max(0, d.Allocatable)
+	return d
+}
+
+// claimAsks is how many GPU devices the pod's claims not yet allocated
+// ask (0 when one is not made or not read yet: then it is not known), or,
+// when one asks a device class that does not exist, says so and names the
+// classes of GPUs that do.
+func claimAsks(f *snapshot.GPUPods, p *snapshot.GPUPod) (int64, string) {
+	var n int64
+	for _, name := range p.Claims {
+		cl, ok := f.Claims[p.Namespace+"/"+name]
+		if name == "" || !ok {
+			return 0, ""
+		}
+		if cl.Allocated {
+			continue
+		}
+		gpu := f.Classes == nil // classes not read: the claim is a GPU pod's
+		for _, class := range cl.Classes {
+			isGPU, exists := f.Classes[class]
+			if f.Classes != nil && !exists {
+				classes := "no device class picks driver " + snapshot.DRADriverName + "'s devices"
+				if gpus := f.GPUClasses(); len(gpus) > 0 {
+					classes = "the classes of " + snapshot.DRADriverName + "'s devices: " + strings.Join(gpus, ", ")
+				}
+				return 0, fmt.Sprintf("claim %s asks device class %s, which does not exist; %s", name, class, classes)
+			}
+			gpu = gpu || isGPU
+		}
+		if gpu {
+			n += cl.Asks
+		}
+	}
+	return n, ""
+}
+
+// healthCause is the node's health cause of the code, first or also; nil
+// when health does not find it.
+func healthCause(h *health.Node, code string) *health.Cause {
+	if h == nil {
+		return nil
+	}
+	if h.Cause != nil && h.Cause.Code == code {
+		return h.Cause
+	}
+	for i := range h.Also {
+		if h.Also[i].Code == code {
+			return &h.Also[i]
+		}
+	}
+	return nil
+}
+
+// causeOf is the node's health cause, nil when it has none or is not
+// judged.
+func causeOf(h *health.Node) *health.Cause {
+	if h == nil {
+		return nil
+	}
+	return h.Cause
+}
+
+// deferred is the kubelet's word on a pod whose admission it defers
+// (DeviceNotReady): on the pod's status, else its Warning Event; empty
+// when none says so.
+func deferred(p *snapshot.GPUPod, ws []snapshot.Warning) string {
+	if p.Deferred != "" {
+		return p.Deferred
+	}
+	if w, ok := snapshot.Warned(ws, snapshot.DeviceNotReady); ok {
+		return w.Reason + ": " + w.Message
+	}
+	return ""
+}
+
+// pending is the state of a pod Pending since it was made: Waiting for
+// less than stuck-after (0: never a finding, as for a pause), else
+// Pending.
+func (c Cluster) pending(p *snapshot.GPUPod) string {
+	if c.StuckAfter == 0 || c.Now.Sub(p.Created) < c.StuckAfter {
+		return Waiting
+	}
+	return Pending
 }
 
 func total(m map[string]int64) int64 {

@@ -127,3 +127,91 @@ func TestWhyRejected(t *testing.T) {
 		t.Errorf("a pod refused at admission: %+v", got)
 	}
 }
+
+// TestWhyKubeletDRA: the kubelet's side of a bound pod (a DRA prepare that
+// fails, an admission deferred) and a claim asking a class that does not
+// exist.
+func TestWhyKubeletDRA(t *testing.T) {
+	now := time.Date(2026, 12, 7, 5, 0, 0, 0, time.UTC)
+	nodes := []snapshot.Node{{Name: "n", Ready: true}}
+	bound := func(name string) snapshot.GPUPod {
+		return snapshot.GPUPod{Namespace: "a", Name: name, Node: "n", Phase: corev1.PodPending, Created: now.Add(-time.Hour), Claims: []string{name}}
+	}
+	deferred := bound("deferred")
+	deferred.Claims, deferred.Requests = nil, map[string]int64{snapshot.GPUResource: 1}
+	deferred.Deferred = snapshot.DeviceNotReady + ": waiting for nvidia.com/gpu"
+	unknown := snapshot.GPUPod{Namespace: "a", Name: "unknown", Phase: corev1.PodPending, Created: now.Add(-time.Hour), Claims: []string{"unknown"}}
+	f := &snapshot.GPUPods{
+		Claims: map[string]snapshot.Claim{
+			"a/prepare": {Namespace: "a", Name: "prepare", Allocated: true, Devices: []string{"n/gpu-0"}, Classes: []string{"gpu.nvidia.com"}, Asks: 1},
+			"a/unknown": {Namespace: "a", Name: "unknown", Classes: []string{"gpu.example.com"}, Asks: 1},
+		},
+		Classes: map[string]bool{"gpu.nvidia.com": true, "mig.nvidia.com": true, "other": false},
+	}
+	warnings := map[string][]snapshot.Warning{"a/prepare": {{Reason: snapshot.FailedPrepareDynamicResources,
+		Message: "Failed to prepare dynamic resources: prepare dynamic resources: NodePrepareResources failed for ResourceClaim prepare: error preparing devices"}}}
+	got := Why(f, []snapshot.GPUPod{bound("prepare"), deferred, unknown}, Cluster{Nodes: nodes, Warnings: warnings, Now: now, StuckAfter: 5 * time.Minute})
+	for i, want := range []struct{ code, says string }{
+		{PrepareFailed, "bound to n, whose DRA kubelet plugin cannot prepare its claims' devices"},
+		{DeviceNotReady, "bound to n, whose kubelet defers its admission"},
+		{DeviceClassUnknown, "claim unknown asks device class gpu.example.com, which does not exist; the classes of gpu.nvidia.com's devices: gpu.nvidia.com, mig.nvidia.com"},
+	} {
+		if got[i].Code != want.code || !strings.Contains(got[i].Message, want.says) || !got[i].Finding() {
+			t.Errorf("%s: %s %q, want %s with %q", got[i].Pod, got[i].Code, got[i].Message, want.code, want.says)
+		}
+	}
+}
+
+// TestWhyDRANodeByNode: a DRA pod whose claim waits gets the per-node codes
+// of a pod asking nvidia.com/gpu, from the nodes' pools, the claims'
+// allocations and health.
+func TestWhyDRANodeByNode(t *testing.T) {
+	now := time.Date(2026, 12, 7, 5, 0, 0, 0, time.UTC)
+	pool := func(name string, devices int, tainted ...string) snapshot.DevicePool {
+		p := snapshot.DevicePool{Name: name, Generation: 1, SliceCount: 1, Slices: 1, Devices: devices}
+		for _, d := range tainted {
+			p.Tainted = append(p.Tainted, snapshot.TaintedDevice{Device: d, Key: "gpu.nvidia.com/xid", Value: "79", Effect: "NoSchedule"})
+		}
+		return p
+	}
+	pod := snapshot.GPUPod{Namespace: "a", Name: "train", Phase: corev1.PodPending, Created: now.Add(-time.Hour), Claims: []string{"train-gpu"},
+		Unscheduled: "0/3 nodes are available: 3 cannot allocate all claims."}
+	claims := map[string]snapshot.Claim{
+		"a/train-gpu": {Namespace: "a", Name: "train-gpu", Classes: []string{"gpu.nvidia.com"}, Asks: 2},
+		"b/held":      {Namespace: "b", Name: "held", Allocated: true, Devices: []string{"full/gpu-0", "full/gpu-1", "full/gpu-2", "full/gpu-3"}},
+	}
+	holder := snapshot.GPUPod{Namespace: "b", Name: "holder", Node: "full", Phase: corev1.PodRunning, Claims: []string{"held"}}
+	tainted := health.Cause{Code: health.DevicesTainted, Operand: "nvidia-dra-driver-gpu", Message: "3 of 4 devices tainted against new claims"}
+	unpublished := health.Cause{Code: health.DevicesNotPublished, Operand: "nvidia-dra-driver-gpu", Message: "the node publishes no ResourceSlice"}
+	c := Cluster{
+		Nodes:  []snapshot.Node{{Name: "full", Ready: true}, {Name: "tainted", Ready: true}, {Name: "bare", Ready: true}, {Name: "cpu", Ready: true}},
+		Pools:  map[string][]snapshot.DevicePool{"full": {pool("full", 4)}, "tainted": {pool("tainted", 4, "gpu-0", "gpu-1", "gpu-2")}},
+		Health: map[string]*health.Node{"tainted": {Judged: true, Cause: &tainted}, "bare": {Judged: true, Cause: &unpublished}},
+		Now:    now, StuckAfter: 5 * time.Minute,
+	}
+	f := &snapshot.GPUPods{Pods: []snapshot.GPUPod{holder, pod}, Claims: claims, Classes: map[string]bool{"gpu.nvidia.com": true}}
+	got := Why(f, []snapshot.GPUPod{pod}, c)[0]
+	var lines []string
+	for _, n := range got.Nodes {
+		for _, r := range n.Reasons {
+			carries := ""
+			if r.Health != nil {
+				carries = " carrying " + r.Health.Code
+			}
+			lines = append(lines, n.Node+" "+r.Code+carries+": "+r.Message)
+		}
+	}
+	want := []string{
+		"bare node-unusable carrying devices-not-published: cannot run GPU work: devices-not-published nvidia-dra-driver-gpu (the node publishes no ResourceSlice)",
+		"full all-allocated: 4 of its 4 gpu.nvidia.com held by 1 pod(s): 1 in b: 0 free, asks 2",
+		"tainted node-unusable carrying devices-tainted: 3 of its 4 gpu.nvidia.com devices tainted against new claims (0 held): 1 free, asks 2",
+	}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") || got.Code != NodeUnusable || got.Said != pod.Unscheduled {
+		t.Errorf("got %s %q\n%s\nwant node-unusable\n%s", got.Code, got.Message, strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+	// Healed and emptied, a node with its 4 devices takes it.
+	c.Health, c.Pools["tainted"] = nil, []snapshot.DevicePool{pool("tainted", 4)}
+	if got := Why(f, []snapshot.GPUPod{pod}, c)[0]; got.Code != Scheduler || !strings.Contains(got.Message, "1 GPU node(s) would take it") {
+		t.Errorf("a node with free devices: %s %q, want scheduler", got.Code, got.Message)
+	}
+}

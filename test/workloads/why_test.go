@@ -388,3 +388,18 @@ func TestWhyCUDADriverTooOld(t *testing.T) {
 		t.Errorf("why train: %+v", a)
 	}
 }
+
+// TestWhyDeviceNotReady: a pod bound to a node whose kubelet defers its
+// admission for want of a registered device plugin (reason DeviceNotReady,
+// kubernetes PR #139959: not in v1.37.2, whose kubelet fails it at
+// admission; its message is not released, so the test's is its own and
+// gpuops quotes it as it is) is device-not-ready.
+func TestWhyDeviceNotReady(t *testing.T) {
+	env := testcluster.New(t)
+	msg := "admission deferred: nvidia.com/gpu"
+	statusOf(t, env, "train", corev1.PodStatus{Phase: corev1.PodPending, Reason: snapshot.DeviceNotReady, Message: msg})
+	a := why(t, env, "train")
+	if a.State != workload.Stuck || a.Code != workload.DeviceNotReady || a.Said != snapshot.DeviceNotReady+": "+msg {
+		t.Errorf("why train: %+v", a)
+	}
+}

@@ -134,7 +134,7 @@ func where(namespace string) string {
 // resources only the device limits (snapshot.IsDeviceResource; a pod
 // asking none of them and holding no claim is dropped as it is decoded),
 // of its conditions only PodScheduled, of its containers' statuses only
-// their states.
+// their states; its status's reason and message (DeviceNotReady).
 var workloadPodFields = func() fields {
 	deviceLimits := fields{8: fields{1: devices}} // a container's resources.limits
 	return fields{
@@ -156,6 +156,8 @@ var workloadPodFields = func() fields {
 		3: fields{ // status
 			1:  whole,                                                                    // phase
 			2:  entries{func(t string) bool { return t == string(corev1.PodScheduled) }}, // conditions
+			3:  whole,                                                                    // message
+			4:  whole,                                                                    // reason
 			8:  containerStates,                                                          // containerStatuses
 			10: containerStates,                                                          // initContainerStatuses
 			15: whole,                                                                    // resourceClaimStatuses
@@ -175,15 +177,15 @@ var rejectedFields = fields{
 }
 
 // claimFields are what snapshot.ClaimFrom reads of a ResourceClaim: its
-// requests' device classes and its allocation's results, not their
+// requests' device classes and counts and its allocation's results, not their
 // selectors, configs and tolerations.
 var claimFields = fields{
 	1: fields{1: whole, 3: whole}, // metadata: name, namespace
 	2: fields{ // spec
 		1: fields{ // devices
 			1: fields{ // requests
-				2: fields{1: whole}, // exactly: deviceClassName
-				3: fields{2: whole}, // firstAvailable: deviceClassName
+				2: fields{1: whole, 3: whole, 4: whole}, // exactly: deviceClassName, allocationMode, count
+				3: fields{2: whole, 4: whole, 5: whole}, // firstAvailable: deviceClassName, allocationMode, count
 			},
 		},
 	},
