@@ -11,6 +11,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/pipeline"
+	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/workload"
 )
 
@@ -20,7 +21,7 @@ type podsOptions struct {
 }
 
 func podsCommand(e cliopts.Env) *cli.Command {
-	o := &podsOptions{workloadOptions: workloadOptions{Judging: cliopts.Judging{Env: e}, Output: cliopts.PlainOutput("the pods")}}
+	o := &podsOptions{workloadOptions: workloadOptions{Judging: cliopts.Judging{Env: e}, Output: cliopts.PlainOutput("the pods", report.JUnit, report.OpenReports)}}
 	return command(&cli.Command{
 		Name:  "pods",
 		Usage: "every GPU pod that is not running as asked, one line each with its cause, grouped by cause",
@@ -28,6 +29,7 @@ func podsCommand(e cliopts.Env) *cli.Command {
 			"was refused, as gpuops why says it: per cause \"<code>: <n>\", then \"<ns>/<pod> <STATE> <code> <why>\".\n" +
 			"A pod Pending for less than --stuck-after is Waiting, not a finding. Codes, in the headline's\n" +
 			"precedence: " + strings.Join(workload.Codes, ", ") + ".\n" +
+			"-o junit: a test case per GPU pod, failed when it is stuck; -o openreports: a result per GPU pod (policy pods).\n" +
 			"Exit 1 if any pod is stuck.",
 		Flags: []cli.Flag{o.Flag(), &cli.StringFlag{Name: "selector", Aliases: []string{"l"}, Destination: &o.podSelector,
 			Usage: "label selector of the pods listed, as kubectl -l (default: every GPU pod)"},

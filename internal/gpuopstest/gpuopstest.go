@@ -139,3 +139,17 @@ func build() (string, error) {
 	}
 	return bin, nil
 }
+
+// ValidJUnit checks a JUnit document with xmllint against the schema of
+// pkg/report/testdata; root is the repository's root.
+func ValidJUnit(t testing.TB, root, doc string) {
+	t.Helper()
+	xmllint, err := exec.LookPath("xmllint")
+	if err != nil {
+		t.Fatal("xmllint is needed to check JUnit output against its schema: apt-get install -y libxml2-utils (or go tool task deps)")
+	}
+	file := WriteFile(t, filepath.Join(t.TempDir(), "junit.xml"), doc)
+	if out, err := exec.Command(xmllint, "--noout", "--schema", filepath.Join(root, "pkg", "report", "testdata", "junit.xsd"), file).CombinedOutput(); err != nil {
+		t.Fatalf("JUnit output breaks the schema: %v\n%s", err, out)
+	}
+}

@@ -58,6 +58,26 @@ func (e *Env) WaitForPods(t testing.TB, ns string, check func([]corev1.Pod) bool
 	}, describePods)
 }
 
+// Unscheduled waits until the scheduler has said why it cannot place the
+// pod of the env's namespace (its PodScheduled condition False, with a
+// message), and returns what it said.
+func (e *Env) Unscheduled(t testing.TB, name string) string {
+	t.Helper()
+	var said string
+	e.WaitForPods(t, e.Namespace, func(pods []corev1.Pod) bool {
+		for _, p := range pods {
+			for _, c := range p.Status.Conditions {
+				if p.Name == name && c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {
+					said = c.Message
+					return true
+				}
+			}
+		}
+		return false
+	})
+	return said
+}
+
 // WaitForNode waits until check returns true for the named node.
 func (e *Env) WaitForNode(t testing.TB, name string, check func(*corev1.Node) bool) *corev1.Node {
 	t.Helper()

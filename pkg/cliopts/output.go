@@ -41,9 +41,14 @@ func JudgeOutput(extra ...report.Format) Output {
 	return Output{Formats: slices.Concat(report.Formats, extra), Usage: usage, Value: string(report.Text)}
 }
 
-// PlainOutput is the -o of the commands without a table.
-func PlainOutput(what string) Output {
-	return Output{Formats: report.Plain, Usage: "output format of " + what + ": text, or json or yaml (the same fields)", Value: string(report.Text)}
+// PlainOutput is the -o of the commands without a table, and the
+// command's extra formats.
+func PlainOutput(what string, extra ...report.Format) Output {
+	usage := "output format of " + what + ": text, or json or yaml (the same fields)"
+	for _, f := range extra {
+		usage += ";\n" + extraUsage[f]
+	}
+	return Output{Formats: slices.Concat(report.Plain, extra), Usage: usage, Value: string(report.Text)}
 }
 
 // outputFlag is -o, knowing its command's formats for shell completion.

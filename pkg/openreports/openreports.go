@@ -49,6 +49,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/upgrade"
 	"github.com/gpuops/gpuops/pkg/verdict"
+	"github.com/gpuops/gpuops/pkg/workload"
 )
 
 // Source is every report's and result's source, and ManagedBy the value of
@@ -326,8 +327,14 @@ type builder struct {
 func (b *builder) add(policy, rule string, sev v1alpha1.ResultSeverity, res v1alpha1.Result, msg string, props map[string]string, pod string) {
 	subjects := []corev1.ObjectReference{*nodeRef(b.node)}
 	if pod != "" {
-		subjects = append(subjects, corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: b.ns, Name: pod})
+		subjects = append(subjects, *podRef(b.ns, pod))
 	}
+	b.out = append(b.out, result(policy, rule, sev, res, msg, props, subjects, b.at))
+}
+
+// result is one result, its empty properties left out.
+func result(policy, rule string, sev v1alpha1.ResultSeverity, res v1alpha1.Result, msg string, props map[string]string,
+	subjects []corev1.ObjectReference, at metav1.Timestamp) v1alpha1.ReportResult {
 	for k, v := range props {
 		if v == "" {
 			delete(props, k)
@@ -336,11 +343,15 @@ func (b *builder) add(policy, rule string, sev v1alpha1.ResultSeverity, res v1al
 	if len(props) == 0 {
 		props = nil
 	}
-	b.out = append(b.out, v1alpha1.ReportResult{
-		Source: Source, Policy: policy, Rule: rule, Category: Category, Severity: sev, Timestamp: b.at,
+	return v1alpha1.ReportResult{
+		Source: Source, Policy: policy, Rule: rule, Category: Category, Severity: sev, Timestamp: at,
 		Result: res, Scored: res == Pass || res == Fail,
 		Subjects: subjects, Description: msg, Properties: props,
-	})
+	}
+}
+
+func podRef(namespace, name string) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: namespace, Name: name}
 }
 
 // Severities. An operand without which no GPU container starts on the node
@@ -471,4 +482,82 @@ func (b *builder) upgrade(u *upgrade.Node) {
 		msg += ": " + u.Cause
 	}
 	b.add(Upgrade, UpgradeRule, Medium, res, msg, props, "")
+}
+
+// The policy of gpuops pods and its one rule: a GPU pod runs as asked.
+// Each GPU pod judged is a result, its subject the pod (and the node it is
+// bound to): pass when it runs, warn while it waits (Pending for less than
+// --stuck-after: not a finding yet), fail when it is stuck or refused (what
+// makes gpuops pods exit 1), with its code, state and the health cause it
+// carries as properties.
+const (
+	Pods        = "pods"
+	RunningRule = "running"
+)
+
+// PodResults are the results of gpuops pods, found at the time given: each
+// answer, then a pass for each GPU pod running as asked (namespace/name).
+func PodResults(answers []workload.Answer, running []string, at time.Time) []v1alpha1.ReportResult {
+	ts := metav1.Timestamp{Seconds: at.Unix()}
+	out := make([]v1alpha1.ReportResult, 0, len(answers)+len(running))
+	for _, a := range answers {
+		res := Fail
+		if !a.Finding() {
+			res = Warn
+		}
+		props := map[string]string{"code": a.Code, "state": a.State, "node": a.Node, "owner": a.Owner, "said": a.Said}
+		if a.Health != nil {
+			props["health"] = strings.TrimSpace(a.Health.Code + " " + a.Health.Operand)
+		}
+		out = append(out, result(Pods, RunningRule, podSeverity(a.Code), res, a.State+" "+a.Message, props, podSubjects(a.Pod, a.Node), ts))
+	}
+	for _, p := range running {
+		out = append(out, result(Pods, RunningRule, Low, Pass, "the GPU pod runs as asked", nil, podSubjects(p, ""), ts))
+	}
+	return out
+}
+
+// podSeverity follows the headline's precedence (workload.Codes): the GPU
+// stack's codes high, what a person set (cordon, taint, selector) medium,
+// capacity and the scheduler's own reasons low — a fleet merely full is
+// no incident.
+func podSeverity(code string) v1alpha1.ResultSeverity {
+	switch i := slices.Index(workload.Codes, code); {
+	case i >= 0 && i < slices.Index(workload.Codes, workload.Cordoned):
+		return High
+	case i >= 0 && i < slices.Index(workload.Codes, workload.GPUsUnhealthy):
+		return Medium
+	}
+	return Low
+}
+
+func podSubjects(pod, node string) []corev1.ObjectReference {
+	ns, name, _ := strings.Cut(pod, "/")
+	out := []corev1.ObjectReference{*podRef(ns, name)}
+	if node != "" {
+		out = append(out, *nodeRef(node))
+	}
+	return out
+}
+
+// PodReports are the ClusterReports of gpuops pods' results: one, named
+// gpuops-pods (gpuops-<cluster>-<hash>-pods for a named cluster), or, when
+// the results pass maxBytes, as many as hold them, numbered (gpuops-pods-1,
+// gpuops-pods-2, ...). An empty cluster has one report with no result:
+// applied, it says that no GPU pod is stuck.
+func PodReports(results []v1alpha1.ReportResult, cluster string, maxBytes int) []v1alpha1.ClusterReport {
+	if size(results) <= maxBytes {
+		return []v1alpha1.ClusterReport{report(Name(cluster, Pods), cluster, nil, results)}
+	}
+	var out []v1alpha1.ClusterReport
+	for start := 0; start < len(results); {
+		end, bytes := start, 0
+		for end < len(results) && (end == start || bytes+size(results[end:end+1]) <= maxBytes) {
+			bytes += size(results[end : end+1])
+			end++
+		}
+		out = append(out, report(Name(cluster, fmt.Sprintf("%s-%d", Pods, len(out)+1)), cluster, nil, results[start:end]))
+		start = end
+	}
+	return out
 }

@@ -174,10 +174,13 @@ func Pods(ctx context.Context, c kubernetes.Interface, o Options, ns, selector s
 			pods = append(pods, p)
 		}
 	}
-	r := &workload.PodsReport{Notes: slices.Concat(w.gpuPods.Notes, notes)}
-	for _, a := range workload.Why(w.gpuPods, pods, w.cluster(warnings, o)) {
+	judged := w.cluster(warnings, o)
+	r := &workload.PodsReport{Notes: slices.Concat(w.gpuPods.Notes, notes), Taken: judged.Now}
+	for _, a := range workload.Why(w.gpuPods, pods, judged) {
 		if a.State != workload.Running {
 			r.Pods = append(r.Pods, a)
+		} else {
+			r.Running = append(r.Running, a.Pod)
 		}
 	}
 	for _, rj := range listed.Rejected {

@@ -70,7 +70,13 @@ func suite(name string, cases []junitCase) junitSuite {
 // writeSuites writes the JUnit document of the view's command: the suites
 // and their totals.
 func writeSuites(w io.Writer, view View, suites ...junitSuite) error {
-	doc := junitSuites{Name: junitName(view), Time: noTime, Suites: suites}
+	return writeJUnit(w, junitName(view), suites...)
+}
+
+// writeJUnit writes the JUnit document named name: the suites and their
+// totals.
+func writeJUnit(w io.Writer, name string, suites ...junitSuite) error {
+	doc := junitSuites{Name: name, Time: noTime, Suites: suites}
 	for _, s := range suites {
 		doc.Tests, doc.Failures, doc.Errors = doc.Tests+s.Tests, doc.Failures+s.Failures, doc.Errors+s.Errors
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -93,6 +94,11 @@ func findings(as []Answer) int {
 type PodsReport struct {
 	Pods  []Answer `json:"pods"`
 	Notes []string `json:"notes,omitempty"`
+	// Running are the GPU pods listed that run as asked (namespace/name):
+	// the checks -o junit and -o openreports pass.
+	Running []string `json:"-"`
+	// Taken is when the cluster was read (the results' time).
+	Taken time.Time `json:"-"`
 }
 
 // Sort orders the pods by their code's place in Codes, then by name.

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -477,15 +475,5 @@ func checkJUnit(t *testing.T, env *testcluster.Env, missing map[string][]string,
 // pkg/report/testdata.
 func validate(t *testing.T, doc string) {
 	t.Helper()
-	xmllint, err := exec.LookPath("xmllint")
-	if err != nil {
-		t.Fatal("xmllint is needed to check JUnit output against its schema: apt-get install -y libxml2-utils (or go tool task deps)")
-	}
-	f := filepath.Join(t.TempDir(), "junit.xml")
-	if err := os.WriteFile(f, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(xmllint, "--noout", "--schema", filepath.Join("..", "..", "pkg", "report", "testdata", "junit.xsd"), f).CombinedOutput(); err != nil {
-		t.Fatalf("JUnit output breaks the schema: %v\n%s", err, out)
-	}
+	gpuopstest.ValidJUnit(t, filepath.Join("..", ".."), doc)
 }

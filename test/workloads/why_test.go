@@ -23,25 +23,6 @@ import (
 
 const gpu = "nvidia.com/gpu"
 
-// unscheduled waits until the scheduler has said why it cannot place the
-// pod (its PodScheduled condition False, with a message).
-func unscheduled(t *testing.T, env *testcluster.Env, name string) string {
-	t.Helper()
-	var msg string
-	env.WaitForPods(t, env.Namespace, func(pods []corev1.Pod) bool {
-		for _, p := range pods {
-			for _, c := range p.Status.Conditions {
-				if p.Name == name && c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {
-					msg = c.Message
-					return true
-				}
-			}
-		}
-		return false
-	})
-	return msg
-}
-
 // runs waits until the pod runs on the node.
 func runs(t *testing.T, env *testcluster.Env, name, node string) {
 	t.Helper()
@@ -153,7 +134,7 @@ func TestWhyEachSchedulingCause(t *testing.T) {
 			env := testcluster.New(t)
 			pending, fits, on := tc.setup(t, env)
 			create(t, env, env.Namespace, pending, fits)
-			said := unscheduled(t, env, pending.Name)
+			said := env.Unscheduled(t, pending.Name)
 			runs(t, env, fits.Name, on)
 
 			a := why(t, env, pending.Name)
@@ -207,36 +188,47 @@ func statusOf(t *testing.T, env *testcluster.Env, name string, st corev1.PodStat
 	}
 }
 
-// TestWhyRefusedAtAdmission: a pod the kubelet failed at admission, its
-// status as the kubelet writes it (kubernetes v1.37.2
-// pkg/kubelet/cm/devicemanager/manager.go, "Allocate failed due to
-// requested number of devices unavailable for %s. Requested: %d,
-// Available: %d, which is unexpected"; reason UnexpectedAdmissionError,
-// pkg/kubelet/lifecycle/predicate.go), is admission-rejected.
-func TestWhyRefusedAtAdmission(t *testing.T) {
-	env := testcluster.New(t)
-	msg := "Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected"
-	statusOf(t, env, "refused", corev1.PodStatus{Phase: corev1.PodFailed, Reason: snapshot.UnexpectedAdmissionError, Message: msg})
-	a := why(t, env, "refused")
-	if a.State != workload.Refused || a.Code != workload.AdmissionRejected || a.Said != snapshot.UnexpectedAdmissionError+": "+msg {
-		t.Errorf("why refused: %+v", a)
-	}
-}
-
-// TestWhyDriverNotReady: a pod whose container the runtime cannot start
-// because the NVIDIA hook cannot load the driver's library, its state as
-// the kubelet quotes containerd (NVIDIA/gpu-operator#625, #511), is
-// driver-not-ready, the kubelet's words quoted.
-func TestWhyDriverNotReady(t *testing.T) {
-	env := testcluster.New(t)
-	msg := "failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: " +
+// TestWhyKubeletStatus: a pod whose status the kubelet wrote (bound to a
+// node no kubelet runs: the status is the test's), as upstream writes it:
+//   - refused at admission (kubernetes v1.37.2
+//     pkg/kubelet/cm/devicemanager/manager.go, "Allocate failed due to
+//     requested number of devices unavailable for %s. Requested: %d,
+//     Available: %d, which is unexpected"; reason UnexpectedAdmissionError,
+//     pkg/kubelet/lifecycle/predicate.go): admission-rejected;
+//   - a container the runtime cannot start because the NVIDIA hook cannot
+//     load the driver's library, as the kubelet quotes containerd
+//     (NVIDIA/gpu-operator#625, #511): driver-not-ready;
+//   - its admission deferred for want of a registered device plugin (reason
+//     DeviceNotReady, kubernetes PR #139959: not in v1.37.2, whose kubelet
+//     fails it at admission; its message is not released, so the test's is
+//     its own, quoted as it is): device-not-ready.
+func TestWhyKubeletStatus(t *testing.T) {
+	refused := "Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected"
+	hook := "failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: " +
 		"error during container init: error running hook #0: error running hook: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\n" +
 		"nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared object file: no such file or directory: unknown"
-	statusOf(t, env, "train", corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "main", Image: "registry.example/cuda:1",
-		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "RunContainerError", Message: msg}}}}})
-	a := why(t, env, "train")
-	if a.State != workload.Stuck || a.Code != workload.DriverNotReady || a.Said != "RunContainerError: "+msg {
-		t.Errorf("why train: %+v", a)
+	deferred := "admission deferred: nvidia.com/gpu"
+	for _, tc := range []struct {
+		name        string
+		status      corev1.PodStatus
+		state, code string
+		said        string
+	}{
+		{"refused", corev1.PodStatus{Phase: corev1.PodFailed, Reason: snapshot.UnexpectedAdmissionError, Message: refused},
+			workload.Refused, workload.AdmissionRejected, snapshot.UnexpectedAdmissionError + ": " + refused},
+		{"hook", corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "main", Image: "registry.example/cuda:1",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "RunContainerError", Message: hook}}}}},
+			workload.Stuck, workload.DriverNotReady, "RunContainerError: " + hook},
+		{"deferred", corev1.PodStatus{Phase: corev1.PodPending, Reason: snapshot.DeviceNotReady, Message: deferred},
+			workload.Stuck, workload.DeviceNotReady, snapshot.DeviceNotReady + ": " + deferred},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := testcluster.New(t)
+			statusOf(t, env, tc.name, tc.status)
+			if a := why(t, env, tc.name); a.State != tc.state || a.Code != tc.code || a.Said != tc.said {
+				t.Errorf("why %s: %+v, want %s %s said %q", tc.name, a, tc.state, tc.code, tc.said)
+			}
+		})
 	}
 }
 
@@ -385,21 +377,6 @@ func TestWhyCUDADriverTooOld(t *testing.T) {
 		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "StartError", ExitCode: 128, Message: msg}}}}})
 	a := why(t, env, "train")
 	if a.State != workload.Stuck || a.Code != workload.CUDADriverTooOld || !strings.Contains(a.Message, "requires CUDA >= 12.8, its driver supports CUDA 12.4 (GFD's labels)") {
-		t.Errorf("why train: %+v", a)
-	}
-}
-
-// TestWhyDeviceNotReady: a pod bound to a node whose kubelet defers its
-// admission for want of a registered device plugin (reason DeviceNotReady,
-// kubernetes PR #139959: not in v1.37.2, whose kubelet fails it at
-// admission; its message is not released, so the test's is its own and
-// gpuops quotes it as it is) is device-not-ready.
-func TestWhyDeviceNotReady(t *testing.T) {
-	env := testcluster.New(t)
-	msg := "admission deferred: nvidia.com/gpu"
-	statusOf(t, env, "train", corev1.PodStatus{Phase: corev1.PodPending, Reason: snapshot.DeviceNotReady, Message: msg})
-	a := why(t, env, "train")
-	if a.State != workload.Stuck || a.Code != workload.DeviceNotReady || a.Said != snapshot.DeviceNotReady+": "+msg {
 		t.Errorf("why train: %+v", a)
 	}
 }
