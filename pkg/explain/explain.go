@@ -113,6 +113,25 @@ type Report struct {
 	Notes      []string     `json:"notes"`    // what the snapshot could not read, and the roster chosen
 }
 
+// Empty is a report of nothing: its findings' lists empty (JSON's []), not
+// nil; Disabled and Notes unset. Each call makes a new one, so that what is
+// written to one reaches no other.
+func Empty() Report {
+	return Report{Missing: []Missing{}, Warnings: []Warning{}, Unexpected: []Unexpected{}}
+}
+
+// DisabledOf are the roster's operands the ClusterPolicy switches off;
+// empty, not nil, when none.
+func DisabledOf(roster []operand.Operand) []Off {
+	out := []Off{}
+	for _, o := range roster {
+		if o.Off != "" {
+			out = append(out, Off{Operand: o.Name, Reason: o.Off})
+		}
+	}
+	return out
+}
+
 // Clock is when the audit judges and how long a pause may last: the one
 // thing explain does not read from the snapshot.
 type Clock struct {
@@ -127,12 +146,8 @@ type Clock struct {
 func Explain(s *snapshot.Snapshot, roster []operand.Operand, audits []judge.NodeAudit, at Clock) Report {
 	x := New(s)
 	x.clock = at
-	r := Report{Missing: []Missing{}, Warnings: []Warning{}, Unexpected: []Unexpected{}, Disabled: []Off{}, Notes: slices.Clone(s.Notes)}
-	for _, o := range roster {
-		if o.Off != "" {
-			r.Disabled = append(r.Disabled, Off{Operand: o.Name, Reason: o.Off})
-		}
-	}
+	r := Empty()
+	r.Disabled, r.Notes = DisabledOf(roster), slices.Clone(s.Notes)
 	for _, a := range audits { // one per node, in the judge's order
 		for _, name := range a.Missing {
 			o, err := operand.Lookup(roster, name)

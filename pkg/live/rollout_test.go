@@ -32,7 +32,7 @@ func fleetTracker(tb testing.TB, n int) (*Tracker, []string) {
 		tb.Fatal(err)
 	}
 	nodes := coreinformers.NewNodeInformer(client, 0, cache.Indexers{})
-	t.resources = append(t.resources, resource{name: "nodes", informer: nodes})
+	t.resources = append(t.resources, resource{name: Nodes, informer: nodes})
 	t.plan = pipeline.Scope{Options: t.opts.Options, Roster: operand.Lab, Rules: operand.RulesFor(operand.Lab, operand.AllRules)}
 	var names []string
 	for i := range n {

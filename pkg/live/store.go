@@ -181,8 +181,9 @@ func kept(labels map[string]string, keep func(key string) bool, sets *labelSets)
 // labelSets are the kept labels' maps, one per set of labels, which the nodes
 // that carry it share: a fleet's nodes mostly carry the same kept labels (their
 // deploy labels, the GPU's), and a map of their own was most of what serve held
-// of a realistic node (docs/scale.md, "`serve` all day"). Nothing writes to a
-// node's labels once it is stored.
+// of a realistic node (docs/scale.md, "`serve` all day"). Nothing may write to
+// a node's labels once it is stored: TestJudgingWritesNoSharedLabels judges
+// with every judge on and checks that none does.
 type labelSets struct {
 	mu sync.Mutex
 	m  map[string]map[string]string

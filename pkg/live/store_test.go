@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,6 +101,44 @@ func TestTrimNodeSharesLabelMaps(t *testing.T) {
 		v := fmt.Sprint(i)
 		if got := labels(fmt.Sprintf("gpu-%d", i), v); got[key] != v {
 			t.Fatalf("set %d: kept %v", i, got)
+		}
+	}
+}
+
+// The nodes share their kept labels' maps (labelSets), so a write to one
+// node's labels would change the others': judging every node with every
+// judge on, and again once one is relabelled, writes to none.
+func TestJudgingWritesNoSharedLabels(t *testing.T) {
+	tr, names := fleetTracker(t, 6)
+	tr.opts.Explain, tr.opts.Health, tr.opts.AllRules, tr.opts.StuckAfter = true, true, true, time.Minute
+	tr.plan.Options = tr.opts.Options
+	trim := trimNode(tr.opts.ReadOptions(), tr.opts.LabelsRead(nil))
+	held := map[string]map[string]string{} // a copy of each node's labels as stored
+	store := func(name string, labels map[string]string) {
+		got, err := trim(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		setNode(t, tr, got.(*stored[snapshot.Node]).Of)
+		held[name] = maps.Clone(got.(*stored[snapshot.Node]).Of.Labels)
+	}
+	for i, name := range names {
+		labels := map[string]string{operand.UpgradeStateLabel: operand.UpgradeDone, operand.GPUPresent: "true"}
+		for _, o := range operand.Lab {
+			labels[o.LabelKey()] = "true"
+		}
+		if i%2 == 1 { // a break of the start-up order, with its reasons
+			labels[operand.Lab.ContainerToolkit().LabelKey()] = "false"
+		}
+		store(name, labels)
+	}
+	judged(t, tr, slices.Clone(names), false, true)
+	store(names[0], map[string]string{operand.Lab.DevicePlugin().LabelKey(): "true"})
+	judged(t, tr, names[:1], false, false)
+	for _, name := range names {
+		obj, _, _ := tr.nodeStore().GetByKey(name)
+		if got := obj.(*stored[snapshot.Node]).Of.Labels; !maps.Equal(got, held[name]) {
+			t.Errorf("%s: labels %v after judging, stored as %v", name, got, held[name])
 		}
 	}
 }

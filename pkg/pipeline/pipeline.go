@@ -191,12 +191,7 @@ func (sc Scope) verdicts(s *snapshot.Snapshot, now time.Time) (*outcome.Result, 
 	}
 	r := &outcome.Result{Namespace: s.Namespace, Selector: sc.NodeSelector, Node: sc.Node, Named: sc.Node != "" || len(sc.Nodes) > 0,
 		Explain: sc.Explain, Roster: sc.Roster, Notes: sc.Notes, Operator: sc.Operator, Taken: now, TotalPods: m.TotalPods,
-		Nodes: make([]verdict.Verdict, len(audits)), Disabled: []explain.Off{}}
-	for _, o := range sc.Roster {
-		if o.Off != "" {
-			r.Disabled = append(r.Disabled, explain.Off{Operand: o.Name, Reason: o.Off})
-		}
-	}
+		Nodes: make([]verdict.Verdict, len(audits)), Disabled: explain.DisabledOf(sc.Roster)}
 	at := map[string]*verdict.Verdict{}
 	for i, a := range audits { // audits, orders and rows share the natural node order
 		r.Nodes[i] = verdict.Verdict{Node: a.Node, Audit: a, Order: orders[i], Row: m.Rows[i]}
@@ -211,13 +206,11 @@ func (sc Scope) verdicts(s *snapshot.Snapshot, now time.Time) (*outcome.Result, 
 	}
 	if sc.Explain {
 		x := explain.Explain(s, sc.Roster, audits, explain.Clock{Now: now, StuckAfter: sc.StuckAfter})
-		nothing := &explain.Report{Missing: []explain.Missing{}, Warnings: []explain.Warning{}, Unexpected: []explain.Unexpected{}, Disabled: r.Disabled}
-		for i := range r.Nodes {
-			r.Nodes[i].Explain = nothing
-		}
+		// A node with something to explain gets a report of its own; one
+		// with nothing keeps none (verdict.Why): no report is shared.
 		own := func(node string) *explain.Report {
-			if v := at[node]; v.Explain == nothing {
-				mine := *nothing
+			if v := at[node]; v.Explain == nil {
+				mine := explain.Empty()
 				v.Explain = &mine
 			}
 			return at[node].Explain

@@ -111,8 +111,9 @@ func (a auditView) data(o *Origin) any {
 	audits := make([]judge.NodeAudit, len(a.r.Nodes))
 	var why *explain.Report
 	if a.r.Explain {
-		why = &explain.Report{Missing: []explain.Missing{}, Warnings: []explain.Warning{}, Unexpected: []explain.Unexpected{},
-			Disabled: a.r.Disabled, Notes: nonNil(a.r.Notes)}
+		all := explain.Empty()
+		all.Disabled, all.Notes = a.r.Disabled, nonNil(a.r.Notes)
+		why = &all
 	}
 	for i, v := range a.r.Nodes {
 		audits[i] = v.Audit
@@ -166,11 +167,11 @@ func (a auditView) cases() []junitCase {
 }
 
 // nodeWhy are the reasons of one node's audit; none unless explained.
-type nodeWhy struct{ *explain.Report }
+type nodeWhy struct{ explain.Report }
 
 func whyOf(v *verdict.Verdict, explained bool) nodeWhy {
 	if !explained {
-		return nodeWhy{&explain.Report{}}
+		return nodeWhy{}
 	}
 	return nodeWhy{v.Why()}
 }

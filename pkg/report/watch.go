@@ -55,15 +55,17 @@ func (x *Watch) Batch(b verdict.Batch) error {
 	var out strings.Builder
 	switch x.p.Format {
 	case JSON:
+		disabled := explain.DisabledOf(b.Roster)
 		for _, c := range b.Changes {
-			if err := writeJSONLine(&out, jsonChange(b.Time, c)); err != nil {
+			if err := writeJSONLine(&out, jsonChange(b.Time, disabled, c)); err != nil {
 				return err
 			}
 		}
 	case YAML:
+		disabled := explain.DisabledOf(b.Roster)
 		for _, c := range b.Changes {
 			out.WriteString("---\n")
-			if err := x.p.data(&out, jsonChange(b.Time, c)); err != nil {
+			if err := x.p.data(&out, jsonChange(b.Time, disabled, c)); err != nil {
 				return err
 			}
 		}
@@ -122,18 +124,25 @@ type watchLine struct {
 	Explain  explain.Report  `json:"explain"` // as audit -o json has it
 }
 
-func jsonChange(t time.Time, c verdict.Change) watchLine {
+// The explanation is the node's, its lists [] when it has none, with the
+// roster's operands switched off (disabled).
+func jsonChange(t time.Time, disabled []explain.Off, c verdict.Change) watchLine {
 	if c.After == nil {
 		return watchLine{Time: t, Node: c.Before.Node, Deleted: true, OK: true, Asked: []string{}, Missing: []string{}, Findings: []string{},
-			Present: map[string]bool{}, Explain: explain.Report{Missing: []explain.Missing{}, Warnings: []explain.Warning{}, Unexpected: []explain.Unexpected{}}}
+			Present: map[string]bool{}, Explain: explain.Empty()}
 	}
 	v := c.After
+	why := explain.Empty()
+	if v.Explain != nil {
+		why = v.Why()
+	}
+	why.Disabled = disabled
 	asked := v.Audit.Asked
 	if asked == nil {
 		asked = []string{} // "asked": [], as for a deleted node
 	}
 	return watchLine{Time: t, Node: v.Node, OK: v.OK(), Asked: asked, Missing: v.Audit.Missing, Stuck: v.Audit.Stuck, Findings: v.Order.Findings,
-		Present: v.Row.Present.Map(), Explain: *v.Why()}
+		Present: v.Row.Present.Map(), Explain: why}
 }
 
 // table writes the whole table (redraw) or the header once and a row per

@@ -3,6 +3,7 @@ package report_test
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -117,6 +118,24 @@ func TestWatchJSONLines(t *testing.T) {
 	}
 	if !strings.Contains(lines[3], `"node":"n-2","deleted":true`) {
 		t.Errorf("line 4 is not the deleted node: %s", lines[3])
+	}
+}
+
+// Each line of a node has the operands the ClusterPolicy switches off, as
+// the batch's roster says, and the lists of a node with nothing to explain
+// are empty, not null; a deleted node's line has none switched off.
+func TestWatchJSONExplainsEveryNode(t *testing.T) {
+	off := slices.Clone(roster)
+	off[0].Off = "ClusterPolicy cp: spec.driver.enabled is false"
+	plain := *ok2
+	plain.Explain = nil // nothing to explain
+	b := verdict.Batch{Time: at, Roster: off, Changes: []verdict.Change{{After: &plain}, {Before: bad10}}}
+	got := watch(t, report.Printer{Format: report.JSON}, true, b)
+	want := `"explain":{"missing":[],"warnings":[],"unexpected":[],"disabled":[{"operand":"driver","reason":"ClusterPolicy cp: spec.driver.enabled is false"}],"notes":null}}` + "\n" +
+		`{"time":"2026-05-03T22:51:07.123Z","node":"n-10","deleted":true,"ok":true,"asked":[],"missing":[],"findings":[],"present":{},` +
+		`"explain":{"missing":[],"warnings":[],"unexpected":[],"disabled":null,"notes":null}}` + "\n"
+	if !strings.HasSuffix(got, want) {
+		t.Errorf("got\n%s\nwant it to end with\n%s", got, want)
 	}
 }
 

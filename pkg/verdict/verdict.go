@@ -45,16 +45,14 @@ type Verdict struct {
 // nil verdict, of a node gone, is not).
 func (v *Verdict) GPU() bool { return v != nil && v.Health != nil && v.Health.Judged }
 
-// Why is the verdict's explanation, empty when none was asked for (shared:
-// not to be changed).
-func (v *Verdict) Why() *explain.Report {
+// Why is a copy of the verdict's explanation: empty when the node has
+// nothing to explain or none was asked for.
+func (v *Verdict) Why() explain.Report {
 	if v.Explain == nil {
-		return &unexplained
+		return explain.Report{}
 	}
-	return v.Explain
+	return *v.Explain
 }
-
-var unexplained explain.Report
 
 // OK reports whether nothing is missing and no rule is broken.
 func (v *Verdict) OK() bool { return v.Audit.OK() && v.Order.OK() }
