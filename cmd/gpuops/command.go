@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/urfave/cli/v2"
+
+	"github.com/gpuops/gpuops/pkg/cliopts"
+	"github.com/gpuops/gpuops/pkg/kubectlcli"
 )
 
 // Every command is an Options struct in kubectl's shape: its flags are
@@ -21,17 +23,33 @@ type options interface {
 }
 
 // positional is the Options of a command that takes positional arguments,
-// named for --help and completion; Complete reads them. A command whose
-// Options is not positional refuses any.
+// declared for --help and completion (kubectlcli.Positional); Complete
+// reads them. A command whose Options is not positional refuses any.
 type positional interface {
-	argsUsage() string
+	forms() []kubectlcli.Form
+}
+
+// The kinds of positional arguments, each completed as plugin.Args says.
+const (
+	nodeArg    = "NODE"
+	operandArg = "OPERAND"
+	targetArg  = "TARGET"
+)
+
+// args are the forms of one positional argument of each kind, in order.
+func args(kinds ...string) []kubectlcli.Form {
+	f := kubectlcli.Form{}
+	for _, k := range kinds {
+		f.Args = append(f.Args, kubectlcli.Arg{Kind: k})
+	}
+	return []kubectlcli.Form{f}
 }
 
 // command makes cmd (its name, help and flags bound to o) run o.
 func command(cmd *cli.Command, o options) *cli.Command {
 	p, takesArgs := o.(positional)
 	if takesArgs {
-		cmd.ArgsUsage = p.argsUsage()
+		kubectlcli.Positional(cmd, p.forms()...)
 	}
 	cmd.Action = func(c *cli.Context) error {
 		if !takesArgs && c.NArg() > 0 {

@@ -14,8 +14,9 @@ import (
 var plugin = kubectlcli.Plugin{Name: "gpuops", Completion: kubectlcli.Completion{
 	Offers: "operand names, and node names",
 	Args: map[string]kubectlcli.Completer{
-		"NODE":    kubectlcli.Names(corev1.SchemeGroupVersion.WithResource("nodes")),
-		"OPERAND": kubectlcli.Words(operandWords()...),
+		nodeArg:    kubectlcli.Names(corev1.SchemeGroupVersion.WithResource("nodes")),
+		operandArg: kubectlcli.Words(operandWords()...),
+		targetArg:  kubectlcli.NamesHere(corev1.SchemeGroupVersion.WithResource("pods")),
 	},
 	Flag: flagValues,
 }}

@@ -4,6 +4,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuops/gpuops/pkg/cliopts"
+	"github.com/gpuops/gpuops/pkg/kubectlcli"
 	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
@@ -43,7 +44,9 @@ func healthCommand(e cliopts.Env) *cli.Command {
 	}, o)
 }
 
-func (o *healthOptions) argsUsage() string { return "[NODE...]" }
+func (o *healthOptions) forms() []kubectlcli.Form {
+	return []kubectlcli.Form{{Args: []kubectlcli.Arg{{Kind: nodeArg, Many: true}}}}
+}
 
 func (o *healthOptions) Complete(c *cli.Context) error {
 	o.nodes = c.Args().Slice()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/access"
 	"github.com/gpuops/gpuops/pkg/cliopts"
+	"github.com/gpuops/gpuops/pkg/kubectlcli"
 	"github.com/gpuops/gpuops/pkg/plan"
 	"github.com/gpuops/gpuops/pkg/provision"
 	"github.com/gpuops/gpuops/pkg/report"
@@ -48,7 +49,9 @@ func newRelabel(e cliopts.Env, on bool) *relabelOptions {
 	return &relabelOptions{provisioning: newProvisioning(e), Output: cliopts.PlainOutput("--dry-run's plan"), on: on}
 }
 
-func (o *relabelOptions) argsUsage() string { return "NODE OPERAND | -l SELECTOR OPERAND" }
+func (o *relabelOptions) forms() []kubectlcli.Form {
+	return append(args(nodeArg, operandArg), kubectlcli.Form{Flag: "l", Value: "SELECTOR", Args: []kubectlcli.Arg{{Kind: operandArg}}})
+}
 
 func (o *relabelOptions) flags() []cli.Flag {
 	return []cli.Flag{

@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuops/gpuops/pkg/cliopts"
+	"github.com/gpuops/gpuops/pkg/kubectlcli"
 	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
@@ -31,7 +32,7 @@ func orderCheckCommand(e cliopts.Env) *cli.Command {
 	}, o)
 }
 
-func (o *orderCheckOptions) argsUsage() string { return "NODE" }
+func (o *orderCheckOptions) forms() []kubectlcli.Form { return args(nodeArg) }
 
 func (o *orderCheckOptions) Complete(c *cli.Context) error {
 	o.args = c.Args().Slice()

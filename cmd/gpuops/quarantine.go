@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/access"
 	"github.com/gpuops/gpuops/pkg/cliopts"
+	"github.com/gpuops/gpuops/pkg/kubectlcli"
 	"github.com/gpuops/gpuops/pkg/quarantine/actor"
 )
 
@@ -79,7 +80,7 @@ func quarantineReleaseCommand(e cliopts.Env) *cli.Command {
 	}, o)
 }
 
-func (o *quarantineReleaseOptions) argsUsage() string { return "NODE" }
+func (o *quarantineReleaseOptions) forms() []kubectlcli.Form { return args(nodeArg) }
 
 func (o *quarantineReleaseOptions) Complete(c *cli.Context) error {
 	o.args = c.Args().Slice()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/kube"
+	"github.com/gpuops/gpuops/pkg/kubectlcli"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/workload"
 )
@@ -77,7 +78,7 @@ func whyCommand(e cliopts.Env) *cli.Command {
 	}, o)
 }
 
-func (o *whyOptions) argsUsage() string { return "TARGET" }
+func (o *whyOptions) forms() []kubectlcli.Form { return args(targetArg) }
 
 func (o *whyOptions) Complete(c *cli.Context) error {
 	if c.NArg() != 1 {

@@ -32,7 +32,8 @@ import (
 type Completion struct {
 	// Offers names the candidates in the completion command's help.
 	Offers string
-	// Args completes the positional arguments a command's ArgsUsage names.
+	// Args completes the positional arguments of each kind (Arg.Kind) that
+	// the commands declare (Positional).
 	Args map[string]Completer
 	// Flag completes the value of a command's own flag; nil offers none.
 	Flag func(cmd *cli.Command, flag string) Completer
@@ -68,9 +69,15 @@ func Dirs(*kube.Flags) cobra.CompletionFunc {
 }
 
 // Names offers the names of a resource, read (names only) with the
-// connection flags on the line. A cluster that cannot be read offers
-// nothing.
-func Names(gvr schema.GroupVersionResource) Completer {
+// connection flags on the line, in every namespace. A cluster that cannot
+// be read offers nothing.
+func Names(gvr schema.GroupVersionResource) Completer { return names(gvr, false) }
+
+// NamesHere offers the names of a namespaced resource in the namespace the
+// line names as kubectl reads it (-n, else the context's, else default).
+func NamesHere(gvr schema.GroupVersionResource) Completer { return names(gvr, true) }
+
+func names(gvr schema.GroupVersionResource, here bool) Completer {
 	return func(cf *kube.Flags) cobra.CompletionFunc {
 		return func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			cl, err := kube.Connect(cf)
@@ -84,7 +91,13 @@ func Names(gvr schema.GroupVersionResource) Completer {
 			if err != nil {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
-			list, err := mc.Resource(gvr).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+			ns := metav1.NamespaceAll
+			if here {
+				if ns, _, err = cf.ToRawKubeConfigLoader().Namespace(); err != nil {
+					return nil, cobra.ShellCompDirectiveNoFileComp
+				}
+			}
+			list, err := mc.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 			if err != nil {
 				cobra.CompDebugln(err.Error(), true)
 				return nil, cobra.ShellCompDirectiveNoFileComp
@@ -107,10 +120,9 @@ var shells = []string{"bash", "zsh", "fish"}
 // completionCommand writes scripts that complete the binary called prog.
 func (p Plugin) completionCommand(prog string) *cli.Command {
 	plugin, helper := "kubectl-"+p.Name, "kubectl_complete-"+p.Name
-	return &cli.Command{
-		Name:      "completion",
-		Usage:     "print the shell completion script for bash, zsh or fish",
-		ArgsUsage: "SHELL",
+	return Positional(&cli.Command{
+		Name:  "completion",
+		Usage: "print the shell completion script for bash, zsh or fish",
 		Description: "Completes commands, flags, " + p.Offers + ", contexts and namespaces\n" +
 			"read with the connection flags on the line. Load it from your shell's start-up file:\n" +
 			"  bash:  source <(" + prog + " completion bash)        (in ~/.bashrc)\n" +
@@ -132,8 +144,11 @@ func (p Plugin) completionCommand(prog string) *cli.Command {
 				return root.GenFishCompletion(w, true)
 			}
 		},
-	}
+	}, Form{Args: []Arg{{Kind: shellArg}}})
 }
+
+// shellArg is the kind of the completion command's argument.
+const shellArg = "SHELL"
 
 // complete answers one completion request (args after the program name,
 // starting with __complete) as Cobra does.
@@ -161,15 +176,21 @@ func (p Plugin) tree(app *cli.App, cf *kube.Flags) *cobra.Command {
 	} {
 		_ = root.RegisterFlagCompletionFunc(name, fn)
 	}
-	for _, cmd := range app.VisibleCommands() {
-		if cmd.Name == "help" {
+	p.commands(root, app.VisibleCommands(), cf)
+	return root
+}
+
+// commands mirrors cmds, and their subcommands, under parent.
+func (p Plugin) commands(parent *cobra.Command, cmds []*cli.Command, cf *kube.Flags) {
+	for _, cmd := range cmds {
+		if cmd.Name == "help" || cmd.Hidden {
 			continue // Cobra's own stands for it
 		}
 		sub := &cobra.Command{
 			Use:               cmd.Name,
 			Short:             cmd.Usage,
 			Run:               func(*cobra.Command, []string) {},
-			ValidArgsFunction: p.positional(cf, strings.Fields(cmd.ArgsUsage)),
+			ValidArgsFunction: p.positional(cf, FormsOf(cmd)),
 		}
 		mirror(sub, cmd.Flags, func(flag string) cobra.CompletionFunc {
 			if p.Flag == nil || p.Flag(cmd, flag) == nil {
@@ -177,9 +198,9 @@ func (p Plugin) tree(app *cli.App, cf *kube.Flags) *cobra.Command {
 			}
 			return p.Flag(cmd, flag)(cf)
 		})
-		root.AddCommand(sub)
+		p.commands(sub, cmd.Subcommands, cf)
+		parent.AddCommand(sub)
 	}
-	return root
 }
 
 // mirror gives c the flags but the connection flags, each completing its
@@ -206,18 +227,17 @@ func mirror(c *cobra.Command, flags []cli.Flag, values func(flag string) cobra.C
 	}
 }
 
-// positional completes the arguments named in a command's ArgsUsage: the
-// completion command's SHELL, or the app's.
-func (p Plugin) positional(cf *kube.Flags, names []string) cobra.CompletionFunc {
+// positional completes a command's positional arguments, by the kind its
+// forms declare at the argument's place in the form the flags on the line
+// choose: the completion command's SHELL, or the app's.
+func (p Plugin) positional(cf *kube.Flags, forms []Form) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		if len(args) >= len(names) {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		c := p.Args[names[len(args)]]
-		if names[len(args)] == "SHELL" {
+		kind, ok := kindAt(forms, onLine(cmd), len(args))
+		c := p.Args[kind]
+		if kind == shellArg {
 			c = Words(shells...)
 		}
-		if c == nil {
+		if !ok || c == nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		return c(cf)(cmd, args, toComplete)

@@ -42,10 +42,13 @@ func newApp(cf *kube.Flags, stdout io.Writer, cmds ...*cli.Command) *cli.App {
 		Writer: stdout, ErrWriter: io.Discard,
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "version"}},
 		Commands: append([]*cli.Command{
-			{Name: "order-check", ArgsUsage: "NODE", Flags: []cli.Flag{output, &cli.BoolFlag{Name: "all-rules"}}},
-			{Name: "optout", ArgsUsage: "NODE OPERAND", Flags: []cli.Flag{
+			kubectlcli.Positional(&cli.Command{Name: "order-check", Flags: []cli.Flag{output, &cli.BoolFlag{Name: "all-rules"}}},
+				kubectlcli.Form{Args: []kubectlcli.Arg{{Kind: "NODE"}}}),
+			kubectlcli.Positional(&cli.Command{Name: "optout", Flags: []cli.Flag{
 				&cli.DurationFlag{Name: "timeout"}, &cli.StringFlag{Name: "selector", Aliases: []string{"l"}}, &cli.IntFlag{Name: "max-unavailable"},
-			}},
+			}}, kubectlcli.Form{Args: []kubectlcli.Arg{{Kind: "NODE"}, {Kind: "OPERAND"}}},
+				kubectlcli.Form{Flag: "l", Value: "SELECTOR", Args: []kubectlcli.Arg{{Kind: "OPERAND"}}}),
+			kubectlcli.Positional(&cli.Command{Name: "health"}, kubectlcli.Form{Args: []kubectlcli.Arg{{Kind: "OPERAND", Many: true}}}),
 			{Name: "audit", Flags: []cli.Flag{output, &cli.StringSliceFlag{Name: "contexts"}}},
 			{Name: "matrix"},
 			{Name: "guard", Subcommands: []*cli.Command{{Name: "install", Flags: []cli.Flag{&cli.StringFlag{Name: "mode"}}}}},
@@ -189,6 +192,12 @@ func TestCompletion(t *testing.T) {
 		{"audit -o ", "text\naudit\n:4\n"},
 		{"order-check --output=", "text\norder-check\n:4\n"},
 		{"optout -l ", ":4\n"},
+		// -l names the nodes: the first argument is the operand
+		{"optout -l gpu=true ", "driver\tDaemonSet nvidia-driver-daemonset\ndcgm\n:4\n"},
+		{"optout --selector=gpu=true d", "driver\tDaemonSet nvidia-driver-daemonset\ndcgm\n:4\n"},
+		{"optout -l gpu=true driver ", ":4\n"},
+		{"optout n1 driver ", ":4\n"},
+		{"health a b ", "driver\tDaemonSet nvidia-driver-daemonset\ndcgm\n:4\n"},
 		{"completion ", "bash\nzsh\nfish\n:4\n"},
 		{"--kubeconfig " + kubeconfig + " --context ", "a\nb\n:4\n"},
 		// a list of contexts: those not yet in it, after it, for another comma (4|2: no space)
