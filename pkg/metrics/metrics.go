@@ -39,96 +39,212 @@ type Exporter struct {
 	order      []string         // the verdicts' nodes by name, for the scrape
 	reorder    bool             // a node came or went since order was made
 
-	scrape sync.Mutex         // one scrape at a time writes text
-	text   *promtext.Series   // its buffer
-	nodes  []*verdict.Verdict // its verdicts, in name order
+	scrape sync.Mutex               // one scrape at a time writes text
+	text   *promtext.Table[*scrape] // its families and buffer
+	nodes  []*verdict.Verdict       // its verdicts, in name order
 
 	duration    prometheus.Histogram
 	watchErrors *prometheus.CounterVec
 }
 
-// The verdict's families, written as text (pkg/promtext) straight from the
-// verdicts at each scrape.
-const (
-	missingFam = iota
-	stuckFam
-	usableFam
-	causeFam
-	reasonFam
-	violationFam
-	nodesFam
-	desiredFam
-	runningFam
-	lastChangeFam
-	upgradeFam
-	upgradeSinceFam
-	upgradeNodesFam
-	upgradeBudgetFam
-	outOfServiceFam
-	outOfServiceNodesFam
-	upgradeBudgetUsedFam
-	hostFaultFam
-	poolFam
-)
-
-var families = []promtext.Family{
-	missingFam: {Name: "gpuops_operand_missing",
+// families are the verdict's families, written as text (pkg/promtext)
+// straight from the verdicts at each scrape, in this order: each declared
+// once with its name, help, type, labels and the function that yields its
+// samples, as kube-state-metrics declares its own.
+var families = []promtext.Family[*scrape]{
+	{Name: "gpuops_operand_missing", Type: promtext.Gauge,
 		Help:   "1 while an operand that the node's deploy label asks for has no Running pod there.",
-		Labels: []string{"node", "operand"}},
-	stuckFam: {Name: "gpuops_operand_stuck",
+		Labels: []string{"node", "operand"},
+		Samples: func(sc *scrape, out *promtext.Out) {
+			sc.findings(func(v *verdict.Verdict) {
+				for _, o := range v.Audit.Missing {
+					out.Sample(1, v.Node, o)
+				}
+			})
+		}},
+	{Name: "gpuops_operand_stuck", Type: promtext.Gauge,
 		Help:   "1 while a helper's pause of an operand on the node has lasted longer than --stuck-after (audit's STUCK).",
-		Labels: []string{"node", "operand"}},
-	usableFam: {Name: "gpuops_node_usable",
+		Labels: []string{"node", "operand"},
+		Samples: func(sc *scrape, out *promtext.Out) {
+			sc.findings(func(v *verdict.Verdict) {
+				for _, o := range v.Audit.Stuck {
+					out.Sample(1, v.Node, o)
+				}
+			})
+		}},
+	{Name: "gpuops_node_usable", Type: promtext.Gauge,
 		Help:   "1 while the GPU node can run GPU work (gpuops health READY), 0 while it cannot; nodes without a GPU have no series.",
-		Labels: []string{"node"}},
-	causeFam: {Name: "gpuops_node_unusable_cause",
+		Labels: []string{"node"},
+		Samples: func(sc *scrape, out *promtext.Out) {
+			sc.judged(func(v *verdict.Verdict, h *health.Node) { out.Sample(bool01(h.Usable), v.Node) })
+		}},
+	{Name: "gpuops_node_unusable_cause", Type: promtext.Gauge,
 		Help:   "1 for each root cause that makes a GPU node unusable: a code of gpuops health and the operand (empty for the node itself).",
-		Labels: []string{"code", "node", "operand"}},
-	reasonFam: {Name: "gpuops_operand_missing_reason",
-		Help:   "1 for each reason why an operand is missing on a node (the codes of gpuops audit --explain).",
-		Labels: []string{"node", "operand", "reason"}},
-	violationFam: {Name: "gpuops_order_violation",
-		Help:   "1 while a node runs an operand without the one it needs (a rule of the start-up order is broken).",
-		Labels: []string{"needs", "node", "operand", "rule"}},
-	nodesFam: {Name: "gpuops_nodes",
-		Help:   "Nodes judged, by state: ok, or finding (an operand missing or stuck, or a rule broken).",
-		Labels: []string{"state"}},
-	desiredFam: {Name: "gpuops_operand_desired_nodes",
-		Help:   "Nodes whose deploy label asks for the operand (value exactly \"true\").",
-		Labels: []string{"operand"}},
-	runningFam: {Name: "gpuops_operand_running_nodes",
-		Help:   "Nodes with a Running pod of the operand.",
-		Labels: []string{"operand"}},
-	lastChangeFam: {Name: "gpuops_last_change_timestamp_seconds",
-		Help:   "When a finding last started or ended on any node (the first verdict counts), in Unix seconds.",
-		Labels: nil},
-	upgradeFam: {Name: "gpuops_driver_upgrade_node",
-		Help:   "1 for each node in the driver rollout: its verdict (done, in-progress, waiting, stuck, failed, skipped, left-cordoned, outdated) and its nvidia.com/gpu-driver-upgrade-state (empty without one).",
-		Labels: []string{"node", "state", "verdict"}},
-	upgradeSinceFam: {Name: "gpuops_driver_upgrade_state_since_timestamp_seconds",
-		Help:   "When the node entered its driver upgrade state (the state label's last write), in Unix seconds.",
-		Labels: []string{"node"}},
-	upgradeNodesFam: {Name: "gpuops_driver_upgrade_nodes",
-		Help:   "Nodes of the driver rollout by verdict, per upgrade policy (ClusterPolicy, NVIDIADriver/<name> for its pool, or none where no ClusterPolicy was read).",
-		Labels: []string{"policy", "verdict"}},
-	upgradeBudgetFam: {Name: "gpuops_driver_upgrade_budget",
-		Help:   "The upgrade policy's budget as the controller counts it: max_parallel (maxParallelUpgrades, 0 for no limit), max_unavailable (resolved to nodes), available (upgrades it may start now), in_progress, unavailable (nodes using maxUnavailable).",
-		Labels: []string{"kind", "policy"}},
-	outOfServiceFam: {Name: "gpuops_node_out_of_service",
-		Help:   "1 for each GPU node taken out of service (cordoned, or tainted against new work), by who took it out: upgrade-controller, driver-manager, nvsentinel, kured, gpuops, person or unknown.",
-		Labels: []string{"actor", "node"}},
-	outOfServiceNodesFam: {Name: "gpuops_out_of_service_nodes",
-		Help:   "GPU nodes out of service, by who took them out (every actor, 0 for none).",
-		Labels: []string{"actor"}},
-	upgradeBudgetUsedFam: {Name: "gpuops_driver_upgrade_budget_used",
-		Help:   "Nodes of the upgrade policy's maxUnavailable each actor holds (the controller counts every cordoned or NotReady node against it; NotReady counts as unknown).",
-		Labels: []string{"actor", "policy"}},
-	hostFaultFam: {Name: "gpuops_node_host_fault",
+		Labels: []string{"code", "node", "operand"},
+		Samples: func(sc *scrape, out *promtext.Out) {
+			sc.judged(func(v *verdict.Verdict, h *health.Node) {
+				if h.Cause != nil {
+					out.Sample(1, h.Cause.Code, v.Node, h.Cause.Operand)
+					for _, c := range h.Also {
+						out.Sample(1, c.Code, v.Node, c.Operand)
+					}
+				}
+			})
+		}},
+	{Name: "gpuops_node_host_fault", Type: promtext.Gauge,
 		Help:   "1 for each host fault a failing container's log names on an unusable GPU node (serve --logs): a code of the catalog in docs/commands.md.",
-		Labels: []string{"code", "node"}},
-	poolFam: {Name: "gpuops_node_pool",
+		Labels: []string{"code", "node"},
+		Samples: func(sc *scrape, out *promtext.Out) {
+			sc.judged(func(v *verdict.Verdict, h *health.Node) {
+				var seen []string // a fault two containers' logs name is one series
+				for _, x := range h.Hints {
+					if !slices.Contains(seen, x.Code) {
+						seen = append(seen, x.Code)
+						out.Sample(1, x.Code, v.Node)
+					}
+				}
+			})
+		}},
+	{Name: "gpuops_operand_missing_reason", Type: promtext.Gauge,
+		Help:   "1 for each reason why an operand is missing on a node (the codes of gpuops audit --explain).",
+		Labels: []string{"node", "operand", "reason"},
+		Samples: func(sc *scrape, out *promtext.Out) {
+			sc.findings(func(v *verdict.Verdict) {
+				for _, m := range v.Why().Missing {
+					var seen []string
+					for _, r := range m.Reasons {
+						if !slices.Contains(seen, r.Code) {
+							seen = append(seen, r.Code)
+							out.Sample(1, v.Node, m.Operand, r.Code)
+						}
+					}
+				}
+			})
+		}},
+	{Name: "gpuops_order_violation", Type: promtext.Gauge,
+		Help:   "1 while a node runs an operand without the one it needs (a rule of the start-up order is broken).",
+		Labels: []string{"needs", "node", "operand", "rule"},
+		Samples: func(sc *scrape, out *promtext.Out) {
+			sc.findings(func(v *verdict.Verdict) {
+				for _, f := range v.Order.Findings {
+					r := verdict.RuleOf(sc.rules, f)
+					out.Sample(1, r.Needs, v.Node, r.Operand, f)
+				}
+			})
+		}},
+	{Name: "gpuops_nodes", Type: promtext.Gauge,
+		Help:   "Nodes judged, by state: ok, or finding (an operand missing or stuck, or a rule broken).",
+		Labels: []string{"state"},
+		Samples: func(sc *scrape, out *promtext.Out) {
+			// The counts in the order of their labels, as client_golang wrote them.
+			out.Sample(float64(sc.finding), "finding")
+			out.Sample(float64(sc.ok), "ok")
+		}},
+	{Name: "gpuops_operand_desired_nodes", Type: promtext.Gauge,
+		Help:   "Nodes whose deploy label asks for the operand (value exactly \"true\").",
+		Labels: []string{"operand"},
+		Samples: func(sc *scrape, out *promtext.Out) {
+			for _, o := range sc.operands {
+				out.Sample(float64(sc.desired[o]), o)
+			}
+		}},
+	{Name: "gpuops_operand_running_nodes", Type: promtext.Gauge,
+		Help:   "Nodes with a Running pod of the operand.",
+		Labels: []string{"operand"},
+		Samples: func(sc *scrape, out *promtext.Out) {
+			for _, o := range sc.operands {
+				out.Sample(float64(sc.running[o]), o)
+			}
+		}},
+	{Name: "gpuops_last_change_timestamp_seconds", Type: promtext.Gauge,
+		Help: "When a finding last started or ended on any node (the first verdict counts), in Unix seconds.",
+		Samples: func(sc *scrape, out *promtext.Out) {
+			out.Sample(float64(sc.lastChange.UnixNano()) / 1e9)
+		}},
+	{Name: "gpuops_driver_upgrade_node", Type: promtext.Gauge,
+		Help:   "1 for each node in the driver rollout: its verdict (done, in-progress, waiting, stuck, failed, skipped, left-cordoned, outdated) and its nvidia.com/gpu-driver-upgrade-state (empty without one).",
+		Labels: []string{"node", "state", "verdict"},
+		Samples: func(sc *scrape, out *promtext.Out) {
+			for _, v := range sc.nodes {
+				if u := v.Upgrade; u != nil {
+					out.Sample(1, v.Node, u.State, u.Verdict)
+				}
+			}
+		}},
+	{Name: "gpuops_driver_upgrade_state_since_timestamp_seconds", Type: promtext.Gauge,
+		Help:   "When the node entered its driver upgrade state (the state label's last write), in Unix seconds.",
+		Labels: []string{"node"},
+		Samples: func(sc *scrape, out *promtext.Out) {
+			for _, v := range sc.nodes {
+				if u := v.Upgrade; u != nil && u.Since != nil {
+					out.Sample(float64(u.Since.Unix()), v.Node)
+				}
+			}
+		}},
+	{Name: "gpuops_driver_upgrade_nodes", Type: promtext.Gauge,
+		Help:   "Nodes of the driver rollout by verdict, per upgrade policy (ClusterPolicy, NVIDIADriver/<name> for its pool, or none where no ClusterPolicy was read).",
+		Labels: []string{"policy", "verdict"},
+		Samples: func(sc *scrape, out *promtext.Out) {
+			for _, p := range sc.policies {
+				for _, v := range upgrade.Verdicts {
+					out.Sample(float64(p.counts[v]), p.name, v)
+				}
+			}
+		}},
+	{Name: "gpuops_driver_upgrade_budget", Type: promtext.Gauge,
+		Help:   "The upgrade policy's budget as the controller counts it: max_parallel (maxParallelUpgrades, 0 for no limit), max_unavailable (resolved to nodes), available (upgrades it may start now), in_progress, unavailable (nodes using maxUnavailable).",
+		Labels: []string{"kind", "policy"},
+		Samples: func(sc *scrape, out *promtext.Out) {
+			for _, p := range sc.policies {
+				// The kinds in the order of their names, as client_golang wrote them.
+				b := p.budget
+				out.Sample(float64(b.Available), "available", p.name)
+				out.Sample(float64(len(b.InProgress)), "in_progress", p.name)
+				out.Sample(float64(b.MaxParallel), "max_parallel", p.name)
+				out.Sample(float64(b.MaxUnavailable), "max_unavailable", p.name)
+				out.Sample(float64(len(b.Unavailable)), "unavailable", p.name)
+			}
+		}},
+	{Name: "gpuops_node_out_of_service", Type: promtext.Gauge,
+		Help:   "1 for each GPU node taken out of service (cordoned, or tainted against new work), by who took it out: upgrade-controller, driver-manager, nvsentinel, kured, gpuops, person or unknown.",
+		Labels: []string{"actor", "node"},
+		Samples: func(sc *scrape, out *promtext.Out) {
+			sc.judged(func(v *verdict.Verdict, h *health.Node) {
+				if e := h.OutOfService; e != nil {
+					out.Sample(1, e.Actor, v.Node)
+				}
+			})
+		}},
+	{Name: "gpuops_out_of_service_nodes", Type: promtext.Gauge,
+		Help:   "GPU nodes out of service, by who took them out (every actor, 0 for none).",
+		Labels: []string{"actor"},
+		Samples: func(sc *scrape, out *promtext.Out) {
+			byActor := ledger.Count(slices.Collect(maps.Values(sc.ledgered)))
+			for _, actor := range slices.Sorted(maps.Keys(byActor)) {
+				out.Sample(float64(byActor[actor]), actor)
+			}
+		}},
+	{Name: "gpuops_driver_upgrade_budget_used", Type: promtext.Gauge,
+		Help:   "Nodes of the upgrade policy's maxUnavailable each actor holds (the controller counts every cordoned or NotReady node against it; NotReady counts as unknown).",
+		Labels: []string{"actor", "policy"},
+		Samples: func(sc *scrape, out *promtext.Out) {
+			for _, p := range sc.policies {
+				used := ledger.BudgetOf(p.budget.MaxUnavailable, p.budget.Unavailable, sc.ledgered).ByActor
+				for _, actor := range slices.Sorted(maps.Keys(used)) {
+					out.Sample(float64(used[actor]), actor, p.name)
+				}
+			}
+		}},
+	{Name: "gpuops_node_pool", Type: promtext.Gauge,
 		Help:   "1 for each GPU node, with its pool: the node's value of the label serve groups by (--group-by), (none) without one.",
-		Labels: []string{"node", "pool"}},
+		Labels: []string{"node", "pool"},
+		Samples: func(sc *scrape, out *promtext.Out) {
+			sc.judged(func(v *verdict.Verdict, _ *health.Node) {
+				if v.Group != "" {
+					out.Sample(1, v.Node, v.Group)
+				}
+			})
+		}},
 }
 
 var syncedDesc = prometheus.NewDesc("gpuops_informer_synced",
@@ -141,7 +257,7 @@ func New(synced func() map[live.Resource]bool) *Exporter {
 	e := &Exporter{
 		synced:   synced,
 		verdicts: map[string]*verdict.Verdict{},
-		text:     promtext.New(families...),
+		text:     promtext.NewTable(families...),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "gpuops_judgement_duration_seconds",
 			Help:    "Time to judge one batch of nodes: every node after the first sync, then the nodes each burst of events touched.",
@@ -234,11 +350,10 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 func (e *Exporter) WriteText(w io.Writer) error {
 	e.scrape.Lock()
 	defer e.scrape.Unlock()
-	e.text.Begin(w)
 	e.mu.Lock()
 	if e.lastChange.IsZero() {
 		e.mu.Unlock()
-		return e.text.End() // no verdict yet: no counts rather than zeros that read as "all fine"
+		return nil // no verdict yet: no counts rather than zeros that read as "all fine"
 	}
 	if e.reorder {
 		e.order = slices.AppendSeq(e.order[:0], maps.Keys(e.verdicts))
@@ -249,164 +364,73 @@ func (e *Exporter) WriteText(w io.Writer) error {
 	for _, name := range e.order {
 		e.nodes = append(e.nodes, e.verdicts[name])
 	}
-	sc := scrape{nodes: e.nodes, roster: e.roster, rules: e.rules, rollout: e.rollout, lastChange: e.lastChange}
+	sc := newScrape(e.nodes, e.roster, e.rules, e.rollout, e.lastChange)
 	e.mu.Unlock()
-	sc.write(e.text)
+	err := e.text.Write(w, sc)
 	clear(e.nodes) // held until the next scrape, they would keep verdicts judged again since
-	return e.text.End()
+	return err
 }
 
 // scrape is what one scrape writes: the verdicts of the nodes in name
-// order, and the last batch's roster, rules and rollout.
+// order, the last batch's rules and when a finding last changed, and the
+// counts over the nodes that several families read, made once.
 type scrape struct {
 	nodes      []*verdict.Verdict
-	roster     []operand.Operand
 	rules      []operand.Rule
-	rollout    *upgrade.Rollout
 	lastChange time.Time
+
+	ok, finding      int
+	operands         []string       // the roster's names, sorted
+	desired, running map[string]int // nodes by operand
+	ledgered         map[string]*ledger.Entry
+	policies         []policy
 }
 
-// write writes the families in their order, each over the nodes in turn:
-// a family's lines come together, as the format wants.
-func (sc scrape) write(t *promtext.Series) {
-	desired, running := map[string]int{}, map[string]int{}
-	ok, finding := 0, 0
-	ledgered := map[string]*ledger.Entry{}
-	for _, v := range sc.nodes {
+func newScrape(nodes []*verdict.Verdict, roster []operand.Operand, rules []operand.Rule, rollout *upgrade.Rollout, lastChange time.Time) *scrape {
+	sc := &scrape{nodes: nodes, rules: rules, lastChange: lastChange, policies: policiesOf(rollout),
+		desired: map[string]int{}, running: map[string]int{}, ledgered: map[string]*ledger.Entry{}}
+	for _, v := range nodes {
 		for _, o := range v.Audit.Asked {
-			desired[o]++
+			sc.desired[o]++
 		}
-		for _, o := range sc.roster {
+		for _, o := range roster {
 			if v.Row.Present.Has(o.Column) {
-				running[o.Name]++
+				sc.running[o.Name]++
 			}
 		}
 		if h := v.Health; h != nil && h.Judged && h.OutOfService != nil {
-			ledgered[v.Node] = h.OutOfService
+			sc.ledgered[v.Node] = h.OutOfService
 		}
 		if v.OK() {
-			ok++
+			sc.ok++
 		} else {
-			finding++
+			sc.finding++
 		}
 	}
-	findings := func(each func(v *verdict.Verdict)) {
-		for _, v := range sc.nodes {
-			if !v.OK() {
-				each(v)
-			}
-		}
+	for _, o := range roster {
+		sc.operands = append(sc.operands, o.Name)
 	}
-	judged := func(each func(v *verdict.Verdict, h *health.Node)) {
-		for _, v := range sc.nodes {
-			if h := v.Health; h != nil && h.Judged {
-				each(v, h)
-			}
-		}
-	}
-	findings(func(v *verdict.Verdict) {
-		for _, o := range v.Audit.Missing {
-			t.Gauge(missingFam, 1, v.Node, o)
-		}
-	})
-	findings(func(v *verdict.Verdict) {
-		for _, o := range v.Audit.Stuck {
-			t.Gauge(stuckFam, 1, v.Node, o)
-		}
-	})
-	judged(func(v *verdict.Verdict, h *health.Node) { t.Gauge(usableFam, bool01(h.Usable), v.Node) })
-	judged(func(v *verdict.Verdict, h *health.Node) {
-		if h.Cause != nil {
-			t.Gauge(causeFam, 1, h.Cause.Code, v.Node, h.Cause.Operand)
-			for _, c := range h.Also {
-				t.Gauge(causeFam, 1, c.Code, v.Node, c.Operand)
-			}
-		}
-	})
-	judged(func(v *verdict.Verdict, h *health.Node) {
-		var seen []string // a fault two containers' logs name is one series
-		for _, x := range h.Hints {
-			if !slices.Contains(seen, x.Code) {
-				seen = append(seen, x.Code)
-				t.Gauge(hostFaultFam, 1, x.Code, v.Node)
-			}
-		}
-	})
-	findings(func(v *verdict.Verdict) {
-		for _, m := range v.Why().Missing {
-			var seen []string
-			for _, r := range m.Reasons {
-				if !slices.Contains(seen, r.Code) {
-					seen = append(seen, r.Code)
-					t.Gauge(reasonFam, 1, v.Node, m.Operand, r.Code)
-				}
-			}
-		}
-	})
-	findings(func(v *verdict.Verdict) {
-		for _, f := range v.Order.Findings {
-			r := verdict.RuleOf(sc.rules, f)
-			t.Gauge(violationFam, 1, r.Needs, v.Node, r.Operand, f)
-		}
-	})
-	// The counts in the order of their labels, as client_golang wrote them.
-	t.Gauge(nodesFam, float64(finding), "finding")
-	t.Gauge(nodesFam, float64(ok), "ok")
-	operands := make([]string, 0, len(sc.roster))
-	for _, o := range sc.roster {
-		operands = append(operands, o.Name)
-	}
-	slices.Sort(operands)
-	for _, o := range operands {
-		t.Gauge(desiredFam, float64(desired[o]), o)
-	}
-	for _, o := range operands {
-		t.Gauge(runningFam, float64(running[o]), o)
-	}
-	t.Gauge(lastChangeFam, float64(sc.lastChange.UnixNano())/1e9)
+	slices.Sort(sc.operands)
+	return sc
+}
+
+// findings calls each for the nodes with a finding, in name order.
+func (sc *scrape) findings(each func(v *verdict.Verdict)) {
 	for _, v := range sc.nodes {
-		if u := v.Upgrade; u != nil {
-			t.Gauge(upgradeFam, 1, v.Node, u.State, u.Verdict)
+		if !v.OK() {
+			each(v)
 		}
 	}
+}
+
+// judged calls each for the nodes health judged (the GPU nodes), in name
+// order.
+func (sc *scrape) judged(each func(v *verdict.Verdict, h *health.Node)) {
 	for _, v := range sc.nodes {
-		if u := v.Upgrade; u != nil && u.Since != nil {
-			t.Gauge(upgradeSinceFam, float64(u.Since.Unix()), v.Node)
+		if h := v.Health; h != nil && h.Judged {
+			each(v, h)
 		}
 	}
-	policies := sc.policies()
-	for _, p := range policies {
-		for _, v := range upgrade.Verdicts {
-			t.Gauge(upgradeNodesFam, float64(p.counts[v]), p.name, v)
-		}
-	}
-	for _, p := range policies {
-		budget := map[string]int{"max_parallel": p.budget.MaxParallel, "max_unavailable": p.budget.MaxUnavailable,
-			"available": p.budget.Available, "in_progress": len(p.budget.InProgress), "unavailable": len(p.budget.Unavailable)}
-		for _, kind := range slices.Sorted(maps.Keys(budget)) {
-			t.Gauge(upgradeBudgetFam, float64(budget[kind]), kind, p.name)
-		}
-	}
-	judged(func(v *verdict.Verdict, h *health.Node) {
-		if e := h.OutOfService; e != nil {
-			t.Gauge(outOfServiceFam, 1, e.Actor, v.Node)
-		}
-	})
-	byActor := ledger.Count(slices.Collect(maps.Values(ledgered)))
-	for _, actor := range slices.Sorted(maps.Keys(byActor)) {
-		t.Gauge(outOfServiceNodesFam, float64(byActor[actor]), actor)
-	}
-	for _, p := range policies {
-		used := ledger.BudgetOf(p.budget.MaxUnavailable, p.budget.Unavailable, ledgered).ByActor
-		for _, actor := range slices.Sorted(maps.Keys(used)) {
-			t.Gauge(upgradeBudgetUsedFam, float64(used[actor]), actor, p.name)
-		}
-	}
-	judged(func(v *verdict.Verdict, _ *health.Node) {
-		if v.Group != "" {
-			t.Gauge(poolFam, 1, v.Node, v.Group)
-		}
-	})
 }
 
 // policy is one upgrade policy of the rollout: its counts by verdict and
@@ -417,11 +441,10 @@ type policy struct {
 	budget upgrade.Budget
 }
 
-// policies are the rollout's upgrade policies: the ClusterPolicy's, or
+// policiesOf are the rollout's upgrade policies: the ClusterPolicy's, or
 // none where no policy was read (the counts still say where the nodes
 // are), then each NVIDIADriver's pool.
-func (sc scrape) policies() []policy {
-	r := sc.rollout
+func policiesOf(r *upgrade.Rollout) []policy {
 	if r == nil {
 		return nil
 	}

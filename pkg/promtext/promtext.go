@@ -1,9 +1,10 @@
 // Package promtext writes metric families in Prometheus' text format
-// (0.0.4, which every scraper reads) straight from a program's own state.
-// It is for families of a series or more per node: client_golang's const
-// metrics, made again at each scrape, cost a scrape an allocation or more
-// a series, which at 5,000 nodes is most of its time (BenchmarkScrape in
-// pkg/metrics measures both ways).
+// (0.0.4, which every scraper reads) straight from a program's own state,
+// each family declared once in a table with the function that yields its
+// samples. It is for families of a series or more per node:
+// client_golang's const metrics, made again at each scrape, cost a scrape
+// an allocation or more a series, which at 5,000 nodes is most of its time
+// (BenchmarkScrape in pkg/metrics measures both ways).
 package promtext
 
 import (
@@ -17,12 +18,29 @@ import (
 	"github.com/prometheus/common/expfmt"
 )
 
-// Family is a gauge family: its name, help, and label names in the order
-// values are given and written (by name, as client_golang writes them, so
-// that a series reads the same).
-type Family struct {
+// Type is a family's type, as its TYPE line names it.
+type Type string
+
+// The types the families written here have.
+const (
+	Gauge   Type = "gauge"
+	Counter Type = "counter"
+)
+
+// Family is one metric family, declared once with everything about it, as
+// kube-state-metrics declares each of its families with its generator
+// (kubernetes/kube-state-metrics v2.20.0, pkg/metric_generator/generator.go,
+// FamilyGenerator): its name, help, type, label names (in the order values
+// are given and written: by name, as client_golang writes them, so that a
+// series reads the same) and Samples, the function that yields its samples
+// from a scrape's state S. Unlike ksm's, Samples writes each sample as it
+// makes it instead of returning them: nothing of a scrape is built to be
+// thrown away.
+type Family[S any] struct {
 	Name, Help string
+	Type       Type
 	Labels     []string
+	Samples    func(s S, out *Out)
 }
 
 // Writer is what writes families of its own at each scrape.
@@ -30,59 +48,90 @@ type Writer interface {
 	WriteText(w io.Writer) error
 }
 
-// Series writes a scrape's series of some families straight to the scrape's
-// writer, a family at a time under its HELP and TYPE, through a buffer of at
+// Table writes a scrape of its families, one after the other in the order
+// they were declared, each under its HELP and TYPE (a family without
+// samples left out, as client_golang leaves it out), through a buffer of at
 // most flushAt bytes kept from scrape to scrape: writing allocates next to
-// nothing, and nothing of a scrape is held after it. A buffer of each family's
-// lines, kept between scrapes, held a copy of the whole scrape in serve's heap
-// (docs/scale.md, "`serve` all day"). Not safe for concurrent use.
-type Series struct {
-	families []Family
-	w        io.Writer
-	b        []byte
-	open     int    // the family being written, -1 before the first
-	begun    []bool // the families written this scrape
-	err      error  // the scrape's first write error
+// nothing, and nothing of a scrape is held after it (a buffer of each
+// family's lines, kept between scrapes, held a copy of the whole scrape in
+// serve's heap: docs/scale.md, "`serve` all day"). Not safe for concurrent
+// use.
+type Table[S any] struct {
+	families []Family[S]
+	out      Out
+}
+
+// NewTable makes the table of these families; one without a name, type or
+// Samples is a mistake of the program, and panics.
+func NewTable[S any](families ...Family[S]) *Table[S] {
+	for _, f := range families {
+		if f.Name == "" || f.Type == "" || f.Samples == nil {
+			panic(fmt.Sprintf("promtext: family %q declared without a name, type or Samples", f.Name))
+		}
+	}
+	return &Table[S]{families: families}
+}
+
+// Names are the families' names, in their order.
+func (t *Table[S]) Names() []string {
+	names := make([]string, len(t.families))
+	for i, f := range t.families {
+		names[i] = f.Name
+	}
+	return names
+}
+
+// Write writes every family's samples of s to w and returns the first
+// write error.
+func (t *Table[S]) Write(w io.Writer, s S) error {
+	o := &t.out
+	o.w, o.b, o.err = w, o.b[:0], nil
+	for i := range t.families {
+		f := &t.families[i]
+		o.name, o.help, o.typ, o.labels, o.opened = f.Name, f.Help, f.Type, f.Labels, false
+		f.Samples(s, o)
+	}
+	o.flush()
+	o.w = nil
+	return o.err
+}
+
+// Out takes the samples of the family being written.
+type Out struct {
+	name, help string
+	typ        Type
+	labels     []string
+	opened     bool // the family's HELP and TYPE are written
+
+	w   io.Writer
+	b   []byte
+	err error // the scrape's first write error
 }
 
 // flushAt is how much of a scrape the buffer takes before it is written.
 const flushAt = 32 << 10
 
-// New makes the series of these families; Gauge names one by its index.
-func New(families ...Family) *Series {
-	return &Series{families: families, open: -1, begun: make([]bool, len(families))}
-}
-
-// Begin starts a scrape written to w.
-func (s *Series) Begin(w io.Writer) {
-	s.w, s.b, s.open, s.err = w, s.b[:0], -1, nil
-	clear(s.begun)
-}
-
-// Gauge writes a series of family f: values are its label values, in the
-// order of the family's label names. A family's series come together, as
-// the format wants: one begun again after another family's panics.
-func (s *Series) Gauge(f int, v float64, values ...string) {
-	fam := &s.families[f]
-	if len(values) != len(fam.Labels) {
-		panic(fmt.Sprintf("%s: %d label values for %d labels", fam.Name, len(values), len(fam.Labels)))
+// Sample writes a sample of the family: values are its label values, in
+// the order of the family's label names.
+func (o *Out) Sample(v float64, values ...string) {
+	if len(values) != len(o.labels) {
+		panic(fmt.Sprintf("%s: %d label values for %d labels", o.name, len(values), len(o.labels)))
 	}
-	b := s.b
-	if f != s.open {
-		if s.begun[f] {
-			panic(fmt.Sprintf("%s: series after another family's", fam.Name))
-		}
-		s.begun[f], s.open = true, f
+	b := o.b
+	if !o.opened {
+		o.opened = true
 		b = append(b, "# HELP "...)
-		b = append(b, fam.Name...)
+		b = append(b, o.name...)
 		b = append(b, ' ')
-		b = appendEscaped(b, fam.Help, false)
+		b = appendEscaped(b, o.help, false)
 		b = append(b, "\n# TYPE "...)
-		b = append(b, fam.Name...)
-		b = append(b, " gauge\n"...)
+		b = append(b, o.name...)
+		b = append(b, ' ')
+		b = append(b, o.typ...)
+		b = append(b, '\n')
 	}
-	b = append(b, fam.Name...)
-	for i, name := range fam.Labels {
+	b = append(b, o.name...)
+	for i, name := range o.labels {
 		if i == 0 {
 			b = append(b, '{')
 		} else {
@@ -93,31 +142,22 @@ func (s *Series) Gauge(f int, v float64, values ...string) {
 		b = appendEscaped(b, values[i], true)
 		b = append(b, '"')
 	}
-	if len(fam.Labels) > 0 {
+	if len(o.labels) > 0 {
 		b = append(b, '}')
 	}
 	b = append(b, ' ')
 	b = appendValue(b, v)
-	s.b = append(b, '\n')
-	if len(s.b) >= flushAt {
-		s.flush()
+	o.b = append(b, '\n')
+	if len(o.b) >= flushAt {
+		o.flush()
 	}
 }
 
-// End writes what the buffer holds and returns the scrape's first write
-// error. A family without series was not written at all, as client_golang
-// leaves it out.
-func (s *Series) End() error {
-	s.flush()
-	s.w = nil
-	return s.err
-}
-
-func (s *Series) flush() {
-	if s.err == nil && len(s.b) > 0 {
-		_, s.err = s.w.Write(s.b)
+func (o *Out) flush() {
+	if o.err == nil && len(o.b) > 0 {
+		_, o.err = o.w.Write(o.b)
 	}
-	s.b = s.b[:0]
+	o.b = o.b[:0]
 }
 
 // appendEscaped escapes as the text format asks: a backslash and a line

@@ -2,7 +2,6 @@ package promtext_test
 
 import (
 	"errors"
-	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -16,22 +15,43 @@ import (
 	"github.com/gpuops/gpuops/pkg/promtext"
 )
 
-// Series of two families come out a family at a time, each under its HELP
-// and TYPE, escaped as the format asks; a family without series is left
-// out; Prometheus' parser reads it back.
-func TestWriteTo(t *testing.T) {
-	s := promtext.New(
-		promtext.Family{Name: "a_total_nodes", Help: "Nodes\nby \\state.", Labels: []string{"state"}},
-		promtext.Family{Name: "b_empty", Help: "Never set."},
-		promtext.Family{Name: "c_node", Help: `1 for each "node".`, Labels: []string{"node", "why"}},
+// state is a scrape's state in these tests: each family's samples, as
+// value and label values.
+type state map[string][]sample
+
+type sample struct {
+	v      float64
+	values []string
+}
+
+// family declares a family whose samples are the state's under its name.
+func family(name, help string, typ promtext.Type, labels ...string) promtext.Family[state] {
+	return promtext.Family[state]{Name: name, Help: help, Type: typ, Labels: labels,
+		Samples: func(s state, out *promtext.Out) {
+			for _, x := range s[name] {
+				out.Sample(x.v, x.values...)
+			}
+		}}
+}
+
+// Families come out in their order, each under its HELP and TYPE, escaped
+// as the format asks; a family without samples is left out; Prometheus'
+// parser reads it back.
+func TestWrite(t *testing.T) {
+	table := promtext.NewTable(
+		family("a_total_nodes", "Nodes\nby \\state.", promtext.Gauge, "state"),
+		family("b_empty", "Never set.", promtext.Gauge),
+		family("c_node", `1 for each "node".`, promtext.Gauge, "node", "why"),
+		family("d_total", "Done.", promtext.Counter),
 	)
+	s := state{
+		"a_total_nodes": {{3, []string{"ok"}}, {0.5, []string{"finding"}}},
+		"c_node":        {{1, []string{"n1", `a "quoted"\ reason` + "\n"}}},
+		"d_total":       {{7, nil}},
+	}
 	for round := range 2 { // a second scrape writes the same, not twice as much
 		var b strings.Builder
-		s.Begin(&b)
-		s.Gauge(0, 3, "ok")
-		s.Gauge(0, 0.5, "finding")
-		s.Gauge(2, 1, "n1", `a "quoted"\ reason`+"\n")
-		if err := s.End(); err != nil {
+		if err := table.Write(&b, s); err != nil {
 			t.Fatal(err)
 		}
 		want := `# HELP a_total_nodes Nodes\nby \\state.
@@ -41,6 +61,9 @@ a_total_nodes{state="finding"} 0.5
 # HELP c_node 1 for each "node".
 # TYPE c_node gauge
 c_node{node="n1",why="a \"quoted\"\\ reason\n"} 1
+# HELP d_total Done.
+# TYPE d_total counter
+d_total 7
 `
 		if b.String() != want {
 			t.Fatalf("round %d:\n%s\nwant:\n%s", round, b.String(), want)
@@ -54,74 +77,74 @@ c_node{node="n1",why="a \"quoted\"\\ reason\n"} 1
 			t.Errorf("label value read back as %q", got)
 		}
 	}
+	if got := strings.Join(table.Names(), " "); got != "a_total_nodes b_empty c_node d_total" {
+		t.Errorf("names %q", got)
+	}
 }
 
 // A scrape bigger than the buffer is written whole, in pieces, and the
-// first error of its writes is End's.
+// first error of its writes is Write's.
 func TestWritesAsItGoes(t *testing.T) {
-	s := promtext.New(promtext.Family{Name: "a_node", Help: "h", Labels: []string{"node"}})
-	var b strings.Builder
-	s.Begin(&b)
+	table := promtext.NewTable(family("a_node", "h", promtext.Gauge, "node"))
+	s := state{}
 	for i := range 3000 {
-		s.Gauge(0, 1, strconv.Itoa(i))
+		s["a_node"] = append(s["a_node"], sample{1, []string{strconv.Itoa(i)}})
 	}
-	if b.Len() == 0 {
-		t.Error("nothing written before End: the scrape is held whole")
-	}
-	if err := s.End(); err != nil {
+	var b chunks
+	if err := table.Write(&b, s); err != nil {
 		t.Fatal(err)
 	}
-	if lines := strings.Count(b.String(), "\n"); lines != 3002 || !strings.HasSuffix(b.String(), `a_node{node="2999"} 1`+"\n") {
-		t.Errorf("%d lines, ending %q", lines, b.String()[b.Len()-30:])
+	if len(b) < 2 {
+		t.Errorf("written in %d piece(s): the scrape is held whole", len(b))
 	}
-	s.Begin(failing{})
-	for i := range 3000 {
-		s.Gauge(0, 1, strconv.Itoa(i))
+	all := strings.Join(b, "")
+	if lines := strings.Count(all, "\n"); lines != 3002 || !strings.HasSuffix(all, `a_node{node="2999"} 1`+"\n") {
+		t.Errorf("%d lines, ending %q", lines, all[len(all)-30:])
 	}
-	if err := s.End(); err == nil || err.Error() != "gone" {
-		t.Errorf("End: %v, want the write's error", err)
+	if err := table.Write(failing{}, s); err == nil || err.Error() != "gone" {
+		t.Errorf("Write: %v, want the write's error", err)
 	}
+}
+
+type chunks []string
+
+func (c *chunks) Write(p []byte) (int, error) {
+	*c = append(*c, string(p))
+	return len(p), nil
 }
 
 type failing struct{}
 
 func (failing) Write([]byte) (int, error) { return 0, errors.New("gone") }
 
-// A family begun again after another's would be written twice, which
-// scrapers reject: Gauge refuses it.
-func TestFamilyComesTogether(t *testing.T) {
-	s := promtext.New(promtext.Family{Name: "a", Help: "h"}, promtext.Family{Name: "b", Help: "h"})
-	s.Begin(io.Discard)
-	s.Gauge(0, 1)
-	s.Gauge(1, 1)
-	defer func() {
-		if recover() == nil {
-			t.Error("family a begun twice in one scrape")
-		}
-	}()
-	s.Gauge(0, 2)
-}
-
-func TestGaugeWantsEveryLabel(t *testing.T) {
+func TestSampleWantsEveryLabel(t *testing.T) {
+	table := promtext.NewTable(family("x", "h", promtext.Gauge, "node", "why"))
 	defer func() {
 		if recover() == nil {
 			t.Error("a series with a label value too many was written")
 		}
 	}()
 	// One value too many: without the check it would be left out unseen.
-	promtext.New(promtext.Family{Name: "x", Labels: []string{"node", "why"}}).Gauge(0, 1, "n1", "because", "extra")
+	_ = table.Write(failing{}, state{"x": {{1, []string{"n1", "because", "extra"}}}})
+}
+
+func TestFamilyDeclaredWhole(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("a family without a type was taken")
+		}
+	}()
+	promtext.NewTable(promtext.Family[state]{Name: "x", Help: "h", Samples: func(state, *promtext.Out) {}})
 }
 
 // A value is written as client_golang's expfmt writes it, whole numbers
 // (written without the float formatting) and the rest alike.
 func TestValuesAsClientGolang(t *testing.T) {
+	table := promtext.NewTable(family("g", "h", promtext.Gauge))
 	for _, v := range []float64{0, math.Copysign(0, -1), 1, -1, 3, 5000, 999999, 1e6, -123456, 1764900000, 0.5, 2.5e-7, 1e21,
 		math.NaN(), math.Inf(1), math.Inf(-1)} {
-		s := promtext.New(promtext.Family{Name: "g", Help: "h"})
 		var got strings.Builder
-		s.Begin(&got)
-		s.Gauge(0, v)
-		if err := s.End(); err != nil {
+		if err := table.Write(&got, state{"g": {{v, nil}}}); err != nil {
 			t.Fatal(err)
 		}
 		var want strings.Builder

@@ -91,7 +91,7 @@ type Actor struct {
 	counts  map[string]float64 // actions done (or, dry-run, that would be), by kind
 
 	scrape sync.Mutex // one scrape at a time writes text
-	text   *promtext.Series
+	text   *promtext.Table[held]
 }
 
 // New makes the actor of a tracker; call Observe's hooks before it runs.
@@ -102,7 +102,7 @@ func New(client kubernetes.Interface, opts Options) *Actor {
 	}
 	return &Actor{opts: opts, cluster: cluster{client: client, namespace: opts.Namespace}, nodes: map[string]quarantine.Node{},
 		overlay: map[string]*ledger.Entry{}, wake: make(chan struct{}, 1), counts: map[string]float64{},
-		text: promtext.New(families...)}
+		text: promtext.NewTable(families...)}
 }
 
 // Hooks are the tracker's hooks the actor follows.

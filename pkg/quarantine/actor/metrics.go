@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpuops/gpuops/pkg/promtext"
+	"github.com/gpuops/gpuops/pkg/quarantine"
 )
 
 var (
@@ -23,20 +24,33 @@ var (
 		"Actions done by this replica (dry-run: that would be), by kind: quarantine, release, forget (a stale record), trip.", []string{"action", "mode"}, nil)
 )
 
-// The families of a series per node, written as text (WriteText): every
-// unusable GPU node may be held, thousands of series at 5,000 nodes.
-const (
-	quarantinedFam = iota
-	heldFam
-)
+// held is what the families of a series per node write: the actor's last
+// decision while it leads (and has decided), none otherwise.
+type held struct {
+	mode string
+	d    quarantine.Decision
+}
 
-var families = []promtext.Family{
-	quarantinedFam: {Name: "gpuops_quarantined_node",
+// families are those of a series per node, written as text (WriteText):
+// every unusable GPU node may be held, thousands of series at 5,000 nodes.
+// Each is declared once with the function that yields its samples.
+var families = []promtext.Family[held]{
+	{Name: "gpuops_quarantined_node", Type: promtext.Gauge,
 		Help:   "1 for each node gpuops's quarantine holds (on) or would hold (dry-run), as the acting replica sees it.",
-		Labels: []string{"mode", "node"}},
-	heldFam: {Name: "gpuops_quarantine_held_node",
+		Labels: []string{"mode", "node"},
+		Samples: func(h held, out *promtext.Out) {
+			for _, n := range h.d.Owned {
+				out.Sample(1, h.mode, n)
+			}
+		}},
+	{Name: "gpuops_quarantine_held_node", Type: promtext.Gauge,
 		Help:   "1 for each unusable GPU node the quarantine leaves in service, or of its own keeps, and why: held-by-other, in-driver-upgrade, not-yet, not-ready, rate, max, fuse-tripped, uncertain.",
-		Labels: []string{"node", "reason"}},
+		Labels: []string{"node", "reason"},
+		Samples: func(h held, out *promtext.Out) {
+			for _, x := range h.d.Held {
+				out.Sample(1, x.Node, x.Reason)
+			}
+		}},
 }
 
 // Describe sends the descriptors of the actor's metrics but those it
@@ -79,18 +93,12 @@ func (a *Actor) WriteText(w io.Writer) error {
 	a.scrape.Lock()
 	defer a.scrape.Unlock()
 	a.mu.Lock()
-	d, write := a.last, a.leading && a.judged // a decision is made anew, never changed
-	a.mu.Unlock()
-	a.text.Begin(w)
-	if write {
-		for _, n := range d.Owned {
-			a.text.Gauge(quarantinedFam, 1, a.opts.Mode, n)
-		}
-		for _, h := range d.Held {
-			a.text.Gauge(heldFam, 1, h.Node, h.Reason)
-		}
+	h := held{mode: a.opts.Mode}
+	if a.leading && a.judged {
+		h.d = a.last // a decision is made anew, never changed
 	}
-	return a.text.End()
+	a.mu.Unlock()
+	return a.text.Write(w, h)
 }
 
 func bool01(b bool) float64 {
