@@ -55,23 +55,11 @@ var families = []promtext.Family[*scrape]{
 	{Name: "gpuops_operand_missing", Type: promtext.Gauge,
 		Help:   "1 while an operand that the node's deploy label asks for has no Running pod there.",
 		Labels: []string{"node", "operand"},
-		Samples: func(sc *scrape, out *promtext.Out) {
-			sc.findings(func(v *verdict.Verdict) {
-				for _, o := range v.Audit.Missing {
-					out.Sample(1, v.Node, o)
-				}
-			})
-		}},
+		Samples: findingOperands(func(v *verdict.Verdict) []string { return v.Audit.Missing })},
 	{Name: "gpuops_operand_stuck", Type: promtext.Gauge,
 		Help:   "1 while a helper's pause of an operand on the node has lasted longer than --stuck-after (audit's STUCK).",
 		Labels: []string{"node", "operand"},
-		Samples: func(sc *scrape, out *promtext.Out) {
-			sc.findings(func(v *verdict.Verdict) {
-				for _, o := range v.Audit.Stuck {
-					out.Sample(1, v.Node, o)
-				}
-			})
-		}},
+		Samples: findingOperands(func(v *verdict.Verdict) []string { return v.Audit.Stuck })},
 	{Name: "gpuops_node_usable", Type: promtext.Gauge,
 		Help:   "1 while the GPU node can run GPU work (gpuops health READY), 0 while it cannot; nodes without a GPU have no series.",
 		Labels: []string{"node"},
@@ -420,6 +408,18 @@ func (sc *scrape) findings(each func(v *verdict.Verdict)) {
 		if !v.OK() {
 			each(v)
 		}
+	}
+}
+
+// findingOperands yields a series for each operand of a node with a
+// finding that of names.
+func findingOperands(of func(v *verdict.Verdict) []string) func(*scrape, *promtext.Out) {
+	return func(sc *scrape, out *promtext.Out) {
+		sc.findings(func(v *verdict.Verdict) {
+			for _, o := range of(v) {
+				out.Sample(1, v.Node, o)
+			}
+		})
 	}
 }
 
