@@ -53,12 +53,12 @@ type Exporter struct {
 // samples, as kube-state-metrics declares its own.
 var families = []promtext.Family[*scrape]{
 	{Name: "gpuops_operand_missing", Type: promtext.Gauge,
-		Help:   "1 while an operand that the node's deploy label asks for has no Running pod there.",
-		Labels: []string{"node", "operand"},
+		Help:    "1 while an operand that the node's deploy label asks for has no Running pod there.",
+		Labels:  []string{"node", "operand"},
 		Samples: findingOperands(func(v *verdict.Verdict) []string { return v.Audit.Missing })},
 	{Name: "gpuops_operand_stuck", Type: promtext.Gauge,
-		Help:   "1 while a helper's pause of an operand on the node has lasted longer than --stuck-after (audit's STUCK).",
-		Labels: []string{"node", "operand"},
+		Help:    "1 while a helper's pause of an operand on the node has lasted longer than --stuck-after (audit's STUCK).",
+		Labels:  []string{"node", "operand"},
 		Samples: findingOperands(func(v *verdict.Verdict) []string { return v.Audit.Stuck })},
 	{Name: "gpuops_node_usable", Type: promtext.Gauge,
 		Help:   "1 while the GPU node can run GPU work (gpuops health READY), 0 while it cannot; nodes without a GPU have no series.",
@@ -129,21 +129,13 @@ var families = []promtext.Family[*scrape]{
 			out.Sample(float64(sc.ok), "ok")
 		}},
 	{Name: "gpuops_operand_desired_nodes", Type: promtext.Gauge,
-		Help:   "Nodes whose deploy label asks for the operand (value exactly \"true\").",
-		Labels: []string{"operand"},
-		Samples: func(sc *scrape, out *promtext.Out) {
-			for _, o := range sc.operands {
-				out.Sample(float64(sc.desired[o]), o)
-			}
-		}},
+		Help:    "Nodes whose deploy label asks for the operand (value exactly \"true\").",
+		Labels:  []string{"operand"},
+		Samples: func(sc *scrape, out *promtext.Out) { sc.perOperand(out, sc.desired) }},
 	{Name: "gpuops_operand_running_nodes", Type: promtext.Gauge,
-		Help:   "Nodes with a Running pod of the operand.",
-		Labels: []string{"operand"},
-		Samples: func(sc *scrape, out *promtext.Out) {
-			for _, o := range sc.operands {
-				out.Sample(float64(sc.running[o]), o)
-			}
-		}},
+		Help:    "Nodes with a Running pod of the operand.",
+		Labels:  []string{"operand"},
+		Samples: func(sc *scrape, out *promtext.Out) { sc.perOperand(out, sc.running) }},
 	{Name: "gpuops_last_change_timestamp_seconds", Type: promtext.Gauge,
 		Help: "When a finding last started or ended on any node (the first verdict counts), in Unix seconds.",
 		Samples: func(sc *scrape, out *promtext.Out) {
@@ -408,6 +400,13 @@ func (sc *scrape) findings(each func(v *verdict.Verdict)) {
 		if !v.OK() {
 			each(v)
 		}
+	}
+}
+
+// perOperand yields a count of nodes for each operand of the roster.
+func (sc *scrape) perOperand(out *promtext.Out, nodes map[string]int) {
+	for _, o := range sc.operands {
+		out.Sample(float64(nodes[o]), o)
 	}
 }
 
