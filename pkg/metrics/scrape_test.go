@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
+	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/pkg/metrics"
 	"github.com/gpuops/gpuops/pkg/promtext"
 )
@@ -52,16 +52,15 @@ func together(t testing.TB, s string) {
 	}
 }
 
-// scrape reads the exporter's /metrics with Prometheus' text parser.
-func scrape(t testing.TB, e *metrics.Exporter) map[string]*dto.MetricFamily {
+// scrape reads the exporter's /metrics as the test kit reads serve's.
+func scrape(t testing.TB, e *metrics.Exporter) gpuopstest.Scrape {
 	t.Helper()
 	return parseText(t, exposition(t, e))
 }
 
-func parseText(t testing.TB, s string) map[string]*dto.MetricFamily {
+func parseText(t testing.TB, s string) gpuopstest.Scrape {
 	t.Helper()
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	families, err := p.TextToMetricFamilies(strings.NewReader(s))
+	families, err := gpuopstest.ParseScrape(s)
 	if err != nil {
 		t.Fatalf("parsing %q: %v", s, err)
 	}

@@ -1,15 +1,9 @@
 package health_test
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
-	"time"
-
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
@@ -97,7 +91,7 @@ func checkCommands(t *testing.T, env *testcluster.Env, want []health.Node) {
 		}
 	}
 
-	checkServe(t, c, args("serve", "--listen", "127.0.0.1:0", "--stuck-after", pipeline.DefaultStuckAfter.String()), want)
+	checkServe(t, c, args("serve", "--stuck-after", pipeline.DefaultStuckAfter.String()), want)
 }
 
 // sameVerdict compares what does not change with time: usable, the
@@ -115,60 +109,25 @@ func sameVerdict(a, b health.Node) bool {
 
 // checkServe: serve exports each GPU node's usability and root cause.
 func checkServe(t *testing.T, c gpuopstest.Cluster, args []string, want []health.Node) {
-	url := gpuopstest.StartServe(t, c, args...)
-	var body string
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		resp, err := http.Get(url + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
-		t.Fatalf("serve at %q was not ready within a minute", url)
-	}
-	body = scrapeText(t, url+"/metrics")
+	s := c.Serve(t, args...)
+	s.WaitReady(t)
+	m := s.Scrape(t)
 	for _, w := range want {
+		node := map[string]string{"node": w.Node}
 		switch {
 		case !w.Judged:
-			if strings.Contains(body, `gpuops_node_usable{node="`+w.Node+`"}`) {
+			if m.HasSeries("gpuops_node_usable", node) {
 				t.Errorf("serve: a series for the node without a GPU %s", w.Node)
 			}
 		case w.Usable:
-			if !strings.Contains(body, `gpuops_node_usable{node="`+w.Node+`"} 1`) {
-				t.Errorf("serve: %s not usable:\n%s", w.Node, grep(body, w.Node))
+			if !m.IsOne("gpuops_node_usable", node) {
+				t.Errorf("serve: %s not usable: %q", w.Node, m.Series("gpuops_node_usable"))
 			}
 		default:
-			if !strings.Contains(body, `gpuops_node_usable{node="`+w.Node+`"} 0`) ||
-				!strings.Contains(body, `gpuops_node_unusable_cause{code="`+w.Cause.Code+`",node="`+w.Node+`",operand="`+w.Cause.Operand+`"} 1`) {
-				t.Errorf("serve: %s, want unusable by %s/%s:\n%s", w.Node, w.Cause.Code, w.Cause.Operand, grep(body, w.Node))
+			if v, ok := m.Value("gpuops_node_usable", node); !ok || v != 0 ||
+				!m.IsOne("gpuops_node_unusable_cause", map[string]string{"code": w.Cause.Code, "node": w.Node, "operand": w.Cause.Operand}) {
+				t.Errorf("serve: %s, want unusable by %s/%s: %q", w.Node, w.Cause.Code, w.Cause.Operand, m.Series("gpuops_node_unusable_cause"))
 			}
 		}
 	}
-}
-
-func scrapeText(t *testing.T, url string) string {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var b strings.Builder
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		b.WriteString(sc.Text() + "\n")
-	}
-	return b.String()
-}
-
-func grep(body, s string) string {
-	var out []string
-	for _, l := range strings.Split(body, "\n") {
-		if strings.Contains(l, s) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }

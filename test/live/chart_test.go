@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	gpuops "github.com/gpuops/gpuops"
+	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/render"
@@ -310,15 +311,15 @@ func TestChartInstall(t *testing.T) {
 		}
 	}
 	srv := serve(t, args...)
-	srv.waitFor(t, "the node judged usable with the chart's rights, in its pool, the quarantine in dry-run", func(m metrics) bool {
-		return m.has("gpuops_node_usable", map[string]string{"node": node}) && m.has("gpuops_quarantine_mode", map[string]string{"mode": "dry-run"}) &&
-			m.has("gpuops_node_pool", map[string]string{"node": node, "pool": summary.NoGroup})
+	srv.WaitFor(t, "the node judged usable with the chart's rights, in its pool, the quarantine in dry-run", func(m gpuopstest.Scrape) bool {
+		return m.IsOne("gpuops_node_usable", map[string]string{"node": node}) && m.IsOne("gpuops_quarantine_mode", map[string]string{"mode": "dry-run"}) &&
+			m.IsOne("gpuops_node_pool", map[string]string{"node": node, "pool": summary.NoGroup})
 	})
-	if code, body := srv.get(t, "/readyz"); code != http.StatusOK {
+	if code, body := srv.Get(t, "/readyz"); code != http.StatusOK {
 		t.Errorf("/readyz: %d %s", code, body)
 	}
 	// The quarantine's line comes as it starts, before or after the serving one.
-	lines := srv.stderr.all()
+	lines := srv.Stderr.All()
 	acts := slices.IndexFunc(lines, regexp.MustCompile(`^quarantine: \S+ acts \(dry-run\)$`).MatchString)
 	if acts < 0 {
 		t.Errorf("serve's stderr %q, want a line that its quarantine acts in dry-run", lines)

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
@@ -175,15 +176,15 @@ func TestDashboardOnRealPrometheus(t *testing.T) {
 	f.env.Kubectl(t, "cordon", cordoned)
 	srv := serve(t, append(slices.Clone(f.args), "--quarantine=on", "--quarantine-after", "1s", "--quarantine-max", "1", "--quarantine-rate", "5")...)
 	f.env.LabelNode(t, viol, toolkit.LabelKey(), "false")
-	srv.waitFor(t, viol+" quarantined", func(m metrics) bool {
-		return m.has("gpuops_quarantined_node", map[string]string{"node": viol, "mode": "on"})
+	srv.WaitFor(t, viol+" quarantined", func(m gpuopstest.Scrape) bool {
+		return m.IsOne("gpuops_quarantined_node", map[string]string{"node": viol, "mode": "on"})
 	})
 	f.env.LabelNode(t, viol2, toolkit.LabelKey(), "false")
-	srv.waitFor(t, "the fuse tripped", func(m metrics) bool {
-		fuse, _ := m.value("gpuops_quarantine_fuse_tripped", nil)
+	srv.WaitFor(t, "the fuse tripped", func(m gpuopstest.Scrape) bool {
+		fuse, _ := m.Value("gpuops_quarantine_fuse_tripped", nil)
 		return fuse == 1
 	})
-	prom := startPrometheus(t, strings.TrimPrefix(srv.url, "http://"))
+	prom := startPrometheus(t, strings.TrimPrefix(srv.URL, "http://"))
 	// Two scrapes of the tripped fuse at least: rate() needs two samples.
 	prom.waitFor(t, "the tripped fuse scraped twice", func() bool {
 		return prom.count(t, "count_over_time(gpuops_quarantine_fuse_tripped[5m]) >= 2 and gpuops_quarantine_fuse_tripped == 1") == 1
@@ -191,7 +192,7 @@ func TestDashboardOnRealPrometheus(t *testing.T) {
 
 	// The watches serve runs, as it says (one series each).
 	var watches []string
-	for _, w := range srv.scrape(t).series("gpuops_informer_synced") {
+	for _, w := range srv.Scrape(t).Series("gpuops_informer_synced") {
 		watches = append(watches, strings.TrimPrefix(w, "resource=")+" 0")
 	}
 	if len(watches) == 0 {

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/operand"
@@ -94,24 +95,24 @@ func TestDeployManifests(t *testing.T) {
 		}
 	}
 	(&fleet{env: env}).gpuNode(t, "a")
-	judged := func(m metrics) bool { return m.has("gpuops_nodes", map[string]string{"state": "ok"}) }
+	judged := func(m gpuopstest.Scrape) bool { return m.IsOne("gpuops_nodes", map[string]string{"state": "ok"}) }
 
 	// The judges' rights alone (list, no watch): the first verdict comes
 	// from plain LISTs, and then every watch fails, is retried and counted,
 	// which is what GpuopsWatchFailing fires on.
 	srv := serveAs(t, env, "../../kustomize/rbac/judge", "gpuops-judge")
-	srv.waitFor(t, "the node judged and the failed watches counted", func(m metrics) bool {
-		failed, _ := m.value("gpuops_watch_errors_total", map[string]string{"resource": "pods"})
+	srv.WaitFor(t, "the node judged and the failed watches counted", func(m gpuopstest.Scrape) bool {
+		failed, _ := m.Value("gpuops_watch_errors_total", map[string]string{"resource": "pods"})
 		return judged(m) && failed > 0
 	})
-	srv.stderr.expect(t, `pods: .*forbidden.*; retrying`)
+	srv.Stderr.Expect(t, `pods: .*forbidden.*; retrying`)
 
 	// The base's rights: judged and watched, not one error. The upgrade
 	// controller's Events live in namespace default, which only the events
 	// overlay opens: serve says once that it goes without them.
 	srv = serveAs(t, env, "../../kustomize/deploy/rbac", "gpuops-judge-serve")
-	srv.waitFor(t, "the node judged with the base's rights", judged)
-	expectServeRights(t, srv.stderr.all())
+	srv.WaitFor(t, "the node judged with the base's rights", judged)
+	expectServeRights(t, srv.Stderr.All())
 }
 
 // operatorCRDs installs the Prometheus Operator's CRDs of ServiceMonitor
@@ -141,7 +142,7 @@ func expectServeRights(t *testing.T, lines []string) {
 
 // serveAs applies a kustomization of rights for real and runs gpuops serve
 // with a token of its service account, on the test's nodes.
-func serveAs(t *testing.T, env *testcluster.Env, rbac, account string) *server {
+func serveAs(t *testing.T, env *testcluster.Env, rbac, account string) *gpuopstest.Server {
 	t.Helper()
 	env.Kubectl(t, "apply", "--server-side", "-k", rbac)
 	t.Cleanup(func() { env.Kubectl(t, "delete", "-k", rbac, "--ignore-not-found") })

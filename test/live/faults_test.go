@@ -49,20 +49,20 @@ func blackhole(t *testing.T) string {
 func TestNotReadyBeforeTheFirstSync(t *testing.T) {
 	srv := serve(t, "--kubeconfig", blackhole(t))
 	for path, want := range map[string]int{"/readyz": http.StatusServiceUnavailable, "/healthz": http.StatusOK} {
-		if code, body := srv.get(t, path); code != want {
+		if code, body := srv.Get(t, path); code != want {
 			t.Errorf("%s: %d %q, want %d", path, code, body, want)
 		}
 	}
-	m := srv.scrape(t)
+	m := srv.Scrape(t)
 	for _, r := range []string{"nodes", "pods", "daemonsets"} {
-		if v, ok := m.value("gpuops_informer_synced", map[string]string{"resource": r}); !ok || v != 0 {
+		if v, ok := m.Value("gpuops_informer_synced", map[string]string{"resource": r}); !ok || v != 0 {
 			t.Errorf("gpuops_informer_synced{resource=%q} = %v (present %v), want 0", r, v, ok)
 		}
 	}
-	if _, ok := m.value("gpuops_nodes", nil); ok {
+	if _, ok := m.Value("gpuops_nodes", nil); ok {
 		t.Error("gpuops_nodes exported before any verdict")
 	}
-	if code := srv.stop(t, syscall.SIGTERM); code != 0 {
+	if code := srv.Stop(t, syscall.SIGTERM); code != 0 {
 		t.Errorf("serve: exit %d after SIGTERM, want 0", code)
 	}
 }
@@ -93,13 +93,13 @@ func TestAPIServerStoppedAndResumed(t *testing.T) {
 	f := newFleet(t)
 	a := f.gpuNode(t, "a")
 	srv := serve(t, f.args...)
-	w := start(t, append([]string{"watch", "-o", "wide"}, f.args...)...)
-	healthy := func(m metrics) bool {
-		v, _ := m.value("gpuops_nodes", map[string]string{"state": "ok"})
+	w := gpuopstest.Cluster{}.Start(t, append([]string{"watch", "-o", "wide"}, f.args...)...)
+	healthy := func(m gpuopstest.Scrape) bool {
+		v, _ := m.Value("gpuops_nodes", map[string]string{"state": "ok"})
 		return v == 1
 	}
-	srv.waitFor(t, "a healthy node", healthy)
-	w.stdout.expect(t, `\S+ `+a+` OK`)
+	srv.WaitFor(t, "a healthy node", healthy)
+	w.Stdout.Expect(t, `\S+ `+a+` OK`)
 
 	apiserver := testcluster.OwnAPIServer(t, f.env)
 	apiserver.Stop(t)
@@ -109,19 +109,19 @@ func TestAPIServerStoppedAndResumed(t *testing.T) {
 	// deadline (testcluster.APIServer).
 	time.Sleep(5 * time.Second)
 	// Meanwhile the last verdict is still served.
-	if code, _ := srv.get(t, "/readyz"); code != http.StatusOK || !healthy(srv.scrape(t)) {
+	if code, _ := srv.Get(t, "/readyz"); code != http.StatusOK || !healthy(srv.Scrape(t)) {
 		t.Errorf("while the API server is stopped: /readyz %d, metrics without the last verdict", code)
 	}
 	apiserver.Resume(t)
 
 	f.env.LabelNode(t, a, toolkit.LabelKey(), "false")
-	w.stdout.expect(t, `\S+ `+a+` `+operand.DeviceRule.Finding)
-	srv.waitFor(t, "the violation after the pause", func(m metrics) bool {
-		return m.has("gpuops_order_violation", map[string]string{"node": a, "rule": operand.DeviceRule.Finding})
+	w.Stdout.Expect(t, `\S+ `+a+` `+operand.DeviceRule.Finding)
+	srv.WaitFor(t, "the violation after the pause", func(m gpuopstest.Scrape) bool {
+		return m.IsOne("gpuops_order_violation", map[string]string{"node": a, "rule": operand.DeviceRule.Finding})
 	})
-	for _, p := range []*process{w, srv.process} {
-		if code := p.stop(t, syscall.SIGTERM); code != 0 {
-			t.Errorf("exit %d after SIGTERM, want 0; stderr:\n%s", code, p.stderr.all())
+	for _, p := range []*gpuopstest.Process{w, srv.Process} {
+		if code := p.Stop(t, syscall.SIGTERM); code != 0 {
+			t.Errorf("exit %d after SIGTERM, want 0; stderr:\n%s", code, p.Stderr.All())
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/summary"
@@ -31,46 +32,46 @@ func TestFindingsComeAndGo(t *testing.T) {
 	f := newFleet(t)
 	a, b := f.gpuNode(t, "a"), f.gpuNode(t, "b")
 	srv := serve(t, append(f.args, "--events")...)
-	w := start(t, append([]string{"watch"}, f.args...)...)
-	ok := func(n float64) func(metrics) bool {
-		return func(m metrics) bool {
-			good, _ := m.value("gpuops_nodes", map[string]string{"state": "ok"})
-			bad, _ := m.value("gpuops_nodes", map[string]string{"state": "finding"})
+	w := gpuopstest.Cluster{}.Start(t, append([]string{"watch"}, f.args...)...)
+	ok := func(n float64) func(gpuopstest.Scrape) bool {
+		return func(m gpuopstest.Scrape) bool {
+			good, _ := m.Value("gpuops_nodes", map[string]string{"state": "ok"})
+			bad, _ := m.Value("gpuops_nodes", map[string]string{"state": "finding"})
 			return good == n && bad == 0
 		}
 	}
-	m := srv.waitFor(t, "two healthy nodes", ok(2))
-	w.stdout.expect(t, a+" OK", b+" OK")
+	m := srv.WaitFor(t, "two healthy nodes", ok(2))
+	w.Stdout.Expect(t, a+" OK", b+" OK")
 	for _, o := range operand.Lab {
 		for _, name := range []string{"gpuops_operand_desired_nodes", "gpuops_operand_running_nodes"} {
-			if v, _ := m.value(name, map[string]string{"operand": o.Name}); v != 2 {
+			if v, _ := m.Value(name, map[string]string{"operand": o.Name}); v != 2 {
 				t.Errorf("%s{operand=%q} = %v, want 2", name, o.Name, v)
 			}
 		}
 	}
-	srv.stderr.expect(t, `ready: \d+ nodes judged in \S+`)
+	srv.Stderr.Expect(t, `ready: \d+ nodes judged in \S+`)
 
 	t.Log("give a a GPU model: its pool (serve's default --group-by) follows the label")
 	pool := func(node, pool string) map[string]string { return map[string]string{"node": node, "pool": pool} }
-	if !m.has("gpuops_node_pool", pool(a, summary.NoGroup)) || !m.has("gpuops_node_pool", pool(b, summary.NoGroup)) {
-		t.Errorf("gpuops_node_pool %q, want a and b in pool %s", m.series("gpuops_node_pool"), summary.NoGroup)
+	if !m.IsOne("gpuops_node_pool", pool(a, summary.NoGroup)) || !m.IsOne("gpuops_node_pool", pool(b, summary.NoGroup)) {
+		t.Errorf("gpuops_node_pool %q, want a and b in pool %s", m.Series("gpuops_node_pool"), summary.NoGroup)
 	}
 	f.env.LabelNode(t, a, summary.DefaultGroupBy, "NVIDIA-H100-80GB-HBM3")
-	srv.waitFor(t, a+" in its GPU model's pool", func(m metrics) bool {
-		return m.has("gpuops_node_pool", pool(a, "NVIDIA-H100-80GB-HBM3")) && len(m.series("gpuops_node_pool")) == 2
+	srv.WaitFor(t, a+" in its GPU model's pool", func(m gpuopstest.Scrape) bool {
+		return m.IsOne("gpuops_node_pool", pool(a, "NVIDIA-H100-80GB-HBM3")) && len(m.Series("gpuops_node_pool")) == 2
 	})
 
 	t.Log("opt a out of the toolkit under its running device plugin")
 	violation := map[string]string{"node": a, "rule": operand.DeviceRule.Finding, "operand": operand.DevicePlugin, "needs": operand.ContainerToolkit}
 	f.env.LabelNode(t, a, toolkit.LabelKey(), "false")
-	w.stdout.expect(t, a+" "+operand.DeviceRule.Finding)
-	srv.waitFor(t, "the device plugin without toolkit on "+a, func(m metrics) bool {
-		running, _ := m.value("gpuops_operand_running_nodes", map[string]string{"operand": toolkit.Name})
-		return m.has("gpuops_order_violation", violation) && running == 1
+	w.Stdout.Expect(t, a+" "+operand.DeviceRule.Finding)
+	srv.WaitFor(t, "the device plugin without toolkit on "+a, func(m gpuopstest.Scrape) bool {
+		running, _ := m.Value("gpuops_operand_running_nodes", map[string]string{"operand": toolkit.Name})
+		return m.IsOne("gpuops_order_violation", violation) && running == 1
 	})
 	f.env.LabelNode(t, a, toolkit.LabelKey(), "true")
-	w.stdout.expect(t, a+" ok")
-	srv.waitFor(t, "the violation gone", func(m metrics) bool { return !m.has("gpuops_order_violation", violation) && ok(2)(m) })
+	w.Stdout.Expect(t, a+" ok")
+	srv.WaitFor(t, "the violation gone", func(m gpuopstest.Scrape) bool { return !m.IsOne("gpuops_order_violation", violation) && ok(2)(m) })
 	waitForEvents(t, f.env, a, "OrderViolation", "OrderRestored")
 
 	t.Log("taint b so that every operand pod is evicted")
@@ -80,47 +81,47 @@ func TestFindingsComeAndGo(t *testing.T) {
 	for _, o := range operand.Lab {
 		missing = append(missing, b+" MISSING "+o.Name)
 	}
-	w.stdout.expect(t, missing...)
-	srv.waitFor(t, "every operand missing on "+b+" for the taint", func(m metrics) bool {
+	w.Stdout.Expect(t, missing...)
+	srv.WaitFor(t, "every operand missing on "+b+" for the taint", func(m gpuopstest.Scrape) bool {
 		for _, o := range operand.Lab {
-			if !m.has("gpuops_operand_missing_reason", map[string]string{"node": b, "operand": o.Name, "reason": "untolerated-taint"}) {
+			if !m.IsOne("gpuops_operand_missing_reason", map[string]string{"node": b, "operand": o.Name, "reason": "untolerated-taint"}) {
 				return false
 			}
 		}
 		return true
 	})
 	setTaints(t, f.env, b)
-	w.stdout.expect(t, b+" OK")
-	srv.waitFor(t, "b healthy again", ok(2))
+	w.Stdout.Expect(t, b+" OK")
+	srv.WaitFor(t, "b healthy again", ok(2))
 
 	t.Log("delete a's DCGM exporter pod while the node has no memory left for another")
 	setMemory(t, f.env, a, "64Mi")
 	deletePod(t, f.env, a, dcgm)
-	w.stdout.expect(t, a+" MISSING "+dcgm.Name)
-	srv.waitFor(t, "the DCGM exporter missing on "+a, func(m metrics) bool {
-		return m.has("gpuops_operand_missing", map[string]string{"node": a, "operand": dcgm.Name}) &&
-			m.has("gpuops_operand_missing_reason", map[string]string{"node": a, "operand": dcgm.Name, "reason": "pod-pending"})
+	w.Stdout.Expect(t, a+" MISSING "+dcgm.Name)
+	srv.WaitFor(t, "the DCGM exporter missing on "+a, func(m gpuopstest.Scrape) bool {
+		return m.IsOne("gpuops_operand_missing", map[string]string{"node": a, "operand": dcgm.Name}) &&
+			m.IsOne("gpuops_operand_missing_reason", map[string]string{"node": a, "operand": dcgm.Name, "reason": "pod-pending"})
 	})
 	setMemory(t, f.env, a, "256Gi")
-	w.stdout.expect(t, a+" OK")
-	srv.waitFor(t, "the DCGM exporter back", ok(2))
+	w.Stdout.Expect(t, a+" OK")
+	srv.WaitFor(t, "the DCGM exporter back", ok(2))
 	waitForEvents(t, f.env, a, "OperandMissing", "OperandRunning")
 
 	t.Log("add a node, then delete it")
 	c := f.gpuNode(t, "c")
-	w.stdout.expect(t, c+" OK")
-	srv.waitFor(t, "three healthy nodes", ok(3))
+	w.Stdout.Expect(t, c+" OK")
+	srv.WaitFor(t, "three healthy nodes", ok(3))
 	if err := f.env.Client.CoreV1().Nodes().Delete(context.Background(), c, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	w.stdout.expect(t, c+" DELETED")
-	srv.waitFor(t, "two nodes again", ok(2))
+	w.Stdout.Expect(t, c+" DELETED")
+	srv.WaitFor(t, "two nodes again", ok(2))
 
-	if code := w.stop(t, syscall.SIGINT); code != 0 {
+	if code := w.Stop(t, syscall.SIGINT); code != 0 {
 		t.Errorf("watch: exit %d after Ctrl-C, want 0", code)
 	}
-	if code := srv.stop(t, syscall.SIGTERM); code != 0 {
-		t.Errorf("serve: exit %d after SIGTERM, want 0; stderr:\n%s", code, srv.stderr.all())
+	if code := srv.Stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("serve: exit %d after SIGTERM, want 0; stderr:\n%s", code, srv.Stderr.All())
 	}
 }
 

@@ -159,11 +159,11 @@ func TestShippedAlertsOnRealPrometheus(t *testing.T) {
 	a := f.gpuNode(t, "a")
 	b := f.gpuNode(t, "b", testcluster.WithTaints(corev1.Taint{Key: "gpuops.test/broken", Effect: corev1.TaintEffectNoSchedule}))
 	srv := serve(t, f.args...)
-	srv.waitFor(t, "a healthy, b missing its operands", func(m metrics) bool {
-		good, _ := m.value("gpuops_nodes", map[string]string{"state": "ok"})
-		return good == 1 && m.has("gpuops_operand_missing", map[string]string{"node": b, "operand": operand.Driver})
+	srv.WaitFor(t, "a healthy, b missing its operands", func(m gpuopstest.Scrape) bool {
+		good, _ := m.Value("gpuops_nodes", map[string]string{"state": "ok"})
+		return good == 1 && m.IsOne("gpuops_operand_missing", map[string]string{"node": b, "operand": operand.Driver})
 	})
-	prom := startPrometheus(t, strings.TrimPrefix(srv.url, "http://"))
+	prom := startPrometheus(t, strings.TrimPrefix(srv.URL, "http://"))
 
 	violation := map[string]string{"node": a, "rule": operand.DeviceRule.Finding}
 	f.env.LabelNode(t, a, toolkit.LabelKey(), "false")
@@ -218,12 +218,12 @@ func TestFuseAlertOnRealPrometheus(t *testing.T) {
 	nodes := []string{f.gpuNode(t, "a", gpus), f.gpuNode(t, "b", gpus)}
 	srv := serve(t, append(slices.Clone(f.args), "--quarantine=on", "--quarantine-after", "2s", "--release-after", "1s",
 		"--quarantine-max", "1", "--quarantine-rate", "5")...)
-	srv.waitFor(t, "both nodes usable, the fuse read and holding", func(m metrics) bool {
-		fuse, read := m.value("gpuops_quarantine_fuse_tripped", nil)
-		return m.has("gpuops_node_usable", map[string]string{"node": nodes[0]}) && m.has("gpuops_node_usable", map[string]string{"node": nodes[1]}) &&
+	srv.WaitFor(t, "both nodes usable, the fuse read and holding", func(m gpuopstest.Scrape) bool {
+		fuse, read := m.Value("gpuops_quarantine_fuse_tripped", nil)
+		return m.IsOne("gpuops_node_usable", map[string]string{"node": nodes[0]}) && m.IsOne("gpuops_node_usable", map[string]string{"node": nodes[1]}) &&
 			read && fuse == 0
 	})
-	prom := startPrometheus(t, strings.TrimPrefix(srv.url, "http://"))
+	prom := startPrometheus(t, strings.TrimPrefix(srv.URL, "http://"))
 	prom.waitFor(t, "the fuse holding in Prometheus", func() bool { return prom.count(t, "gpuops_quarantine_fuse_tripped == 0") == 1 })
 	const name = "GpuopsQuarantineFuseTripped"
 	if a := find(prom.alerts(t), name, nil); a != nil {
@@ -251,8 +251,8 @@ func TestFuseAlertOnRealPrometheus(t *testing.T) {
 	// A reset while either node is still unusable (its toolkit pod not yet
 	// running) would trip the fuse again at once: reset once both are
 	// repaired, as a person would.
-	srv.waitFor(t, "both nodes usable again", func(m metrics) bool {
-		return m.has("gpuops_node_usable", map[string]string{"node": nodes[0]}) && m.has("gpuops_node_usable", map[string]string{"node": nodes[1]})
+	srv.WaitFor(t, "both nodes usable again", func(m gpuopstest.Scrape) bool {
+		return m.IsOne("gpuops_node_usable", map[string]string{"node": nodes[0]}) && m.IsOne("gpuops_node_usable", map[string]string{"node": nodes[1]})
 	})
 	gpuopstest.Cluster{Kubeconfig: f.env.Kubeconfig, Namespace: f.env.Namespace}.Want(t, 0, "quarantine", "reset")
 	prom.waitFor(t, name+" resolved", func() bool { return find(prom.alerts(t), name, nil) == nil })

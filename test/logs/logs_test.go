@@ -8,17 +8,13 @@ package logs_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
@@ -211,44 +207,18 @@ func checkForbidden(t *testing.T, f fleet) {
 // checkServe: serve --logs exports each node's host fault, the healthy
 // log's node none.
 func checkServe(t *testing.T, f fleet) {
-	url := gpuopstest.StartServe(t, gpuopstest.On(f.env), f.args("serve", "--logs", "--listen", "127.0.0.1:0")...)
-	var body string
-	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		resp, err := http.Get(url + "/metrics")
-		if err != nil {
-			return false, nil
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return false, nil
-		}
-		body = string(b)
-		return strings.Count(body, "gpuops_node_host_fault{") == len(signature.Catalog), nil
-	})
-	if err != nil {
-		t.Fatalf("serve --logs: not every host fault within 2 minutes:\n%s", grepLines(body, "gpuops_node_host_fault"))
-	}
+	s := gpuopstest.On(f.env).Serve(t, f.args("serve", "--logs")...)
+	const fault = "gpuops_node_host_fault"
+	m := s.WaitFor(t, "every host fault", func(m gpuopstest.Scrape) bool { return len(m.Samples(fault)) == len(signature.Catalog) })
 	for node, code := range f.want {
-		series := `gpuops_node_host_fault{code="` + code + `",node="` + node + `"} 1`
 		if code == "" {
-			if faults := grepLines(body, "gpuops_node_host_fault{"); strings.Contains(faults, `node="`+node+`"`) {
-				t.Errorf("serve --logs: a host fault on the healthy log's node %s:\n%s", node, faults)
+			if m.HasSeries(fault, map[string]string{"node": node}) {
+				t.Errorf("serve --logs: a host fault on the healthy log's node %s: %q", node, m.Series(fault))
 			}
 			continue
 		}
-		if !strings.Contains(body, series) {
-			t.Errorf("serve --logs: no %s in\n%s", series, grepLines(body, "gpuops_node_host_fault"))
+		if !m.IsOne(fault, map[string]string{"code": code, "node": node}) {
+			t.Errorf("serve --logs: no %s on %s in %q", code, node, m.Series(fault))
 		}
 	}
-}
-
-func grepLines(body, s string) string {
-	var out []string
-	for _, l := range strings.Split(body, "\n") {
-		if strings.Contains(l, s) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }

@@ -116,8 +116,8 @@ func TestNeverAFullNode(t *testing.T) {
 		rec.Code != health.InitWaiting || rec.Operand != operand.OperatorValidator {
 		t.Errorf("record %q (%v), want the cause init-waiting operator-validator", n.Annotations[operand.QuarantineAnnotation], err)
 	}
-	s.waitFor(t, "the full node usable", func(m metrics) bool {
-		v, ok := m.value("gpuops_node_usable", map[string]string{"node": full})
+	s.WaitFor(t, "the full node usable", func(m gpuopstest.Scrape) bool {
+		v, ok := m.Value("gpuops_node_usable", map[string]string{"node": full})
 		return ok && v == 1
 	})
 	// Past --quarantine-after once more: an unusable node would be due by

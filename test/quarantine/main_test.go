@@ -7,23 +7,15 @@
 package quarantine_test
 
 import (
-	"bufio"
 	"context"
-	"io"
 	"maps"
-	"net/http"
 	"os"
-	"os/exec"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,7 +33,7 @@ func TestMain(m *testing.M) {
 }
 
 // patience bounds each wait for the cluster and gpuops to get somewhere.
-const patience = 90 * time.Second
+const patience = gpuopstest.Patience
 
 // fleet is a namespace with the lab's five operand DaemonSets: the
 // test's own, or one it names.
@@ -150,153 +142,13 @@ func (u untouched) equal(v untouched) bool {
 	return reflect.DeepEqual(u.spec, v.spec) && maps.Equal(u.labels, v.labels) && maps.Equal(u.ann, v.ann)
 }
 
-// server is gpuops serve in the background, its stderr kept.
-type server struct {
-	cmd    *exec.Cmd
-	url    string
-	mu     sync.Mutex
-	lines  []string
-	done   chan struct{}
-	killed bool
-}
-
-var serving = regexp.MustCompile(`serving (http://\S+)/metrics`)
-
-// serve starts gpuops serve on the fleet's nodes with the extra args.
-func (f *fleet) serve(t *testing.T, args ...string) *server {
+// serve starts gpuops serve on the fleet's nodes with the extra args, and
+// waits for its first verdict.
+func (f *fleet) serve(t *testing.T, args ...string) *gpuopstest.Server {
 	t.Helper()
-	all := append([]string{"serve", "--listen", "127.0.0.1:0", "-l", testcluster.LabelTestID + "=" + f.env.ID}, args...)
-	s := &server{cmd: f.c.Command(t, all...), done: make(chan struct{})}
-	stderr, err := s.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = s.cmd.Wait(); close(s.done) }()
-	t.Cleanup(func() {
-		s.kill()
-		if t.Failed() {
-			t.Logf("serve %q said:\n%s", args, strings.Join(s.stderr(), "\n"))
-		}
-	})
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			s.mu.Lock()
-			s.lines = append(s.lines, sc.Text())
-			s.mu.Unlock()
-			if m := serving.FindStringSubmatch(sc.Text()); m != nil {
-				urls <- m[1]
-			}
-		}
-	}()
-	select {
-	case s.url = <-urls:
-	case <-time.After(patience):
-		t.Fatalf("serve did not say where it serves: %q", s.stderr())
-	}
-	s.waitFor(t, "ready", func(m metrics) bool { return m.has("gpuops_nodes", nil) })
+	s := f.c.Serve(t, append([]string{"serve", "-l", testcluster.LabelTestID + "=" + f.env.ID}, args...)...)
+	s.WaitFor(t, "ready", func(m gpuopstest.Scrape) bool { return m.HasSeries("gpuops_nodes", nil) })
 	return s
-}
-
-func (s *server) kill() {
-	if !s.killed {
-		s.killed = true
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	}
-}
-
-func (s *server) stderr() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.lines)
-}
-
-// metrics are one scrape, by name.
-type metrics map[string][]*model.Sample
-
-func (s *server) scrape(t *testing.T) metrics {
-	t.Helper()
-	resp, err := http.Get(s.url + "/metrics")
-	if err != nil {
-		return nil // not up yet, or stopped
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	dec := expfmt.SampleDecoder{Dec: expfmt.NewDecoder(strings.NewReader(string(body)), expfmt.NewFormat(expfmt.TypeTextPlain)), Opts: &expfmt.DecodeOptions{}}
-	out := metrics{}
-	for {
-		var v model.Vector
-		if err := dec.Decode(&v); err != nil {
-			break
-		}
-		for _, sm := range v {
-			name := string(sm.Metric[model.MetricNameLabel])
-			out[name] = append(out[name], sm)
-		}
-	}
-	return out
-}
-
-// value is the value of the series of name with these labels (a subset);
-// false when there is none.
-func (m metrics) value(name string, labels map[string]string) (float64, bool) {
-	for _, s := range m[name] {
-		match := true
-		for k, v := range labels {
-			match = match && string(s.Metric[model.LabelName(k)]) == v
-		}
-		if match {
-			return float64(s.Value), true
-		}
-	}
-	return 0, false
-}
-
-func (m metrics) has(name string, labels map[string]string) bool {
-	_, ok := m.value(name, labels)
-	return ok
-}
-
-// nodes are the values of label node of the series of name with value 1.
-func (m metrics) nodes(name string) []string {
-	var out []string
-	for _, s := range m[name] {
-		if s.Value == 1 {
-			out = append(out, string(s.Metric["node"]))
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-func (s *server) waitFor(t *testing.T, what string, cond func(metrics) bool) metrics {
-	t.Helper()
-	var last metrics
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, patience, true, func(context.Context) (bool, error) {
-		last = s.scrape(t)
-		return last != nil && cond(last), nil
-	})
-	if err != nil {
-		t.Fatalf("serve: no %s within %s; stderr:\n%s", what, patience, strings.Join(s.stderr(), "\n"))
-	}
-	return last
-}
-
-// waitSaid waits until serve has logged a line that starts with prefix.
-func (s *server) waitSaid(t *testing.T, prefix string) {
-	t.Helper()
-	said := func(l string) bool { return strings.HasPrefix(l, prefix) }
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, patience, true, func(context.Context) (bool, error) {
-		return slices.ContainsFunc(s.stderr(), said), nil
-	})
-	if err != nil {
-		t.Fatalf("serve never said %q; it said:\n%s", prefix, strings.Join(s.stderr(), "\n"))
-	}
 }
 
 // waitNode waits until the node is as check wants.

@@ -41,8 +41,8 @@ func TestQuarantineAndRelease(t *testing.T) {
 		t.Errorf("record %q (%v), want the cause order device-plugin", n.Annotations[operand.QuarantineAnnotation], err)
 	}
 	f.waitEvent(t, broken, "GpuopsQuarantined")
-	s.waitFor(t, "the quarantined node exported", func(m metrics) bool {
-		return slices.Equal(m.nodes("gpuops_quarantined_node"), []string{broken})
+	s.WaitFor(t, "the quarantined node exported", func(m gpuopstest.Scrape) bool {
+		return slices.Equal(m.LabelAtOne("gpuops_quarantined_node", "node"), []string{broken})
 	})
 	if free(f.get(t, fine)) == false {
 		t.Errorf("the usable node %s was touched", fine)
@@ -87,18 +87,18 @@ func TestHandsOff(t *testing.T) {
 		before[n] = stateOf(f.waitNode(t, n, taintedIfCordoned))
 	}
 	s := f.serve(t, "--quarantine=on", "--quarantine-after", "3s", "--release-after", "2s")
-	m := s.waitFor(t, "the three held by others", func(m metrics) bool {
-		return len(m.nodes("gpuops_quarantine_held_node")) == 3
+	m := s.WaitFor(t, "the three held by others", func(m gpuopstest.Scrape) bool {
+		return len(m.LabelAtOne("gpuops_quarantine_held_node", "node")) == 3
 	})
 	for _, n := range []string{person, upgrading, tainted} {
-		if !m.has("gpuops_quarantine_held_node", map[string]string{"node": n, "reason": "held-by-other"}) {
-			t.Errorf("%s not held as someone else's: %v", n, m["gpuops_quarantine_held_node"])
+		if !m.HasSeries("gpuops_quarantine_held_node", map[string]string{"node": n, "reason": "held-by-other"}) {
+			t.Errorf("%s not held as someone else's: %v", n, m.Series("gpuops_quarantine_held_node"))
 		}
 	}
-	if !m.has("gpuops_node_out_of_service", map[string]string{"node": person, "actor": "person"}) ||
-		!m.has("gpuops_node_out_of_service", map[string]string{"node": upgrading, "actor": "upgrade-controller"}) ||
-		!m.has("gpuops_node_out_of_service", map[string]string{"node": personFine, "actor": "person"}) {
-		t.Errorf("the ledger: %v", m["gpuops_node_out_of_service"])
+	if !m.HasSeries("gpuops_node_out_of_service", map[string]string{"node": person, "actor": "person"}) ||
+		!m.HasSeries("gpuops_node_out_of_service", map[string]string{"node": upgrading, "actor": "upgrade-controller"}) ||
+		!m.HasSeries("gpuops_node_out_of_service", map[string]string{"node": personFine, "actor": "person"}) {
+		t.Errorf("the ledger: %v", m.Series("gpuops_node_out_of_service"))
 	}
 	f.holds(t, 8*time.Second, "someone else's node", func(n *corev1.Node) bool { return before[n.Name].equal(stateOf(n)) }, names...)
 	// kubectl cordon writes as field manager kubectl.
@@ -127,11 +127,11 @@ func TestFuse(t *testing.T) {
 		broken = append(broken, f.node(t, s, true))
 	}
 	s := f.serve(t, "--quarantine=on", "--quarantine-after", "3s", "--release-after", "2s", "--quarantine-max", "2", "--quarantine-rate", "10")
-	m := s.waitFor(t, "the fuse tripped", func(m metrics) bool {
-		v, _ := m.value("gpuops_quarantine_fuse_tripped", nil)
+	m := s.WaitFor(t, "the fuse tripped", func(m gpuopstest.Scrape) bool {
+		v, _ := m.Value("gpuops_quarantine_fuse_tripped", nil)
 		return v == 1
 	})
-	held := m.nodes("gpuops_quarantined_node")
+	held := m.LabelAtOne("gpuops_quarantined_node", "node")
 	if len(held) != 2 {
 		t.Fatalf("quarantined %v, want two", held)
 	}
@@ -171,11 +171,11 @@ func TestTwoReplicas(t *testing.T) {
 	broken := f.node(t, "broken", true)
 	args := []string{"--quarantine=on", "--quarantine-after", "4s", "--release-after", "2s"}
 	a, b := f.serve(t, args...), f.serve(t, args...)
-	leader := func(s *server) float64 {
-		v, _ := s.scrape(t).value("gpuops_quarantine_leader", nil)
+	leader := func(s *gpuopstest.Server) float64 {
+		v, _ := s.Scrape(t).Value("gpuops_quarantine_leader", nil)
 		return v
 	}
-	a.waitFor(t, "one leader", func(metrics) bool { return leader(a)+leader(b) == 1 })
+	a.WaitFor(t, "one leader", func(gpuopstest.Scrape) bool { return leader(a)+leader(b) == 1 })
 	first, other := a, b
 	if leader(b) == 1 {
 		first, other = b, a
@@ -184,9 +184,9 @@ func TestTwoReplicas(t *testing.T) {
 	f.holds(t, 3*time.Second, "still one leader", func(*corev1.Node) bool { return leader(first) == 1 && leader(other) == 0 }, broken)
 	f.waitEvent(t, broken, "GpuopsQuarantined")
 
-	first.kill()
-	other.waitFor(t, "the other replica leading", func(m metrics) bool {
-		v, _ := m.value("gpuops_quarantine_leader", nil)
+	first.Kill()
+	other.WaitFor(t, "the other replica leading", func(m gpuopstest.Scrape) bool {
+		v, _ := m.Value("gpuops_quarantine_leader", nil)
 		return v == 1
 	})
 	f.repair(t, broken)
@@ -213,13 +213,13 @@ func TestAPIServerStopped(t *testing.T) {
 	broken := f.node(t, "broken", true)
 	s := f.serve(t, "--quarantine=on", "--quarantine-after", "3s", "--release-after", "2s")
 	f.waitNode(t, broken, quarantined)
-	s.waitFor(t, "the quarantine exported", func(m metrics) bool { return len(m.nodes("gpuops_quarantined_node")) == 1 })
+	s.WaitFor(t, "the quarantine exported", func(m gpuopstest.Scrape) bool { return len(m.LabelAtOne("gpuops_quarantined_node", "node")) == 1 })
 	api.Stop(t)
 	time.Sleep(30 * time.Second)
 	api.Resume(t)
 	back := time.Now()
-	s.waitFor(t, "uncertain after the outage", func(m metrics) bool {
-		v, _ := m.value("gpuops_quarantine_uncertain", nil)
+	s.WaitFor(t, "uncertain after the outage", func(m gpuopstest.Scrape) bool {
+		v, _ := m.Value("gpuops_quarantine_uncertain", nil)
 		return v == 1
 	})
 	f.repair(t, broken)
@@ -227,11 +227,11 @@ func TestAPIServerStopped(t *testing.T) {
 	if took := time.Since(back); took < quarantine.Quiet {
 		t.Errorf("released %s after the API server came back, within the quiet time %s", took, quarantine.Quiet)
 	}
-	s.waitFor(t, "certain again", func(m metrics) bool {
-		v, ok := m.value("gpuops_quarantine_uncertain", nil)
+	s.WaitFor(t, "certain again", func(m gpuopstest.Scrape) bool {
+		v, ok := m.Value("gpuops_quarantine_uncertain", nil)
 		return ok && v == 0
 	})
-	if lines := s.stderr(); slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "E") }) {
+	if lines := s.Stderr.All(); slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "E") }) {
 		t.Errorf("library log lines on stderr:\n%s", strings.Join(lines, "\n"))
 	}
 }
@@ -251,28 +251,28 @@ func TestDryRun(t *testing.T) {
 	args := []string{"--quarantine-after", "3s", "--release-after", "2s", "--quarantine-max", "5", "--quarantine-rate", "5"}
 	dry := f.serve(t, append([]string{"--quarantine=dry-run"}, args...)...)
 	tripping := f.serve(t, "--quarantine=dry-run", "--quarantine-after", "3s", "--quarantine-max", "1", "--quarantine-rate", "5")
-	m := dry.waitFor(t, "the nodes it would quarantine", func(m metrics) bool { return len(m.nodes("gpuops_quarantined_node")) == 2 })
-	would := m.nodes("gpuops_quarantined_node")
-	if !m.has("gpuops_quarantined_node", map[string]string{"mode": "dry-run"}) {
-		t.Errorf("not exported as dry-run: %v", m["gpuops_quarantined_node"])
+	m := dry.WaitFor(t, "the nodes it would quarantine", func(m gpuopstest.Scrape) bool { return len(m.LabelAtOne("gpuops_quarantined_node", "node")) == 2 })
+	would := m.LabelAtOne("gpuops_quarantined_node", "node")
+	if !m.HasSeries("gpuops_quarantined_node", map[string]string{"mode": "dry-run"}) {
+		t.Errorf("not exported as dry-run: %v", m.Series("gpuops_quarantined_node"))
 	}
 	for _, n := range would {
-		dry.waitSaid(t, "quarantine: would quarantine "+n+" (order device-plugin)")
+		dry.Stderr.Said(t, "quarantine: would quarantine "+n+" (order device-plugin)")
 	}
-	tripping.waitFor(t, "its fuse tripped", func(m metrics) bool {
-		v, _ := m.value("gpuops_quarantine_fuse_tripped", nil)
-		trips, _ := m.value("gpuops_quarantine_actions_total", map[string]string{"action": "trip", "mode": "dry-run"})
+	tripping.WaitFor(t, "its fuse tripped", func(m gpuopstest.Scrape) bool {
+		v, _ := m.Value("gpuops_quarantine_fuse_tripped", nil)
+		trips, _ := m.Value("gpuops_quarantine_actions_total", map[string]string{"action": "trip", "mode": "dry-run"})
 		return v == 1 && trips == 1
 	})
-	tripping.waitSaid(t, "quarantine: would trip the fuse (")
+	tripping.Stderr.Said(t, "quarantine: would trip the fuse (")
 	f.holds(t, 4*time.Second, "dry-run", func(n *corev1.Node) bool { return before.nodes[n.Name].equal(stateOf(n)) }, names...)
 	f.written(t, names...).unchanged(t, before)
-	dry.kill()
-	tripping.kill()
+	dry.Kill()
+	tripping.Kill()
 
 	on := f.serve(t, append([]string{"--quarantine=on"}, args...)...)
-	m = on.waitFor(t, "the nodes quarantined", func(m metrics) bool { return len(m.nodes("gpuops_quarantined_node")) == 2 })
-	if got := m.nodes("gpuops_quarantined_node"); !slices.Equal(got, would) {
+	m = on.WaitFor(t, "the nodes quarantined", func(m gpuopstest.Scrape) bool { return len(m.LabelAtOne("gpuops_quarantined_node", "node")) == 2 })
+	if got := m.LabelAtOne("gpuops_quarantined_node", "node"); !slices.Equal(got, would) {
 		t.Errorf("on quarantined %v; dry-run would have %v", got, would)
 	}
 	for _, n := range names {
@@ -281,7 +281,7 @@ func TestDryRun(t *testing.T) {
 		}
 	}
 	for _, n := range would {
-		on.waitSaid(t, "quarantine: quarantine "+n+" (order device-plugin)")
+		on.Stderr.Said(t, "quarantine: quarantine "+n+" (order device-plugin)")
 	}
 }
 
@@ -307,7 +307,7 @@ func TestRights(t *testing.T) {
 	s := f.serve(t, "--quarantine=on", "--quarantine-after", "2s")
 	f.holds(t, 5*time.Second, "read-only", free, broken)
 	var said []string
-	for _, l := range s.stderr() {
+	for _, l := range s.Stderr.All() {
 		if strings.Contains(l, "quarantine") {
 			said = append(said, l)
 		}
@@ -315,7 +315,7 @@ func TestRights(t *testing.T) {
 	if len(said) != 1 || !strings.HasPrefix(said[0], "quarantine unavailable, serving read-only: forbidden: needs get,patch nodes") {
 		t.Errorf("serve with the base's rights said %q, want once that the quarantine is unavailable", said)
 	}
-	s.kill()
+	s.Kill()
 
 	const component = "testdata/rights"
 	env.Kubectl(t, "apply", "--server-side", "-k", component)
@@ -335,11 +335,11 @@ func TestBadInput(t *testing.T) {
 	f := newFleet(t)
 	a, b := f.node(t, "a", true), f.node(t, "b", true)
 	s := f.serve(t, "--quarantine=on", "--quarantine-after", "2s", "--quarantine-max", "1", "--quarantine-rate", "5")
-	s.waitFor(t, "the fuse tripped", func(m metrics) bool {
-		v, _ := m.value("gpuops_quarantine_fuse_tripped", nil)
-		return v == 1 && len(m.nodes("gpuops_quarantined_node")) == 1
+	s.WaitFor(t, "the fuse tripped", func(m gpuopstest.Scrape) bool {
+		v, _ := m.Value("gpuops_quarantine_fuse_tripped", nil)
+		return v == 1 && len(m.LabelAtOne("gpuops_quarantined_node", "node")) == 1
 	})
-	s.kill()
+	s.Kill()
 	held := a
 	if quarantined(f.get(t, b)) {
 		held = b

@@ -1,23 +1,15 @@
 package realinstall_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
-	"net/http"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gpuops/gpuops/internal/gpuopstest"
@@ -55,11 +47,10 @@ func (in *install) checkLiveAgrees(t *testing.T) {
 			return // one disagreement says it; the other flag sets would wait as long again
 		}
 		t.Run(strings.Join(append([]string{"flags"}, flags...), " "), func(t *testing.T) {
-			w := in.startLive(t, append([]string{"watch", "-o", "json", "-l", in.selector()}, flags...))
-			s := in.startLive(t, append([]string{"serve", "--listen", "127.0.0.1:0", "-l", in.selector()}, flags...))
-			url := s.stderr.wait(t, regexp.MustCompile(`serving (http://\S+)/metrics`))[1]
+			w := gpuopstest.On(in.env).Start(t, append([]string{"watch", "-o", "json", "-l", in.selector()}, flags...)...)
+			s := gpuopstest.On(in.env).Serve(t, append([]string{"serve", "-l", in.selector()}, flags...)...)
 
-			in.agree(t, flags, w, url)
+			in.agree(t, flags, w, s)
 			// One label change: the full node stops asking for the toolkit,
 			// so its device plugin runs without it (and the toolkit pod goes).
 			full := in.nodes["full"]
@@ -68,7 +59,7 @@ func (in *install) checkLiveAgrees(t *testing.T) {
 				in.label(t, full, "gpu-operator", map[string]string{operand.LabelPrefix + operand.ContainerToolkit: "true"})
 				in.settle(t)
 			})
-			in.agree(t, flags, w, url)
+			in.agree(t, flags, w, s)
 		})
 	}
 }
@@ -77,13 +68,13 @@ func (in *install) checkLiveAgrees(t *testing.T) {
 // exporter's series say the same of every node, and fails with all three
 // if they do not within the patience of a settling cluster. The exporter
 // has series for nodes with findings only, and counts the rest.
-func (in *install) agree(t *testing.T, flags []string, w *liveProcess, url string) {
+func (in *install) agree(t *testing.T, flags []string, w *gpuopstest.Process, s *gpuopstest.Server) {
 	t.Helper()
 	var oneShot, watched, served map[string]findings
 	var judged int
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		oneShot, watched = in.oneShot(t, flags), w.frame()
-		served, judged = scrape(t, url)
+		oneShot, watched = in.oneShot(t, flags), frame(w)
+		served, judged = scrape(t, s)
 		withFindings := maps.Clone(oneShot)
 		maps.DeleteFunc(withFindings, func(_ string, f findings) bool { return f.empty() })
 		return maps.EqualFunc(oneShot, watched, equalFindings) && maps.EqualFunc(withFindings, served, equalFindings) && judged == len(oneShot), nil
@@ -125,23 +116,19 @@ func (in *install) auditJSONAny(t *testing.T, args ...string) auditJSON {
 
 // scrape reads the findings of each node with any off the exporter's
 // series, and how many nodes it judged; nothing before the first verdict.
-func scrape(t *testing.T, url string) (map[string]findings, int) {
+func scrape(t *testing.T, s *gpuopstest.Server) (map[string]findings, int) {
 	t.Helper()
-	fams := metricFamilies(t, url)
+	fams := readyScrape(t, s)
 	if fams == nil {
 		return nil, 0
 	}
 	raw := map[string]*findings{}
 	each := func(name, label string, add func(f *findings, value string)) {
-		for _, m := range fams[name].GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
+		for _, m := range fams.Samples(name) {
+			if raw[m.Labels["node"]] == nil {
+				raw[m.Labels["node"]] = &findings{}
 			}
-			if raw[labels["node"]] == nil {
-				raw[labels["node"]] = &findings{}
-			}
-			add(raw[labels["node"]], labels[label])
+			add(raw[m.Labels["node"]], m.Labels[label])
 		}
 	}
 	each("gpuops_operand_missing", "operand", func(f *findings, v string) { f.Missing = append(f.Missing, v) })
@@ -152,65 +139,26 @@ func scrape(t *testing.T, url string) (map[string]findings, int) {
 		out[n] = of(f.Missing, f.Stuck, f.Order)
 	}
 	judged := 0
-	for _, m := range fams["gpuops_nodes"].GetMetric() {
-		judged += int(m.GetGauge().GetValue())
+	for _, m := range fams.Samples("gpuops_nodes") {
+		judged += int(m.Value)
 	}
 	return out, judged
 }
 
-// metricFamilies is the exporter's /metrics, parsed; nil before the
-// first verdict (/readyz not OK).
-func metricFamilies(t *testing.T, url string) map[string]*dto.MetricFamily {
+// readyScrape is the exporter's /metrics; nil before the first verdict
+// (/readyz not OK).
+func readyScrape(t *testing.T, s *gpuopstest.Server) gpuopstest.Scrape {
 	t.Helper()
-	resp, err := http.Get(url + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if !s.Ready() {
 		return nil
 	}
-	resp, err = http.Get(url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fams
-}
-
-// liveProcess is watch or serve running in the background.
-type liveProcess struct {
-	stdout, stderr *lines
-}
-
-func (in *install) startLive(t *testing.T, args []string) *liveProcess {
-	t.Helper()
-	cmd := gpuopstest.On(in.env).Command(t, args...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	errOut, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &liveProcess{stdout: readLines(out), stderr: readLines(errOut)}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return p
+	return s.Scrape(t)
 }
 
 // frame is each node's findings as the watch's latest line for it says.
-func (p *liveProcess) frame() map[string]findings {
+func frame(w *gpuopstest.Process) map[string]findings {
 	out := map[string]findings{}
-	for _, l := range p.stdout.all() {
+	for _, l := range w.Stdout.All() {
 		var w struct {
 			Node                     string
 			Deleted                  bool
@@ -229,47 +177,3 @@ func (p *liveProcess) frame() map[string]findings {
 }
 
 func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
-
-// lines is a stream of lines kept whole.
-type lines struct {
-	mu   sync.Mutex
-	kept []string
-}
-
-func readLines(r io.Reader) *lines {
-	l := &lines{}
-	go func() {
-		s := bufio.NewScanner(r)
-		s.Buffer(nil, 1<<20)
-		for s.Scan() {
-			l.mu.Lock()
-			l.kept = append(l.kept, s.Text())
-			l.mu.Unlock()
-		}
-	}()
-	return l
-}
-
-func (l *lines) all() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.kept)
-}
-
-// wait waits for a line that re matches and returns its submatches.
-func (l *lines) wait(t *testing.T, re *regexp.Regexp) []string {
-	t.Helper()
-	var m []string
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		for _, s := range l.all() {
-			if m = re.FindStringSubmatch(s); m != nil {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("no line matching %s: %s", re, strings.Join(l.all(), "\n"))
-	}
-	return m
-}

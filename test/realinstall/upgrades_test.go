@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/upgrade"
 )
@@ -43,14 +43,13 @@ func (in *install) checkUpgrades(t *testing.T) {
 	state := operand.UpgradeStateLabel
 	// serve judges the rollout live all along: at each step its series say
 	// of every node what upgrades -o json says (served below).
-	serve := in.startLive(t, []string{"serve", "--listen", "127.0.0.1:0", "-l", in.selector()})
-	url := serve.stderr.wait(t, regexp.MustCompile(`serving (http://\S+)/metrics`))[1]
+	serve := gpuopstest.On(in.env).Serve(t, "serve", "-l", in.selector())
 	in.label(t, full, "gpu-operator", map[string]string{state: "upgrade-required"})
 	// The controller moved upgrade-stuck to its state three hours ago.
 	in.backdate(t, stuck, "gpu-operator", 3*time.Hour)
 
 	r, got := in.rollout(t)
-	in.served(t, url)
+	in.served(t, serve)
 	if r.Code != 1 {
 		t.Errorf("upgrades: exit %d, want 1 (a node is stuck)\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
@@ -72,7 +71,7 @@ func (in *install) checkUpgrades(t *testing.T) {
 	if _, got = in.rollout(t); got[upgrading].Verdict != upgrade.Failed {
 		t.Errorf("upgrade-failed: %+v", got[upgrading])
 	}
-	in.served(t, url)
+	in.served(t, serve)
 
 	// Done, and cordoned by a person: done. Cordoned again by the
 	// controller (it cordons in cordon-required): left cordoned.
@@ -85,7 +84,7 @@ func (in *install) checkUpgrades(t *testing.T) {
 	if _, got = in.rollout(t); got[upgrading].Verdict != upgrade.LeftCordoned {
 		t.Errorf("upgrade-done, cordoned by the controller: %+v", got[upgrading])
 	}
-	in.served(t, url)
+	in.served(t, serve)
 
 	// The other nodes finish and are uncordoned: the budget is free, and the
 	// waiting node gets its slot though no event touched it. serve must see
@@ -96,14 +95,14 @@ func (in *install) checkUpgrades(t *testing.T) {
 	if _, got = in.rollout(t); got[full].Verdict != upgrade.InProgress {
 		t.Errorf("budget freed: %+v, want in-progress", got[full])
 	}
-	in.served(t, url)
+	in.served(t, serve)
 }
 
 // served waits until serve's gpuops_driver_upgrade_node series give every
 // node the verdict and state upgrades -o json gives it, the budget's
 // available slots too, and fails with both if they do not within the
 // patience of a settling cluster.
-func (in *install) served(t *testing.T, url string) {
+func (in *install) served(t *testing.T, s *gpuopstest.Server) {
 	t.Helper()
 	type part struct{ Verdict, State string }
 	var oneShot, live map[string]part
@@ -114,13 +113,8 @@ func (in *install) served(t *testing.T, url string) {
 			oneShot[n] = part{u.Verdict, u.State}
 		}
 		live = map[string]part{}
-		fams := metricFamilies(t, url)
-		for _, m := range fams["gpuops_driver_upgrade_node"].GetMetric() {
-			l := map[string]string{}
-			for _, p := range m.GetLabel() {
-				l[p.GetName()] = p.GetValue()
-			}
-			live[l["node"]] = part{l["verdict"], l["state"]}
+		for _, m := range readyScrape(t, s).Samples("gpuops_driver_upgrade_node") {
+			live[m.Labels["node"]] = part{m.Labels["verdict"], m.Labels["state"]}
 		}
 		return maps.Equal(oneShot, live), nil
 	})

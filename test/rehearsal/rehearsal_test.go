@@ -244,11 +244,11 @@ func (r *rig) rehearse(table []row) {
 
 // gpuopsView runs gpuops as a user does and keeps a serve process.
 type gpuopsView struct {
-	t       *testing.T
-	gpuops  gpuopstest.Cluster // the test cluster in the rig's namespace
-	env     *testcluster.Env
-	names   map[string]string
-	metrics string // serve's /metrics URL
+	t      *testing.T
+	gpuops gpuopstest.Cluster // the test cluster in the rig's namespace
+	env    *testcluster.Env
+	names  map[string]string
+	serve  *gpuopstest.Server
 }
 
 // args narrow a command to the rig's nodes.

@@ -1,14 +1,11 @@
 package rehearsal_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"maps"
-	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -24,11 +21,8 @@ import (
 
 // startServe runs gpuops serve on the test's nodes for the whole walk.
 func (g *gpuopsView) startServe() {
-	t := g.t
-	g.metrics = gpuopstest.StartServe(t, g.gpuops, g.args("serve", "--listen", "127.0.0.1:0", "--stuck-after", pipeline.DefaultStuckAfter.String())...) + "/metrics"
+	g.serve = g.gpuops.Serve(g.t, g.args("serve", "--stuck-after", pipeline.DefaultStuckAfter.String())...)
 }
-
-var series = regexp.MustCompile(`^(gpuops_[a-z_]+)\{([^}]*)\} (\S+)$`)
 
 // checkServe waits until serve, judging live, says of every GPU node what
 // health does after the step (usable, and its causes), of every node in the
@@ -37,41 +31,33 @@ var series = regexp.MustCompile(`^(gpuops_[a-z_]+)\{([^}]*)\} (\S+)$`)
 func (g *gpuopsView) checkServe(ctx context.Context, at string, want, upgrades map[string]string) {
 	t := g.t
 	t.Helper()
-	var last []string
+	ours := func(s gpuopstest.Sample) bool { return slices.Contains(mapValues(g.names), s.Labels["node"]) }
+	var got map[string][]string
+	var rollout map[string]string
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		resp, err := http.Get(g.metrics)
+		m, err := g.serve.TryScrape()
 		if err != nil {
 			return false, nil
 		}
-		defer resp.Body.Close()
-		got, rollout := map[string][]string{}, map[string]string{}
-		last = last[:0]
-		sc := bufio.NewScanner(resp.Body)
+		got, rollout = map[string][]string{}, map[string]string{}
+		for _, s := range slices.DeleteFunc(m.Samples("gpuops_node_usable"), func(s gpuopstest.Sample) bool { return !ours(s) }) {
+			got[s.Labels["node"]] = append(got[s.Labels["node"]], fmt.Sprintf("usable=%v", s.Value))
+		}
 		findings := false
-		for sc.Scan() {
-			m := series.FindStringSubmatch(sc.Text())
-			if m == nil {
-				continue
-			}
-			node := regexp.MustCompile(`node="([^"]*)"`).FindStringSubmatch(m[2])
-			switch {
-			case node == nil || !slices.Contains(mapValues(g.names), node[1]):
-			case m[1] == "gpuops_node_usable":
-				got[node[1]] = append(got[node[1]], "usable="+m[3])
-				last = append(last, sc.Text())
-			case m[1] == "gpuops_node_unusable_cause" && m[3] == "1":
-				code := regexp.MustCompile(`code="([^"]*)"`).FindStringSubmatch(m[2])[1]
-				op := regexp.MustCompile(`operand="([^"]*)"`).FindStringSubmatch(m[2])[1]
-				got[node[1]] = append(got[node[1]], code+"/"+op)
-				last = append(last, sc.Text())
-			case m[1] == "gpuops_driver_upgrade_node" && m[3] == "1":
-				verdict := regexp.MustCompile(`verdict="([^"]*)"`).FindStringSubmatch(m[2])[1]
-				state := regexp.MustCompile(`state="([^"]*)"`).FindStringSubmatch(m[2])[1]
-				rollout[node[1]] = verdict + "/" + state
-				last = append(last, sc.Text())
-			case (m[1] == "gpuops_operand_missing" || m[1] == "gpuops_operand_stuck" || m[1] == "gpuops_order_violation") && m[3] == "1":
-				findings = true
-				last = append(last, sc.Text())
+		for _, name := range []string{"gpuops_node_unusable_cause", "gpuops_driver_upgrade_node", "gpuops_operand_missing", "gpuops_operand_stuck", "gpuops_order_violation"} {
+			for _, s := range m.Samples(name) {
+				if !ours(s) || s.Value != 1 {
+					continue
+				}
+				l := s.Labels
+				switch name {
+				case "gpuops_node_unusable_cause":
+					got[l["node"]] = append(got[l["node"]], l["code"]+"/"+l["operand"])
+				case "gpuops_driver_upgrade_node":
+					rollout[l["node"]] = l["verdict"] + "/" + l["state"]
+				default:
+					findings = true
+				}
 			}
 		}
 		if findings || len(got) != len(want) || !maps.Equal(rollout, upgrades) {
@@ -91,7 +77,7 @@ func (g *gpuopsView) checkServe(ctx context.Context, at string, want, upgrades m
 		return true, nil
 	})
 	if err != nil {
-		t.Errorf("%s: serve does not say what health (%v) and the rollout (%v) are within 30s:\n%s", at, want, upgrades, strings.Join(last, "\n"))
+		t.Errorf("%s: serve does not say what health (%v) and the rollout (%v) are within 30s; it says %v and %v", at, want, upgrades, got, rollout)
 	}
 }
 
