@@ -34,7 +34,9 @@ func capacityCommand(e cliopts.Env) *cli.Command {
 	}, o)
 }
 
-func (o *capacityOptions) Validate() error { return o.Judging.Validate(&o.Output) }
+func (o *capacityOptions) Complete(*cli.Context) error { return o.CompleteWith(&o.Output) }
+
+func (o *capacityOptions) Validate() error { return o.Judging.Validate() }
 
 func (o *capacityOptions) Run(ctx context.Context) error {
 	reader, err := kube.ConnectReading(o.Kube)

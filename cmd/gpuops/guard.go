@@ -36,7 +36,7 @@ type guardInstallOptions struct {
 	exempt    cli.StringSlice
 	exemptSet bool
 	dryRun    bool
-	objs      *guard.Objects
+	exemptAre []string // the exempt users, as the flags leave them
 }
 
 func guardInstallCommand(e cliopts.Env) *cli.Command {
@@ -60,51 +60,64 @@ func guardInstallCommand(e cliopts.Env) *cli.Command {
 	}, o)
 }
 
-// Validate checks the mode and renders the guard, the exempt users by
-// default the operator's accounts in the namespace.
+// Complete resolves the namespace and the exempt users: by default the
+// operator's accounts in the namespace.
+func (o *guardInstallOptions) Complete(c *cli.Context) error {
+	if err := o.provisioning.Complete(c); err != nil {
+		return err
+	}
+	o.exemptAre = guard.DefaultExempt(o.Lab.Namespace)
+	if o.exemptSet {
+		o.exemptAre = slices.DeleteFunc(o.exempt.Value(), func(s string) bool { return s == "" })
+	}
+	return nil
+}
+
 func (o *guardInstallOptions) Validate() error {
 	if err := o.provisioning.Validate(); err != nil {
 		return err
 	}
-	mode := guard.Mode(o.mode)
-	if !slices.Contains(guard.Modes, mode) {
+	if mode := guard.Mode(o.mode); !slices.Contains(guard.Modes, mode) {
 		return cliopts.UsageError(fmt.Errorf("unknown --mode %q (want deny or warn)", mode))
 	}
-	exempt := guard.DefaultExempt(o.Lab.Namespace)
-	if o.exemptSet {
-		exempt = slices.DeleteFunc(o.exempt.Value(), func(s string) bool { return s == "" })
-	}
-	var err error
-	o.objs, err = guard.Render(assets.Kustomize, operand.AllRules, guard.Options{Mode: mode, Exempt: exempt})
-	return err
+	return nil
 }
 
+// Run renders the guard, then applies it (or sends it in a dry run).
 func (o *guardInstallOptions) Run(ctx context.Context) error {
+	objs, err := guard.Render(assets.Kustomize, operand.AllRules, guard.Options{Mode: guard.Mode(o.mode), Exempt: o.exemptAre})
+	if err != nil {
+		return err
+	}
 	cl, err := o.ConnectWith(ctx, access.GuardInstall())
 	if err != nil {
 		return err
 	}
 	if o.dryRun {
-		if err := provision.DryRunGuard(ctx, cl.Kube, o.objs); err != nil {
+		if err := provision.DryRunGuard(ctx, cl.Kube, objs); err != nil {
 			return err
 		}
-		return report.GuardObjects(o.Out, o.objs)
+		return report.GuardObjects(o.Out, objs)
 	}
-	e, err := provision.InstallGuard(ctx, cl.Kube, o.objs, o.options())
+	e, err := provision.InstallGuard(ctx, cl.Kube, objs, o.options())
 	if err != nil {
 		return err
 	}
 	return report.GuardEnforcement(o.Out, e)
 }
 
-type guardStatusOptions struct {
-	cliopts.Env
-	cliopts.Output
-	Lab cliopts.Lab
-}
-
 func guardStatusCommand(e cliopts.Env) *cli.Command {
-	o := &guardStatusOptions{Env: e, Output: cliopts.PlainOutput("the state")}
+	o := newStatus(e, func(ctx context.Context, o *statusOptions) error {
+		cl, err := o.ConnectWith(ctx, access.GuardStatus())
+		if err != nil {
+			return err
+		}
+		st, err := provision.GuardStatus(ctx, cl.Kube, o.Lab.Namespace)
+		if err != nil {
+			return err
+		}
+		return o.Printer.Guard(o.Out, st)
+	})
 	return command(&cli.Command{
 		Name:  "status",
 		Usage: "is the guard installed, in which mode, and how many nodes break a rule now",
@@ -113,22 +126,6 @@ func guardStatusCommand(e cliopts.Env) *cli.Command {
 			"one more rule there is refused. Exit 0 whatever it finds.",
 		Flags: []cli.Flag{o.Flag()},
 	}, o)
-}
-
-func (o *guardStatusOptions) Complete(*cli.Context) error { return o.Lab.Complete(o.Kube) }
-
-func (o *guardStatusOptions) Validate() error { return o.Parse(o.Out) }
-
-func (o *guardStatusOptions) Run(ctx context.Context) error {
-	cl, err := o.ConnectWith(ctx, access.GuardStatus())
-	if err != nil {
-		return err
-	}
-	st, err := provision.GuardStatus(ctx, cl.Kube, o.Lab.Namespace)
-	if err != nil {
-		return err
-	}
-	return o.Printer.Guard(o.Out, st)
 }
 
 type guardUninstallOptions struct{ provisioning }

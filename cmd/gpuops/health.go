@@ -50,11 +50,11 @@ func (o *healthOptions) forms() []kubectlcli.Form {
 
 func (o *healthOptions) Complete(c *cli.Context) error {
 	o.nodes = c.Args().Slice()
+	o.also = func(p *pipeline.Options) { p.Health, p.Nodes = true, o.nodes }
 	return o.judgeOptions.Complete(c)
 }
 
 func (o *healthOptions) Validate() error {
-	o.also = func(p *pipeline.Options) { p.Health, p.Nodes = true, o.nodes }
 	if err := o.judgeOptions.Validate(); err != nil {
 		return err
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/pipeline"
@@ -20,8 +22,8 @@ type judgeOptions struct {
 	also func(*pipeline.Options)
 }
 
-func (o *judgeOptions) Validate() error {
-	if err := o.Judging.Validate(&o.Output); err != nil {
+func (o *judgeOptions) Complete(*cli.Context) error {
+	if err := o.CompleteWith(&o.Output); err != nil {
 		return err
 	}
 	if o.also != nil {
@@ -29,6 +31,8 @@ func (o *judgeOptions) Validate() error {
 	}
 	return nil
 }
+
+func (o *judgeOptions) Validate() error { return o.Judging.Validate() }
 
 // Run judges, prints the view and exits 1 on a finding.
 func (o *judgeOptions) Run(ctx context.Context) error {

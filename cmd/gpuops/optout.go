@@ -74,9 +74,20 @@ func (o *relabelOptions) withFlag(name string, mode plan.Mode, usage string) cli
 	}}
 }
 
+// Complete takes the operand (the last argument) and the node (the first,
+// without -l), and parses -o.
 func (o *relabelOptions) Complete(c *cli.Context) error {
 	o.args = c.Args().Slice()
 	o.r.On = o.on
+	if n := len(o.args); n > 0 {
+		o.r.Operand = o.args[n-1]
+		if o.r.Selector == "" && n == 2 {
+			o.r.Nodes = []string{o.args[0]}
+		}
+	}
+	if err := o.Parse(o.Out); err != nil {
+		return err
+	}
 	return o.provisioning.Complete(c)
 }
 
@@ -92,18 +103,11 @@ func (o *relabelOptions) Validate() error {
 	case o.r.MaxUnavailable < 0:
 		return cliopts.UsageError(fmt.Errorf("--max-unavailable must not be negative"))
 	}
-	o.r.Operand = o.args[len(o.args)-1]
 	if o.r.Selector != "" {
 		if _, err := labels.Parse(o.r.Selector); err != nil {
 			return cliopts.UsageError(fmt.Errorf("--selector: %w", err))
 		}
-	} else {
-		o.r.Nodes = []string{o.args[0]}
-		if err := cliopts.CheckNodeName(o.r.Nodes[0]); err != nil {
-			return err
-		}
-	}
-	if err := o.Parse(o.Out); err != nil {
+	} else if err := cliopts.CheckNodeName(o.r.Nodes[0]); err != nil {
 		return err
 	}
 	if o.Format() != report.Text && !o.r.DryRun {

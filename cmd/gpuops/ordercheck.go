@@ -36,6 +36,11 @@ func (o *orderCheckOptions) forms() []kubectlcli.Form { return args(nodeArg) }
 
 func (o *orderCheckOptions) Complete(c *cli.Context) error {
 	o.args = c.Args().Slice()
+	o.also = func(p *pipeline.Options) {
+		if len(o.args) == 1 { // else Validate refuses
+			p.Node = o.args[0]
+		}
+	}
 	return o.judgeOptions.Complete(c)
 }
 
@@ -46,6 +51,5 @@ func (o *orderCheckOptions) Validate() error {
 	if err := cliopts.CheckNodeName(o.args[0]); err != nil {
 		return err
 	}
-	o.also = func(p *pipeline.Options) { p.Node = o.args[0] }
 	return o.judgeOptions.Validate()
 }

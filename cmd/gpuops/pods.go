@@ -41,7 +41,7 @@ func (o *podsOptions) Validate() error {
 	if _, err := labels.Parse(o.podSelector); err != nil {
 		return cliopts.UsageError(fmt.Errorf("--selector: %w", err))
 	}
-	return o.Judging.Validate(&o.Output)
+	return o.Judging.Validate()
 }
 
 func (o *podsOptions) Run(ctx context.Context) error {

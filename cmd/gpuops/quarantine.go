@@ -24,14 +24,48 @@ func quarantineCommand(e cliopts.Env) *cli.Command {
 	})
 }
 
-type quarantineStatusOptions struct {
+// statusOptions are a status command's (guard status, quarantine status):
+// -o, the namespace, and what it reads and prints.
+type statusOptions struct {
 	cliopts.Env
 	cliopts.Output
 	Lab cliopts.Lab
+	run func(context.Context, *statusOptions) error
 }
 
+func newStatus(e cliopts.Env, run func(context.Context, *statusOptions) error) *statusOptions {
+	return &statusOptions{Env: e, Output: cliopts.PlainOutput("the state"), run: run}
+}
+
+func (o *statusOptions) Complete(*cli.Context) error {
+	if err := o.Lab.Complete(o.Kube); err != nil {
+		return err
+	}
+	return o.Parse(o.Out)
+}
+
+func (o *statusOptions) Validate() error { return nil } // -o is checked as it is parsed
+
+func (o *statusOptions) Run(ctx context.Context) error { return o.run(ctx, o) }
+
 func quarantineStatusCommand(e cliopts.Env) *cli.Command {
-	o := &quarantineStatusOptions{Env: e, Output: cliopts.PlainOutput("the state")}
+	o := newStatus(e, func(ctx context.Context, o *statusOptions) error {
+		cl, err := o.Connect()
+		if err != nil {
+			return err
+		}
+		st, err := actor.Status(ctx, cl.Kube, o.Lab.Namespace)
+		if err != nil {
+			return err
+		}
+		if err := o.Printer.Quarantine(o.Out, st); err != nil {
+			return err
+		}
+		if st.Fuse.Tripped {
+			return cliopts.ErrFinding
+		}
+		return nil
+	})
 	return command(&cli.Command{
 		Name:  "status",
 		Usage: "the fuse, and every node gpuops's quarantine holds with its cause and since when",
@@ -39,28 +73,6 @@ func quarantineStatusCommand(e cliopts.Env) *cli.Command {
 			"fuse is tripped: serve quarantines and releases nothing until gpuops quarantine reset.",
 		Flags: []cli.Flag{o.Flag()},
 	}, o)
-}
-
-func (o *quarantineStatusOptions) Complete(*cli.Context) error { return o.Lab.Complete(o.Kube) }
-
-func (o *quarantineStatusOptions) Validate() error { return o.Parse(o.Out) }
-
-func (o *quarantineStatusOptions) Run(ctx context.Context) error {
-	cl, err := o.Connect()
-	if err != nil {
-		return err
-	}
-	st, err := actor.Status(ctx, cl.Kube, o.Lab.Namespace)
-	if err != nil {
-		return err
-	}
-	if err := o.Printer.Quarantine(o.Out, st); err != nil {
-		return err
-	}
-	if st.Fuse.Tripped {
-		return cliopts.ErrFinding
-	}
-	return nil
 }
 
 type quarantineReleaseOptions struct {

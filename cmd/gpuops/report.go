@@ -38,15 +38,19 @@ func reportCommand(e cliopts.Env) *cli.Command {
 	}, o)
 }
 
-func (o *reportOptions) Validate() error {
-	if o.file == "" {
-		return cliopts.UsageError(errors.New("--html FILE is required"))
-	}
-	if err := o.Judging.Validate(nil); err != nil {
+func (o *reportOptions) Complete(c *cli.Context) error {
+	if err := o.Judging.Complete(c); err != nil {
 		return err
 	}
 	cliopts.FleetOptions(&o.Opts)
 	return nil
+}
+
+func (o *reportOptions) Validate() error {
+	if o.file == "" {
+		return cliopts.UsageError(errors.New("--html FILE is required"))
+	}
+	return o.Judging.Validate()
 }
 
 // Run writes the page of the cluster, or of each cluster grouped by

@@ -74,8 +74,16 @@ func serveCommand(e cliopts.Env) *cli.Command {
 	}, o)
 }
 
+func (o *serveOptions) Complete(c *cli.Context) error {
+	if err := o.Judging.Complete(c); err != nil {
+		return err
+	}
+	o.Opts.Explain, o.Opts.Health, o.Opts.Upgrades = true, true, true // reasons, health and the rollout are metrics too
+	return nil
+}
+
 func (o *serveOptions) Validate() error {
-	if err := o.Judging.Validate(nil); err != nil {
+	if err := o.Judging.Validate(); err != nil {
 		return err
 	}
 	switch {
@@ -92,7 +100,6 @@ func (o *serveOptions) Validate() error {
 	case o.settings.Rate < 1:
 		return cliopts.UsageError(fmt.Errorf("--quarantine-rate %d: want 1 or more", o.settings.Rate))
 	}
-	o.Opts.Explain, o.Opts.Health, o.Opts.Upgrades = true, true, true // reasons, health and the rollout are metrics too
 	return nil
 }
 

@@ -41,9 +41,9 @@ func versionCommand(e cliopts.Env) *cli.Command {
 	}, o)
 }
 
-func (o *versionOptions) Complete(*cli.Context) error { return nil }
+func (o *versionOptions) Complete(*cli.Context) error { return o.Parse(o.Out) }
 
-func (o *versionOptions) Validate() error { return o.Parse(o.Out) }
+func (o *versionOptions) Validate() error { return nil } // -o is checked as it is parsed
 
 func (o *versionOptions) Run(context.Context) error {
 	v := report.ClientVersionInfo(gpuopsVersion)

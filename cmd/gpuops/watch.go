@@ -41,13 +41,15 @@ func watchCommand(e cliopts.Env) *cli.Command {
 	}, o)
 }
 
-func (o *watchOptions) Validate() error {
-	if err := o.Judging.Validate(&o.Output); err != nil {
+func (o *watchOptions) Complete(*cli.Context) error {
+	if err := o.CompleteWith(&o.Output); err != nil {
 		return err
 	}
 	o.Opts.Explain = o.Explain || o.Format().Data()
 	return nil
 }
+
+func (o *watchOptions) Validate() error { return o.Judging.Validate() }
 
 func (o *watchOptions) Run(ctx context.Context) error {
 	gcpace.Steady()

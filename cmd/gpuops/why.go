@@ -38,7 +38,10 @@ func (o *workloadOptions) Complete(*cli.Context) error {
 	err := o.Lab.Complete(o.Kube)
 	*o.Kube.Namespace = ns
 	o.podNamespace = ns
-	return err
+	if err != nil {
+		return err
+	}
+	return o.Fill(&o.Output)
 }
 
 // connect connects, and without -n takes the pods' namespace from the
@@ -94,7 +97,7 @@ func (o *whyOptions) Complete(c *cli.Context) error {
 
 var errWhyArgs = errors.New("want one TARGET: POD, pod/NAME, job/NAME, deployment/NAME or statefulset/NAME")
 
-func (o *whyOptions) Validate() error { return o.Judging.Validate(&o.Output) }
+func (o *whyOptions) Validate() error { return o.Judging.Validate() }
 
 func (o *whyOptions) Run(ctx context.Context) error {
 	reader, err := o.connect()

@@ -36,10 +36,10 @@ func (m *Clusters) Flags() []cli.Flag {
 	}
 }
 
-// validate resolves the contexts against the connection flags f, reading
+// complete resolves the contexts against the connection flags f, reading
 // no cluster: no run without --contexts, --all-contexts, --context-match
 // or --parallel.
-func (m *Clusters) validate(f *kube.Flags) error {
+func (m *Clusters) complete(f *kube.Flags) error {
 	m.sel.Names = m.contexts.Value()
 	if !m.sel.Active() && !m.parallelSet {
 		return nil

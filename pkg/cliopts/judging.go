@@ -123,16 +123,23 @@ func FleetOptions(p *pipeline.Options) {
 	p.AllRules, p.Explain, p.Health, p.Upgrades = true, true, true, true
 }
 
-// Complete resolves the namespace (-n, else the --lab spec's).
-func (j *Judging) Complete(*cli.Context) error { return j.Lab.Complete(j.Kube) }
+// Complete resolves the namespace (-n, else the --lab spec's) and fills
+// the rest (Fill) for a command without -o.
+func (j *Judging) Complete(*cli.Context) error { return j.CompleteWith(nil) }
 
-// Validate checks the flags, o's -o among them (nil for a command without
-// one), and makes Opts: the lab's namespace, the nodes -l selects, the
-// rules, and the reasons when the format always says why.
-func (j *Judging) Validate(o *Output) error {
-	if j.StuckAfter < 0 {
-		return UsageError(fmt.Errorf("--stuck-after %s: want 0 (never) or a positive duration such as 30m", j.StuckAfter))
+// CompleteWith is Complete for a command that prints with o.
+func (j *Judging) CompleteWith(o *Output) error {
+	if err := j.Lab.Complete(j.Kube); err != nil {
+		return err
 	}
+	return j.Fill(o)
+}
+
+// Fill parses o's -o (nil for a command without one), resolves the
+// contexts of a run across clusters, and makes Opts: the lab's namespace,
+// the nodes -l selects, the rules, and the reasons when the format always
+// says why.
+func (j *Judging) Fill(o *Output) error {
 	var f report.Format
 	if o != nil {
 		if err := o.Parse(j.Out); err != nil {
@@ -140,15 +147,7 @@ func (j *Judging) Validate(o *Output) error {
 		}
 		f = o.Format()
 	}
-	if _, err := labels.Parse(j.Selector); err != nil {
-		return UsageError(fmt.Errorf("--selector: %w", err))
-	}
-	if j.groupBySet || j.GroupBy != "" {
-		if errs := validation.IsQualifiedName(j.GroupBy); len(errs) > 0 {
-			return UsageError(fmt.Errorf("--group-by: invalid label key %q: %s", j.GroupBy, strings.Join(errs, "; ")))
-		}
-	}
-	if err := j.Many.validate(j.Kube); err != nil {
+	if err := j.Many.complete(j.Kube); err != nil {
 		return UsageError(err)
 	}
 	roster := pipeline.AutoRoster
@@ -164,6 +163,22 @@ func (j *Judging) Validate(o *Output) error {
 		StuckAfter: j.StuckAfter, GroupBy: j.GroupBy, Logs: j.Logs,
 		// -o wide and the formats that always say why are audit --explain's.
 		Explain: j.Explain || f.Explained() || f == report.Wide,
+	}
+	return nil
+}
+
+// Validate checks the flags; it changes nothing.
+func (j *Judging) Validate() error {
+	if j.StuckAfter < 0 {
+		return UsageError(fmt.Errorf("--stuck-after %s: want 0 (never) or a positive duration such as 30m", j.StuckAfter))
+	}
+	if _, err := labels.Parse(j.Selector); err != nil {
+		return UsageError(fmt.Errorf("--selector: %w", err))
+	}
+	if j.groupBySet || j.GroupBy != "" {
+		if errs := validation.IsQualifiedName(j.GroupBy); len(errs) > 0 {
+			return UsageError(fmt.Errorf("--group-by: invalid label key %q: %s", j.GroupBy, strings.Join(errs, "; ")))
+		}
 	}
 	return nil
 }
