@@ -97,3 +97,17 @@ func TestNoPackageUsesTheInformerFactory(t *testing.T) {
 		}
 	}
 }
+
+// Each package says what it holds in a package doc comment (a test-only
+// package holds no code to say).
+func TestEveryPackageHasADoc(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{len .GoFiles}} {{if .Doc}}doc{{end}}`, "./...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[1] != "0" {
+			t.Errorf("%s has no package doc comment", f[0])
+		}
+	}
+}

@@ -234,7 +234,7 @@ func (c chain) assess(n snapshot.Node, pods []*snapshot.Pod, pools map[string][]
 	c.offers(links, n, pods, now, stuckAfter)
 	c.dra(links, n.Name, pools)
 	c.blockers(links)
-	if out = verdict(out, links); note != nil {
+	if out = rootCauses(out, links); note != nil {
 		out.Notes = append(out.Notes, *note)
 	}
 	return out
@@ -544,9 +544,9 @@ func (c chain) farEnough(l *link, past string) bool {
 	return k >= 0 && h.InitDone > k
 }
 
-// verdict picks the root causes among the failing links and lists what
+// rootCauses picks the root causes among the failing links and lists what
 // waits behind the first.
-func verdict(out Node, links []link) Node {
+func rootCauses(out Node, links []link) Node {
 	var roots []int
 	for i, l := range links {
 		if l.code != "" && len(l.blockers) == 0 {

@@ -11,7 +11,7 @@
 // the first full sync, every event queues the nodes it touches (handlers.go,
 // loop.go), and only those are judged again, by the one pipeline the
 // one-shot commands use (pkg/pipeline), on a snapshot of those nodes
-// (judging.go). The roster and rules are the pipeline's too, decided from the
+// (batch.go). The roster and rules are the pipeline's too, decided from the
 // DaemonSets and the ClusterPolicy, and decided again when a DaemonSet or a
 // config the policy names changes.
 package live
@@ -74,7 +74,7 @@ type Tracker struct {
 	resources []resource
 	hooks     []Hooks
 	// queue holds the nodes to judge again and the changes that decide the
-	// plan again: a node queued twice before it is judged is judged once,
+	// scope again: a node queued twice before it is judged is judged once,
 	// and a pause is queued again for the moment it becomes stuck
 	// (AddAfter).
 	queue  workqueue.TypedDelayingInterface[item]
@@ -87,8 +87,8 @@ type Tracker struct {
 	labels   pipeline.Labels // the node labels the node informer keeps
 	verdicts map[string]*verdict.Verdict
 	operator snapshot.Snapshot // the ClusterPolicy and NVIDIADrivers, with the reader's notes
-	plan     pipeline.Scope
-	// The last rollout and what it read (judging.go's rollout).
+	scope    pipeline.Scope
+	// The last rollout and what it read (batch.go's rollout).
 	rolled     *upgrade.Rollout
 	rolledAt   time.Time
 	rolloutIns map[string]rolloutIn

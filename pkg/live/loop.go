@@ -6,7 +6,7 @@ import (
 )
 
 // item is what the queue holds: a node to judge again, or a change that
-// decides the plan again (the roster, the rules and so every node's
+// decides the scope again (the roster, the rules and so every node's
 // reasons).
 type item struct {
 	kind itemKind
@@ -18,7 +18,7 @@ type itemKind uint8
 const (
 	nodeChanged       itemKind = iota
 	daemonSetsChanged          // a DaemonSet, or one of its ControllerRevisions
-	configChanged              // the named ConfigMap: a config the policy names decides the plan again
+	configChanged              // the named ConfigMap: a config the policy names decides the scope again
 )
 
 // judgeNode is the item of the named node.
@@ -31,20 +31,20 @@ func (t *Tracker) mark(items ...item) {
 	}
 }
 
-// sortOut splits the items taken into the nodes named and whether the plan
+// sortOut splits the items taken into the nodes named and whether the scope
 // is decided again: a DaemonSet changed, or a config the policy names.
-func (t *Tracker) sortOut(items []item) (names []string, replan bool) {
+func (t *Tracker) sortOut(items []item) (names []string, rescope bool) {
 	for _, i := range items {
 		switch i.kind {
 		case nodeChanged:
 			names = append(names, i.name)
 		case daemonSetsChanged:
-			replan = true
+			rescope = true
 		case configChanged:
-			replan = replan || t.namesConfig(i.name)
+			rescope = rescope || t.namesConfig(i.name)
 		}
 	}
-	return names, replan
+	return names, rescope
 }
 
 // Run watches and judges until ctx ends, then returns nil once the
@@ -62,7 +62,7 @@ func (t *Tracker) judging(ctx context.Context) error {
 	for _, i := range t.take(false) {
 		t.queue.Done(i)
 	}
-	// An error ends the watch: a plan the pipeline cannot judge by stays
+	// An error ends the watch: a scope the pipeline cannot judge by stays
 	// until the DaemonSets change, and the verdicts would stand still.
 	if err := t.judge(t.nodeStore().ListKeys(), true, true); err != nil {
 		return err
@@ -74,12 +74,12 @@ func (t *Tracker) judging(ctx context.Context) error {
 		if got == nil {
 			return nil
 		}
-		names, replanned := t.sortOut(got)
-		if replanned {
+		names, rescoped := t.sortOut(got)
+		if rescoped {
 			// The operator renders its DaemonSets from the ClusterPolicy: a
 			// change of one is when the policy may have changed too.
 			_ = t.readOperator(ctx)
-			t.replan()
+			t.rescope()
 			if err := t.watchNodes(ctx, t.syncDeadline()); err != nil {
 				// The old informer keeps on: the reasons may miss the new
 				// selector label until the next DaemonSet change.
@@ -95,7 +95,7 @@ func (t *Tracker) judging(ctx context.Context) error {
 		// A ConfigMap the policy does not name (a leader's record, renewed
 		// every few seconds) changes no verdict: no batch, no rollout pass.
 		if len(names) > 0 {
-			if err := t.judge(names, false, replanned); err != nil {
+			if err := t.judge(names, false, rescoped); err != nil {
 				return err
 			}
 		}
@@ -106,7 +106,7 @@ func (t *Tracker) judging(ctx context.Context) error {
 }
 
 // sync starts the informers and waits for their first lists, then reads
-// the operator's objects and decides the plan.
+// the operator's objects and decides the scope.
 func (t *Tracker) sync(ctx context.Context) error {
 	t.leaveUnavailable(ctx)
 	for i := range t.resources {
@@ -123,7 +123,7 @@ func (t *Tracker) sync(ctx context.Context) error {
 	if err := t.readOperator(ctx); err != nil && t.opts.SyncTimeout > 0 {
 		return err
 	}
-	t.replan()
+	t.rescope()
 	return t.watchNodes(ctx, deadline)
 }
 

@@ -7,7 +7,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
-// The items taken split into the nodes to judge and whether the plan is
+// The items taken split into the nodes to judge and whether the scope is
 // decided again: on a DaemonSet's change, and on a ConfigMap's only when the
 // policy names it.
 func TestSortOut(t *testing.T) {

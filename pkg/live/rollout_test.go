@@ -33,7 +33,7 @@ func fleetTracker(tb testing.TB, n int) (*Tracker, []string) {
 	}
 	nodes := coreinformers.NewNodeInformer(client, 0, cache.Indexers{})
 	t.resources = append(t.resources, resource{name: Nodes, informer: nodes})
-	t.plan = pipeline.Scope{Options: t.opts.Options, Roster: operand.Lab, Rules: operand.RulesFor(operand.Lab, operand.AllRules)}
+	t.scope = pipeline.Scope{Options: t.opts.Options, Roster: operand.Lab, Rules: operand.RulesFor(operand.Lab, operand.AllRules)}
 	var names []string
 	for i := range n {
 		name := fmt.Sprintf("gpu-%04d", i)
@@ -132,7 +132,7 @@ func TestRolloutPassOnlyWhenItsInputsChange(t *testing.T) {
 	}
 	judged(t, tr, names[1:2], false, true)
 	if tr.rolled == again {
-		t.Error("a forced batch (a new plan) left the rollout as it was")
+		t.Error("a forced batch (a new scope) left the rollout as it was")
 	}
 }
 
@@ -205,7 +205,7 @@ func TestRolloutPartsAreTheNodesOwn(t *testing.T) {
 // whichever nodes were judged beside it in a batch.
 func TestReplacedVerdictIsFreed(t *testing.T) {
 	tr, names := fleetTracker(t, 4)
-	tr.opts.Health, tr.plan.Health = true, true
+	tr.opts.Health, tr.scope.Health = true, true
 	judged(t, tr, slices.Clone(names), false, true) // the four in one batch, with health
 	old, oldHealth := weakVerdict(t, tr, names[0])
 	setNode(t, tr, withLabel(t, tr, names[0], operand.Lab.DCGMExporter().LabelKey(), "false"))

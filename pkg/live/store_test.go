@@ -111,7 +111,7 @@ func TestTrimNodeSharesLabelMaps(t *testing.T) {
 func TestJudgingWritesNoSharedLabels(t *testing.T) {
 	tr, names := fleetTracker(t, 6)
 	tr.opts.Explain, tr.opts.Health, tr.opts.AllRules, tr.opts.StuckAfter = true, true, true, time.Minute
-	tr.plan.Options = tr.opts.Options
+	tr.scope.Options = tr.opts.Options
 	trim := trimNode(tr.opts.ReadOptions(), tr.opts.LabelsRead(nil))
 	held := map[string]map[string]string{} // a copy of each node's labels as stored
 	store := func(name string, labels map[string]string) {

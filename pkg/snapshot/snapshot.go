@@ -1,11 +1,16 @@
 // Package snapshot is the model of the cluster state that every judgement
-// is made from: one node list, one pod list of the operator's namespace
-// and, when needed, its DaemonSets; and the workload's side, the GPU pods
-// of every namespace (gpupods.go: which pods are GPU pods, by the
-// operator's own rule). The types are compact on purpose: they keep only
-// what a judge reads, so a snapshot of thousands of nodes stays small. It
-// imports API types only, never a client: pkg/snapshot/read fills it from
-// the cluster.
+// is made from, as one read of the cluster fills it: the nodes; the pods,
+// DaemonSets and their latest revisions of the operator's namespace; the
+// ClusterPolicy, NVIDIADrivers and the operator's version (operator.go);
+// the driver upgrade controller's Events; the sharing and MIG configs the
+// policy names (sharing.go); the DRA driver's devices (dra.go); the
+// kubelet's Warnings on the operand pods and the holders of a refused
+// node's devices (kubelet.go); what the reader could not read (Notes); and
+// the workload's side, the GPU pods of every namespace (gpupods.go: which
+// pods are GPU pods, by the operator's own rule). The types are compact on
+// purpose: they keep only what a judge reads, so a snapshot of thousands of
+// nodes stays small. It imports API types only, never a client:
+// pkg/snapshot/read fills it from the cluster.
 package snapshot
 
 import (

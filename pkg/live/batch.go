@@ -39,16 +39,16 @@ func (t *Tracker) readOperator(ctx context.Context) error {
 	return nil
 }
 
-// replan decides the roster and rules again from the DaemonSets and the
+// rescope decides the roster and rules again from the DaemonSets and the
 // operator's objects, as the one-shot commands do.
-func (t *Tracker) replan() {
+func (t *Tracker) rescope() {
 	s := t.operator
 	s.DaemonSets = nil
 	for _, o := range t.store(DaemonSets).List() {
 		s.DaemonSets = append(s.DaemonSets, o.(*stored[snapshot.DaemonSet]).Of)
 	}
 	slices.SortFunc(s.DaemonSets, func(a, b snapshot.DaemonSet) int { return strings.Compare(a.Name, b.Name) })
-	t.plan = pipeline.Decide(&s, t.opts.Options)
+	t.scope = pipeline.Decide(&s, t.opts.Options)
 	t.operator.DaemonSets = s.DaemonSets
 }
 
@@ -84,11 +84,11 @@ func (t *Tracker) addEvents(s *snapshot.Snapshot, node string) {
 
 // judge judges the named nodes again and tells the hooks what changed.
 // force makes the rollout's pass over every node (the first batch, a new
-// plan). An error is the pipeline's: the plan's rules and roster disagree.
+// scope). An error is the pipeline's: the scope's rules and roster disagree.
 func (t *Tracker) judge(names []string, initial, force bool) error {
 	began := time.Now()
 	slices.SortFunc(names, judge.NaturalCompare)
-	b := verdict.Batch{Initial: initial, Judged: len(names), Roster: t.plan.Roster, Rules: t.plan.Rules}
+	b := verdict.Batch{Initial: initial, Judged: len(names), Roster: t.scope.Roster, Rules: t.scope.Rules}
 	after, err := t.verdictsOf(names, began)
 	if err != nil {
 		return err
@@ -138,11 +138,11 @@ const rolloutRefresh = 15 * time.Second
 // over every node and its driver pods, so it is made only when a judged
 // node's part of its inputs changed (upgrade.Inputs, its driver and
 // validator pods, its upgrade Event), when forced (the first batch, a new
-// plan), or rolloutRefresh after the last; otherwise the last rollout
+// scope), or rolloutRefresh after the last; otherwise the last rollout
 // stands. Under a churn of deploy labels the pass took most of each
 // batch's judging (docs/scale.md, "`serve` all day").
 func (t *Tracker) rollout(judged []string, after map[string]*verdict.Verdict, now time.Time, force bool) *upgrade.Rollout {
-	reads := upgrade.Reads(t.plan.Roster)
+	reads := upgrade.Reads(t.scope.Roster)
 	if !force && t.rolled != nil && now.Sub(t.rolledAt) < rolloutRefresh && !t.rolloutInputsChanged(judged, reads) {
 		for name, v := range after {
 			v.Upgrade = t.lastPart(name)
@@ -165,7 +165,7 @@ func (t *Tracker) rollout(judged []string, after map[string]*verdict.Verdict, no
 		}
 		t.addEvents(s, name)
 	}
-	ro := t.plan.Rollout(s, now)
+	ro := t.scope.Rollout(s, now)
 	// Each node's part is its own, and the last one stays while it reads
 	// the same: a verdict that pointed into ro.Nodes kept that pass's every
 	// part alive until the node was judged again, an array a pass, and the
@@ -286,7 +286,7 @@ func (t *Tracker) base() *snapshot.Snapshot {
 
 // judgeChunk is how many nodes verdictsOf judges from one snapshot. A
 // node's verdict reads its own objects only, so a batch of every node (the
-// first, a new plan) is judged a chunk at a time: each chunk's snapshot and
+// first, a new scope) is judged a chunk at a time: each chunk's snapshot and
 // the judge's working state are garbage before the next, not all held at
 // once beside the stores.
 const judgeChunk = 500
@@ -324,7 +324,7 @@ func (t *Tracker) judgeInto(out map[string]*verdict.Verdict, names []string, now
 			s.Pods = append(s.Pods, p.(*stored[snapshot.Pod]).Of)
 		}
 		if after := t.opts.StuckAfter; after > 0 {
-			for _, p := range judge.Pauses(n, t.plan.Roster) {
+			for _, p := range judge.Pauses(n, t.scope.Roster) {
 				if !p.Since.IsZero() && !p.StuckAt(now, after) {
 					t.queue.AddAfter(judgeNode(name), p.Since.Add(after).Sub(now)+time.Second)
 				}
@@ -336,7 +336,7 @@ func (t *Tracker) judgeInto(out map[string]*verdict.Verdict, names []string, now
 	}
 	// The rollout spans every node held, not a chunk: it is made once a
 	// batch (rollout), so the chunks leave it out.
-	sc := t.plan
+	sc := t.scope
 	sc.Upgrades = false
 	r, err := sc.Verdicts(s, now)
 	if err != nil {
