@@ -127,7 +127,7 @@ func TestBashCompletion(t *testing.T) {
 	wantCandidates(t, "--no-headers", complete("matrix", "--no-h"), "--no-headers")
 	wantCandidates(t, "a flag", complete("audit", "--ex"), "--explain")
 	wantCandidates(t, "shells", complete("completion", ""), "bash", "zsh", "fish")
-	wantCandidates(t, "--scenario of lab", complete("lab", "--scenario", ""), "driver-upgrade", "sharing", "mig", "dra")
+	wantCandidates(t, "--scenario of lab", complete("lab", "--scenario", ""), "driver-upgrade", "sharing", "mig", "dra", "workloads")
 
 	prefix := "t-" + c.env.ID + "-"
 	wantCandidates(t, "contexts of --kubeconfig", complete("--kubeconfig", c.kubeconfig, "--context", ""), "elsewhere", "lab")
