@@ -23,6 +23,9 @@ type contender struct {
 	want  string                  // the exact output expected of it; empty: not checked
 	check func(out []byte) string // when set, checks the output instead of want: "as expected …" or "**WRONG** …"
 	slow  bool                    // a script: its rounds may be capped (-script-rounds)
+	// baseline is another build's judge (-baseline): one that fails is
+	// reported as failed, without ending the run.
+	baseline bool
 }
 
 // sample is one timed run.
@@ -85,6 +88,9 @@ type result struct {
 	cpus  []time.Duration
 	rss   []int64
 	out   []byte // stdout of the warm-up run
+	// failed is why a baseline's run failed (a request timed out, say):
+	// it runs no more, and the others' rounds are kept.
+	failed error
 }
 
 func (r result) median() time.Duration {
@@ -131,7 +137,14 @@ func measure(ctx context.Context, cs []contender, env []string, tmp string, roun
 			if c.slow && capped && (round == 0 || round > slowRounds) {
 				continue
 			}
+			if results[i].failed != nil {
+				continue
+			}
 			s, err := runOnce(ctx, c, env, tmp)
+			if err != nil && c.baseline && ctx.Err() == nil {
+				results[i].failed = fmt.Errorf("round %d: %w", round, err)
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}

@@ -89,7 +89,7 @@ func baselines(spec string, cs []contender) []contender {
 		for _, c := range cs {
 			if slices.Contains(baselineJudges, c.name) {
 				b := c
-				b.name = baselineName(label, c.name)
+				b.name, b.baseline = baselineName(label, c.name), true
 				b.argv = append([]string{binary}, c.argv[1:]...)
 				out = append(out, b)
 			}
@@ -143,6 +143,10 @@ func (r report) markdown(level int) string {
 	floor := r.floor()
 	b.WriteString("| what | median wall | × floor | median CPU | peak RSS | output |\n|---|---:|---:|---:|---:|---|\n")
 	for _, res := range r.results {
+		if res.failed != nil {
+			fmt.Fprintf(&b, "| %s | — | — | — | — | **failed** %s |\n", res.name, res.failed)
+			continue
+		}
 		ratio := "—"
 		if floor > 0 {
 			ratio = fmt.Sprintf("%.2f", float64(res.median())/float64(floor))
@@ -220,7 +224,7 @@ func fleetsMarkdown(reps []report) string {
 		for _, j := range judges {
 			cell := " — |"
 			for _, res := range r.results {
-				if res.name == j && floor > 0 {
+				if res.name == j && floor > 0 && res.failed == nil {
 					cell = fmt.Sprintf(" %.3f s (%.2f×) |", res.median().Seconds(), float64(res.median())/float64(floor))
 				}
 			}
