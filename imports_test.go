@@ -15,7 +15,7 @@ import (
 // network stack; a package that needs a client is not on this list.
 var pure = []string{
 	"snapshot", "judge", "explain", "operand", "daemonset", "health", "upgrade", "verdict", "summary",
-	"discover", "plan", "outcome", "openreports", "oneline", "guard", "labspec", "render", "report", "words", "rehearsal/configs", "ledger", "quarantine", "signature", "workload",
+	"discover", "plan", "outcome", "openreports", "guard", "labspec", "render", "report", "words", "rehearsal/configs", "ledger", "quarantine", "signature", "workload",
 }
 
 // TestPurePackagesLinkNoClient fails for each pure package that links

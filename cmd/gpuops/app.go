@@ -7,7 +7,7 @@ import (
 	"io"
 
 	"github.com/gpuops/gpuops/pkg/cliopts"
-	"github.com/gpuops/gpuops/pkg/oneline"
+	"github.com/gpuops/gpuops/pkg/words"
 
 	"github.com/spf13/pflag"
 	"github.com/urfave/cli/v2"
@@ -34,7 +34,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, cliopts.ErrFinding):
 		return exitFinding
 	}
-	fmt.Fprintf(stderr, "error: %s\n", oneline.Error(err))
+	fmt.Fprintf(stderr, "error: %s\n", words.ErrorLine(err))
 	return exitError
 }
 

@@ -17,7 +17,6 @@ import (
 	"github.com/gpuops/gpuops/pkg/live"
 	"github.com/gpuops/gpuops/pkg/metrics"
 	"github.com/gpuops/gpuops/pkg/nodeevents"
-	"github.com/gpuops/gpuops/pkg/oneline"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/quarantine"
 	"github.com/gpuops/gpuops/pkg/quarantine/actor"
@@ -121,7 +120,7 @@ func (o *serveOptions) Run(ctx context.Context) error {
 		nodeevents.Record(ctx, j, cl.Kube)
 	}
 	if o.reports {
-		failed := func(err error) { fmt.Fprintf(o.ErrOut, "%s; retrying\n", oneline.Error(err)) }
+		failed := func(err error) { fmt.Fprintf(o.ErrOut, "%s; retrying\n", words.ErrorLine(err)) }
 		if _, err := reportsync.Start(ctx, j, cl.Config, reportsync.Options{Namespace: o.Opts.Namespace, Failed: failed}); err != nil {
 			return err
 		}
@@ -131,7 +130,7 @@ func (o *serveOptions) Run(ctx context.Context) error {
 		j.Observe(act.Hooks())
 		go func() {
 			if err := act.Run(ctx); err != nil {
-				fmt.Fprintf(o.ErrOut, "quarantine: %s\n", oneline.Error(err))
+				fmt.Fprintf(o.ErrOut, "quarantine: %s\n", words.ErrorLine(err))
 			}
 		}()
 		collectors = append(collectors, act)
@@ -153,10 +152,10 @@ func (o *serveOptions) Run(ctx context.Context) error {
 			}
 		},
 		WatchFailed: func(resource live.Resource, err error) {
-			fmt.Fprintf(o.ErrOut, "%s: %s; retrying\n", resource, oneline.Error(err))
+			fmt.Fprintf(o.ErrOut, "%s: %s; retrying\n", resource, words.ErrorLine(err))
 		},
 		Skipped: func(resource live.Resource, without string, err error) {
-			fmt.Fprintf(o.ErrOut, "%s: not watched, %s: %s\n", resource, without, oneline.Error(err))
+			fmt.Fprintf(o.ErrOut, "%s: not watched, %s: %s\n", resource, without, words.ErrorLine(err))
 		},
 	})
 	return metrics.Serve(ctx, ln, j, collectors...)
@@ -170,7 +169,7 @@ func (o *serveOptions) actor(ctx context.Context, cl *kube.Clients, j *live.Trac
 	}
 	if o.quarantine == quarantine.On {
 		if err := access.Check(ctx, cl.Kube.AuthorizationV1(), actor.Needs(o.Opts.Namespace)); err != nil {
-			fmt.Fprintf(o.ErrOut, "quarantine unavailable, serving read-only: %s (kubectl apply -k kustomize/deploy/quarantine)\n", oneline.Error(err))
+			fmt.Fprintf(o.ErrOut, "quarantine unavailable, serving read-only: %s (kubectl apply -k kustomize/deploy/quarantine)\n", words.ErrorLine(err))
 			return nil
 		}
 	}

@@ -11,9 +11,9 @@ import (
 	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/live"
-	"github.com/gpuops/gpuops/pkg/oneline"
 	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/verdict"
+	"github.com/gpuops/gpuops/pkg/words"
 )
 
 type watchOptions struct {
@@ -77,7 +77,7 @@ func (o *watchOptions) Run(ctx context.Context) error {
 		},
 		WatchFailed: func(resource live.Resource, err error) {
 			if j.Ready() {
-				fmt.Fprintf(o.ErrOut, "%s: %s; retrying\n", resource, oneline.Error(err))
+				fmt.Fprintf(o.ErrOut, "%s: %s; retrying\n", resource, words.ErrorLine(err))
 			}
 		},
 	})

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuops/gpuops/pkg/oneline"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/signature"
 	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/words"
 )
 
 // What the kubelet reports besides the pods' states (snapshot/kubelet.go)
@@ -163,17 +163,17 @@ func (c chain) kubeletEvidence(l *link, node string) []string {
 	p := l.pod
 	var out []string
 	if m := strings.TrimSpace(p.Health.Message); m != "" {
-		out = append(out, fmt.Sprintf("container %s terminated with message %q", p.Health.Container, oneline.Text(m)))
+		out = append(out, fmt.Sprintf("container %s terminated with message %q", p.Health.Container, words.Line(m)))
 	}
 	for _, w := range c.kubelet.warnings[p.Name] {
 		// The scheduler's FailedScheduling says what the pod's condition
 		// says, in its reason already.
-		if m := oneline.Text(w.Message); m != "" && !strings.Contains(p.Reason, m) {
+		if m := words.Line(w.Message); m != "" && !strings.Contains(p.Reason, m) {
 			out = append(out, warningText(w))
 		}
 	}
 	if w := c.kubelet.refused[node]; w != nil && l.op.Name == operand.OperatorValidator {
-		out = append(out, fmt.Sprintf("workload pod %s %s: %s", w.Name, w.Phase, oneline.Text(w.Reason)))
+		out = append(out, fmt.Sprintf("workload pod %s %s: %s", w.Name, w.Phase, words.Line(w.Reason)))
 	}
 	return out
 }
@@ -205,5 +205,5 @@ func warningText(w snapshot.Warning) string {
 	if w.Count > 1 {
 		s += fmt.Sprintf(" (x%d)", w.Count)
 	}
-	return s + ": " + oneline.Text(w.Message)
+	return s + ": " + words.Line(w.Message)
 }

@@ -11,11 +11,11 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/judge"
-	"github.com/gpuops/gpuops/pkg/oneline"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/summary"
 	"github.com/gpuops/gpuops/pkg/upgrade"
 	"github.com/gpuops/gpuops/pkg/verdict"
+	"github.com/gpuops/gpuops/pkg/words"
 )
 
 // Result is everything the judges say about the nodes of one snapshot.
@@ -121,4 +121,4 @@ type Cluster struct {
 }
 
 // ErrorLine is the cluster's error on one line.
-func (c Cluster) ErrorLine() string { return oneline.Error(c.Err) }
+func (c Cluster) ErrorLine() string { return words.ErrorLine(c.Err) }

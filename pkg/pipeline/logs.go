@@ -10,11 +10,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuops/gpuops/pkg/health"
-	"github.com/gpuops/gpuops/pkg/oneline"
 	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/podlogs"
 	"github.com/gpuops/gpuops/pkg/signature"
 	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/words"
 )
 
 // MaxLogs is how many failing containers' logs one run reads at most: on a
@@ -105,7 +105,7 @@ func hintOf(l podlogs.Log) (*signature.Hint, string) {
 	case l.Forbidden():
 		return nil, fmt.Sprintf("--logs: no right to read the logs of pods in namespace %s (get on pods/log): no hint names the host's fault", l.Namespace)
 	case l.Err != nil:
-		return nil, fmt.Sprintf("--logs: the log of container %s of pod %s could not be read: %s", l.Container.Container, l.Pod, oneline.Error(l.Err))
+		return nil, fmt.Sprintf("--logs: the log of container %s of pod %s could not be read: %s", l.Container.Container, l.Pod, words.ErrorLine(l.Err))
 	}
 	found, ok := signature.Match(l.Text)
 	if !ok {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/gpuops/gpuops/pkg/oneline"
+	"github.com/gpuops/gpuops/pkg/words"
 
 	"github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	"sigs.k8s.io/yaml"
@@ -32,7 +32,7 @@ func clustersReports(w, notes io.Writer, cs []outcome.Cluster, view View) error 
 			_, err = view.of(c.Result) // order-check's refuses a cluster without its node
 		}
 		if err != nil {
-			fmt.Fprintf(notes, "%s: error: %s\n", c.Context, oneline.Error(err))
+			fmt.Fprintf(notes, "%s: error: %s\n", c.Context, words.ErrorLine(err))
 			continue
 		}
 		all = append(all, reports(c.Result, c.Context)...)

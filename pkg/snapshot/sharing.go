@@ -8,7 +8,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpuops/gpuops/pkg/oneline"
+	"github.com/gpuops/gpuops/pkg/words"
 )
 
 // Offers are what the device plugin and the MIG manager were asked to make
@@ -96,7 +96,7 @@ func ParseSharingConfig(data string) SharingConfig {
 		} `json:"sharing"`
 	}
 	if err := yaml.Unmarshal([]byte(data), &c); err != nil {
-		return SharingConfig{Error: oneline.Error(err)}
+		return SharingConfig{Error: words.ErrorLine(err)}
 	}
 	_, ignored := c.Flags["renameByDefault"]
 	out := SharingConfig{RenameIgnored: ignored}
@@ -157,7 +157,7 @@ func ParseMIGConfigs(data string) (map[string][]MIGEntry, error) {
 		} `json:"mig-configs"`
 	}
 	if err := yaml.Unmarshal([]byte(data), &c); err != nil {
-		return nil, fmt.Errorf("%s", oneline.Error(err))
+		return nil, fmt.Errorf("%s", words.ErrorLine(err))
 	}
 	out := make(map[string][]MIGEntry, len(c.MigConfigs))
 	for name, entries := range c.MigConfigs {

@@ -27,11 +27,11 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/ledger"
 	"github.com/gpuops/gpuops/pkg/live"
-	"github.com/gpuops/gpuops/pkg/oneline"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/promtext"
 	"github.com/gpuops/gpuops/pkg/quarantine"
 	"github.com/gpuops/gpuops/pkg/verdict"
+	"github.com/gpuops/gpuops/pkg/words"
 )
 
 // Options say how the actor acts.
@@ -255,7 +255,7 @@ func (a *Actor) lead(ctx context.Context) {
 	// holds nothing the cluster knows of.
 	if a.opts.Mode == quarantine.On {
 		if err := a.readFuse(ctx); err != nil {
-			a.logf("quarantine: read the fuse: %s; retrying", oneline.Error(err))
+			a.logf("quarantine: read the fuse: %s; retrying", words.ErrorLine(err))
 		}
 	}
 	t := time.NewTicker(tick)
@@ -276,7 +276,7 @@ func (a *Actor) lead(ctx context.Context) {
 func (a *Actor) readFuse(ctx context.Context) error {
 	f, err := Fuse(ctx, a.cluster.client, a.opts.Namespace)
 	if err != nil {
-		f = quarantine.Fuse{Tripped: true, Reason: "the fuse could not be read: " + oneline.Error(err)}
+		f = quarantine.Fuse{Tripped: true, Reason: "the fuse could not be read: " + words.ErrorLine(err)}
 	}
 	a.mu.Lock()
 	if a.fuse.Tripped && !f.Tripped {
@@ -339,9 +339,9 @@ func (a *Actor) do(ctx context.Context, kind, node string, held *ledger.Entry, w
 		delete(a.overlay, node)
 		a.mu.Unlock()
 		if errors.Is(err, errChanged) || ctx.Err() != nil {
-			a.logf("quarantine: %s %s: not done, %s", kind, node, oneline.Error(err))
+			a.logf("quarantine: %s %s: not done, %s", kind, node, words.ErrorLine(err))
 		} else {
-			a.logf("quarantine: %s %s: %s; retrying", kind, node, oneline.Error(err))
+			a.logf("quarantine: %s %s: %s; retrying", kind, node, words.ErrorLine(err))
 		}
 		return
 	}
