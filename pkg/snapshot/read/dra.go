@@ -31,7 +31,7 @@ func readDevicePools(ctx context.Context, rc rest.Interface, opts Options) (map[
 	case apierrors.IsNotFound(err):
 		return nil, []string{"DRA devices not judged: the cluster does not serve resourceslices.resource.k8s.io/v1"}, nil
 	case apierrors.IsForbidden(err):
-		return nil, []string{"DRA devices not judged (whether each node publishes its GPUs is unknown): the user may not list resourceslices.resource.k8s.io"}, nil
+		return nil, []string{"DRA devices not judged (whether each node publishes its GPUs is unknown): " + refused(err, "list", "resourceslices.resource.k8s.io")}, nil
 	case err != nil:
 		return nil, nil, fmt.Errorf("list resourceslices of driver %s: %w", snapshot.DRADriverName, err)
 	}

@@ -50,7 +50,7 @@ func readWarnings(ctx context.Context, core rest.Interface, namespace string, pa
 		})
 	switch {
 	case apierrors.IsForbidden(err):
-		return nil, []string{"pod Warning Events not read (a sandbox the runtime cannot create goes unseen): the user may not list events" + where(namespace)}, nil
+		return nil, []string{"pod Warning Events not read (a sandbox the runtime cannot create goes unseen): " + refused(err, "list", "events"+where(namespace))}, nil
 	case err != nil:
 		return nil, nil, fmt.Errorf("list warning events%s: %w", where(namespace), err)
 	}
@@ -110,7 +110,7 @@ func Holders(ctx context.Context, core rest.Interface, nodes []string, pageSize 
 			})
 		switch {
 		case apierrors.IsForbidden(err):
-			return nil, []string{"the pods holding the GPUs of " + node + " not read (whether the validator's workload pod was refused for a full node is unknown): the user may not list pods in all namespaces"}, nil
+			return nil, []string{"the pods holding the GPUs of " + node + " not read (whether the validator's workload pod was refused for a full node is unknown): " + refused(err, "list", "pods in all namespaces")}, nil
 		case err != nil:
 			return nil, nil, fmt.Errorf("list pods on node %s: %w", node, err)
 		}

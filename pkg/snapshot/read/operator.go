@@ -54,7 +54,7 @@ func readOperator(ctx context.Context, rc rest.Interface, s *snapshot.Snapshot) 
 	case apierrors.IsNotFound(err):
 		s.Notes = append(s.Notes, "no ClusterPolicy: the cluster does not serve clusterpolicies.nvidia.com")
 	case apierrors.IsForbidden(err):
-		s.Notes = append(s.Notes, "ClusterPolicy not read (operands it switches off read as missing): the user may not list clusterpolicies.nvidia.com")
+		s.Notes = append(s.Notes, "ClusterPolicy not read (operands it switches off read as missing): "+refused(err, "list", "clusterpolicies.nvidia.com"))
 	case err != nil:
 		return fmt.Errorf("list clusterpolicies.nvidia.com: %w", err)
 	default:
@@ -64,8 +64,8 @@ func readOperator(ctx context.Context, rc rest.Interface, s *snapshot.Snapshot) 
 	switch {
 	case apierrors.IsForbidden(v.err):
 		if s.Policy != nil { // the lab, without an operator, has nothing to say
-			s.Notes = append(s.Notes, fmt.Sprintf("the GPU Operator's version not read (judged as %s, the newest gpuops knows): the user may not list deployments in namespace %s",
-				operand.Newest().Version, s.Namespace))
+			s.Notes = append(s.Notes, fmt.Sprintf("the GPU Operator's version not read (judged as %s, the newest gpuops knows): %s",
+				operand.Newest().Version, refused(v.err, "list", "deployments in namespace "+s.Namespace)))
 		}
 	case v.err != nil:
 		return fmt.Errorf("list deployments in namespace %s: %w", s.Namespace, v.err)
@@ -78,7 +78,7 @@ func readOperator(ctx context.Context, rc rest.Interface, s *snapshot.Snapshot) 
 	switch err := list(ctx, rc, nvidiaDrivers, &drivers); {
 	case apierrors.IsForbidden(err):
 		if s.Policy != nil && s.Policy.NVIDIADriverCRD {
-			s.Notes = append(s.Notes, "NVIDIADriver objects not read (the driver is judged by its pods alone): the user may not list nvidiadrivers.nvidia.com")
+			s.Notes = append(s.Notes, "NVIDIADriver objects not read (the driver is judged by its pods alone): "+refused(err, "list", "nvidiadrivers.nvidia.com"))
 		}
 	case err != nil && !apierrors.IsNotFound(err):
 		return fmt.Errorf("list nvidiadrivers.nvidia.com: %w", err)
@@ -97,6 +97,9 @@ func readOperator(ctx context.Context, rc rest.Interface, s *snapshot.Snapshot) 
 // deployments/gpu-operator/templates/operator.yaml, every release).
 const operatorComponent = "gpu-operator"
 
+// OperatorSelector selects the GPU Operator's Deployment.
+const OperatorSelector = "app.kubernetes.io/component=" + operatorComponent
+
 // operatorVersion is the image tag the GPU Operator's Deployment in the
 // namespace runs ("" when there is none): one LIST by its component label,
 // of one small object.
@@ -113,7 +116,7 @@ func operatorVersion(ctx context.Context, rc rest.Interface, namespace string) (
 		}
 	}
 	body, err := rc.Get().AbsPath("/apis/apps/v1/namespaces", namespace, "deployments").
-		Param("labelSelector", "app.kubernetes.io/component="+operatorComponent).
+		Param("labelSelector", OperatorSelector).
 		SetHeader("Accept", "application/json").Do(ctx).Raw()
 	if err != nil {
 		return "", err
@@ -344,14 +347,14 @@ func readUpgrades(ctx context.Context, c kubernetes.Interface, namespace string,
 	revisions, err = readRevisions(ctx, c.AppsV1().RESTClient(), namespace, pageSize)
 	switch {
 	case apierrors.IsForbidden(err):
-		notes = append(notes, "ControllerRevisions not read (whether a driver pod runs its DaemonSet's latest template is unknown): the user may not list controllerrevisions in namespace "+namespace)
+		notes = append(notes, "ControllerRevisions not read (whether a driver pod runs its DaemonSet's latest template is unknown): "+refused(err, "list", "controllerrevisions in namespace "+namespace))
 	case err != nil:
 		return nil, nil, nil, fmt.Errorf("list controllerrevisions in namespace %s: %w", namespace, err)
 	}
 	events, err = readUpgradeEvents(ctx, c.CoreV1().RESTClient(), pageSize)
 	switch {
 	case apierrors.IsForbidden(err):
-		notes = append(notes, "driver upgrade Events not read (a failed upgrade's cause may be unknown): the user may not list events in namespace "+metav1.NamespaceDefault)
+		notes = append(notes, "driver upgrade Events not read (a failed upgrade's cause may be unknown): "+refused(err, "list", "events in namespace "+metav1.NamespaceDefault))
 	case err != nil:
 		return nil, nil, nil, fmt.Errorf("list %s events: %w", operand.UpgradeEventReason, err)
 	}

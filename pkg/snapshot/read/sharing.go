@@ -39,6 +39,22 @@ func offerPolicy(spec map[string]json.RawMessage) snapshot.OfferPolicy {
 	return out
 }
 
+// OfferConfigMaps are the ConfigMaps a ClusterPolicy (JSON) names for the
+// device plugin's and the MIG manager's configs: those Offers may get.
+func OfferConfigMaps(policy []byte) ([]string, error) {
+	var p clusterPolicy
+	if err := json.Unmarshal(policy, &p); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, name := range []string{offerPolicy(p.Spec).DevicePluginConfig, offerPolicy(p.Spec).MIGConfig} {
+		if name != "" {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
 // Offers reads the ConfigMaps the ClusterPolicy names for the device
 // plugin and the MIG manager (a custom one) into s.Offers, one GET each, in the operator's
 // namespace; nothing without a policy. A ConfigMap the user may not read is
@@ -56,7 +72,7 @@ func Offers(ctx context.Context, c kubernetes.Interface, namespace string, s *sn
 		case apierrors.IsNotFound(err):
 			return nil, fmt.Sprintf("ConfigMap %s/%s not found", namespace, name), nil
 		case apierrors.IsForbidden(err):
-			s.Notes = append(s.Notes, fmt.Sprintf("%s not read (not judged): the user may not get configmap %s in namespace %s", what, name, namespace))
+			s.Notes = append(s.Notes, fmt.Sprintf("%s not read (not judged): %s", what, refused(err, "get", "configmap "+name+" in namespace "+namespace)))
 			return nil, "", err
 		case err != nil:
 			return nil, "", fmt.Errorf("get configmap %s in namespace %s: %w", name, namespace, err)

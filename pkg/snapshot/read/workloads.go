@@ -118,7 +118,7 @@ func optional(err error, kind, unjudged string) ([]string, error) {
 	case apierrors.IsNotFound(err):
 		return []string{"the cluster does not serve " + kind + ".resource.k8s.io/v1: " + unjudged}, nil
 	case apierrors.IsForbidden(err):
-		return []string{"the user may not list " + kind + ".resource.k8s.io: " + unjudged}, nil
+		return []string{refused(err, "list", kind+".resource.k8s.io") + ": " + unjudged}, nil
 	}
 	return nil, fmt.Errorf("list %s: %w", kind, err)
 }
