@@ -1,0 +1,257 @@
+package bundle
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// NotHeld is the reason Server gives for a request the input does not
+// hold: an error that apierrors.IsForbidden takes as a refusal (code 403),
+// so that the reader skips what it skips for a user who may not list it,
+// with a note, and fails where it fails; its notes say which
+// (ReasonNotHeld).
+const NotHeld metav1.StatusReason = "NotHeld"
+
+// IsNotHeld reports whether err is Server's answer for what the input
+// does not hold.
+func IsNotHeld(err error) bool { return apierrors.ReasonForError(err) == NotHeld }
+
+// Server answers the reader's GET requests from a bundle as the API server
+// answers them (JSON): a list by namespace, label selector, field
+// selector (on any field, as the API server's selectable ones are), limit
+// and continue, in the API server's order (by namespace, then name); one
+// object by name; a PartialObjectMetadataList when asked for one. What the
+// bundle's header says was refused or not served is refused again with
+// the same reason; what it did not read, or a kubectl dump does not hold a
+// single object of, is NotHeld.
+type Server struct {
+	b       *Bundle
+	mu      sync.Mutex
+	missing []string
+}
+
+// NewServer serves b.
+func NewServer(b *Bundle) *Server {
+	for _, objs := range b.Objects {
+		slices.SortStableFunc(objs, func(x, y Object) int {
+			return cmp.Or(strings.Compare(namespaceOf(x), namespaceOf(y)), strings.Compare(nameOf(x), nameOf(y)))
+		})
+	}
+	return &Server{b: b}
+}
+
+// Missing are the requests the server answered NotHeld, each once, in the
+// order asked: what the judges read and the input lacks.
+func (s *Server) Missing() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.missing)
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		status(w, apierrors.NewMethodNotSupported(schemaResource("", r.URL.Path), r.Method))
+		return
+	}
+	apiVersion, ns, resource, name, sub, ok := parsePath(r.URL.Path)
+	k, known := resourceKind(apiVersion, resource)
+	if !ok || !known || sub != "" && sub != "log" {
+		status(w, apierrors.NewNotFound(schemaResource("", resource), name))
+		return
+	}
+	if err := s.access(k, ns, name, sub); err != nil {
+		status(w, err)
+		return
+	}
+	if name != "" {
+		for _, o := range s.b.Objects[k] {
+			if nameOf(o) == name && (!k.Namespaced || namespaceOf(o) == ns) {
+				write(w, o)
+				return
+			}
+		}
+		status(w, apierrors.NewNotFound(schemaResource(k.Group(), k.Resource), name))
+		return
+	}
+	q := r.URL.Query()
+	ls, err := labels.Parse(q.Get("labelSelector"))
+	if err != nil {
+		status(w, apierrors.NewBadRequest(err.Error()))
+		return
+	}
+	fs, err := fields.ParseSelector(q.Get("fieldSelector"))
+	if err != nil {
+		status(w, apierrors.NewBadRequest(err.Error()))
+		return
+	}
+	var items []Object
+	for _, o := range s.b.Objects[k] {
+		if k.Namespaced && ns != "" && namespaceOf(o) != ns || !ls.Matches(labels.Set(labelsOf(o))) || !fs.Matches(fieldSet(o, fs)) {
+			continue
+		}
+		items = append(items, o)
+	}
+	from, _ := strconv.Atoi(q.Get("continue"))
+	items = items[min(from, len(items)):]
+	meta := map[string]any{"resourceVersion": "1"}
+	if limit, _ := strconv.Atoi(q.Get("limit")); limit > 0 && limit < len(items) {
+		items, meta["continue"] = items[:limit], strconv.Itoa(from+limit)
+	}
+	list := map[string]any{"apiVersion": k.APIVersion, "kind": k.Kind + "List", "metadata": meta, "items": items}
+	if strings.Contains(r.Header.Get("Accept"), "as=PartialObjectMetadataList") {
+		partial := make([]Object, len(items))
+		for i, o := range items {
+			partial[i] = Object{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": o["metadata"]}
+		}
+		list["apiVersion"], list["kind"], list["items"] = "meta.k8s.io/v1", "PartialObjectMetadataList", partial
+	}
+	write(w, list)
+}
+
+// access answers whether the bundle holds what a request asks: nil, or
+// the error the API server gave the collecting user, or NotHeld.
+func (s *Server) access(k Kind, ns, name, sub string) error {
+	res := schemaResource(k.Group(), k.Resource)
+	if h := s.b.Header; h != nil && sub == "" {
+		for _, nr := range h.NotRead {
+			if nr.Resource != k.Qualified() || !covers(nr.Namespace, nr.Name, ns, name) {
+				continue
+			}
+			if nr.Reason == string(metav1.StatusReasonNotFound) {
+				return apierrors.NewNotFound(res, nr.Name)
+			}
+			return apierrors.NewForbidden(res, name, fmt.Errorf("%s", nr.Message))
+		}
+		for _, rd := range h.Read {
+			if rd.Resource == k.Qualified() && covers(rd.Namespace, rd.Name, ns, name) {
+				return nil
+			}
+		}
+	} else if s.b.Header == nil && sub == "" && s.b.Has(k) {
+		return nil
+	}
+	what := k.Qualified()
+	switch {
+	case sub != "":
+		what = k.Resource + "/" + sub
+	case name != "":
+		what = k.Kind + " " + name
+	}
+	if k.Namespaced && ns != "" {
+		what += " in namespace " + ns
+	}
+	s.mu.Lock()
+	if !slices.Contains(s.missing, what) {
+		s.missing = append(s.missing, what)
+	}
+	s.mu.Unlock()
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusForbidden, Reason: NotHeld,
+		Message: "the input holds no " + what}}
+}
+
+// parsePath splits an API path: /api/v1[/namespaces/NS]/RESOURCE[/NAME[/SUB]]
+// or /apis/GROUP/VERSION/...
+func parsePath(path string) (apiVersion, ns, resource, name, sub string, ok bool) {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(parts) >= 3 && parts[0] == "api":
+		apiVersion, parts = parts[1], parts[2:]
+	case len(parts) >= 4 && parts[0] == "apis":
+		apiVersion, parts = parts[1]+"/"+parts[2], parts[3:]
+	default:
+		return "", "", "", "", "", false
+	}
+	if len(parts) >= 3 && parts[0] == "namespaces" {
+		ns, parts = parts[1], parts[2:]
+	}
+	if len(parts) == 0 || len(parts) > 3 {
+		return "", "", "", "", "", false
+	}
+	resource = parts[0]
+	if len(parts) > 1 {
+		name = parts[1]
+	}
+	if len(parts) > 2 {
+		sub = parts[2]
+	}
+	return apiVersion, ns, resource, name, sub, true
+}
+
+func schemaResource(group, resource string) schema.GroupResource {
+	return schema.GroupResource{Group: group, Resource: resource}
+}
+
+// fieldSet holds the values of the fields sel reads of o, each by its
+// dotted path ("" where o has none), as the API server's field selectors
+// compare them.
+func fieldSet(o Object, sel fields.Selector) fields.Set {
+	set := fields.Set{}
+	for _, req := range sel.Requirements() {
+		var v any = o
+		for _, key := range strings.Split(req.Field, ".") {
+			m, _ := v.(Object)
+			v = m[key]
+		}
+		switch v := v.(type) {
+		case nil:
+			set[req.Field] = ""
+		case string:
+			set[req.Field] = v
+		default:
+			set[req.Field] = fmt.Sprint(v)
+		}
+	}
+	return set
+}
+
+func metadataOf(o Object) Object { m, _ := o["metadata"].(Object); return m }
+func nameOf(o Object) string     { s, _ := metadataOf(o)["name"].(string); return s }
+func namespaceOf(o Object) string {
+	s, _ := metadataOf(o)["namespace"].(string)
+	return s
+}
+
+func labelsOf(o Object) map[string]string {
+	m, _ := metadataOf(o)["labels"].(Object)
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k], _ = v.(string)
+	}
+	return out
+}
+
+func write(w http.ResponseWriter, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status(w, apierrors.NewInternalError(err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(body)
+}
+
+func status(w http.ResponseWriter, err error) {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		st = apierrors.NewInternalError(err)
+	}
+	s := st.Status()
+	s.Kind, s.APIVersion = "Status", "v1"
+	body, _ := json.Marshal(s)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(int(s.Code))
+	_, _ = w.Write(body)
+}

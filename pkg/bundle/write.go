@@ -1,0 +1,102 @@
+package bundle
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"sigs.k8s.io/yaml"
+)
+
+// lastApplied is kubectl apply's copy of the whole object as applied: its
+// environment's values included, and nothing a judge reads.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// Scrub drops of an object what no judge reads and may hold a secret or
+// outweigh the rest: its managedFields (a node's are trimmed by the
+// collector to the entries a judge traces, and kept when keepManaged), the
+// last applied configuration, every container's environment.
+func Scrub(o Object, keepManaged bool) {
+	if m := metadataOf(o); m != nil {
+		if !keepManaged {
+			delete(m, "managedFields")
+		}
+		if a, ok := m["annotations"].(Object); ok {
+			delete(a, lastApplied)
+		}
+	}
+	dropEnv(o)
+}
+
+// dropEnv deletes env from every container, init and ephemeral container
+// of a pod spec anywhere in v (a pod's, a DaemonSet's template's).
+func dropEnv(v any) {
+	switch v := v.(type) {
+	case Object:
+		for k, x := range v {
+			if k == "containers" || k == "initContainers" || k == "ephemeralContainers" {
+				if cs, ok := x.([]any); ok {
+					for _, c := range cs {
+						if c, ok := c.(Object); ok {
+							delete(c, "env")
+						}
+					}
+					continue
+				}
+			}
+			dropEnv(x)
+		}
+	case []any:
+		for _, x := range v {
+			dropEnv(x)
+		}
+	}
+}
+
+// Write writes a bundle, one Kubernetes List whose first item is the
+// header, as YAML or else JSON, one item at a time.
+func Write(w io.Writer, asYAML bool, h *Header, items []Object) error {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	head, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	if asYAML {
+		fmt.Fprint(bw, "apiVersion: v1\nkind: List\nmetadata: {}\nitems:\n")
+	} else {
+		fmt.Fprint(bw, "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"metadata\":{},\"items\":[\n")
+	}
+	for i := -1; i < len(items); i++ {
+		b := head
+		if i >= 0 {
+			if b, err = json.Marshal(items[i]); err != nil {
+				return err
+			}
+		}
+		if asYAML {
+			if b, err = yaml.JSONToYAML(b); err != nil {
+				return err
+			}
+			for j, line := range bytes.SplitAfter(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
+				if j == 0 {
+					bw.WriteString("- ")
+				} else {
+					bw.WriteString("  ")
+				}
+				bw.Write(line)
+			}
+			bw.WriteString("\n")
+			continue
+		}
+		if i >= 0 {
+			bw.WriteString(",\n")
+		}
+		bw.Write(b)
+	}
+	if !asYAML {
+		bw.WriteString("\n]}\n")
+	}
+	return bw.Flush()
+}
