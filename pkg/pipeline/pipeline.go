@@ -91,6 +91,17 @@ type Options struct {
 	// GroupBy, when set, groups the verdicts into a fleet view by the value
 	// of this node label (outcome.Result.Fleet).
 	GroupBy string
+	// Now is the moment the judges judge as of (ages, --stuck-after): a
+	// bundle's time for --from; zero, the clock's.
+	Now time.Time
+}
+
+// now is the moment to judge as of.
+func (o Options) now() time.Time {
+	if o.Now.IsZero() {
+		return time.Now()
+	}
+	return o.Now
 }
 
 // Scope is what the options and the cluster's DaemonSets and ClusterPolicy

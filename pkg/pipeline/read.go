@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"time"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -21,7 +20,7 @@ func Run(ctx context.Context, c kubernetes.Interface, o Options) (*outcome.Resul
 		return nil, err
 	}
 	judge.SortNodes(s) // once, for every judge of it (judge.SortedNodes)
-	r, err := Decide(s, o).Judge(s, time.Now())
+	r, err := Decide(s, o).Judge(s, o.now())
 	if err == nil && o.Logs && o.Health {
 		readHints(ctx, c, s, r)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
@@ -47,7 +46,7 @@ func readWorkloads(ctx context.Context, c kubernetes.Interface, o Options, allLa
 	}
 	judge.SortNodes(w.s)
 	sc := Decide(w.s, o)
-	hs := health.Assess(w.s, sc.Roster, time.Now(), o.StuckAfter)
+	hs := health.Assess(w.s, sc.Roster, o.now(), o.StuckAfter)
 	w.health = make(map[string]*health.Node, len(hs))
 	for i := range hs {
 		w.health[hs[i].Node] = &hs[i]
@@ -58,7 +57,7 @@ func readWorkloads(ctx context.Context, c kubernetes.Interface, o Options, allLa
 // cluster is what the why judge reads of the workloads besides the pods,
 // with the pods' Warnings, judged as of now.
 func (w *workloads) cluster(warnings map[string][]snapshot.Warning, o Options) workload.Cluster {
-	return workload.Cluster{Nodes: w.s.Nodes, Health: w.health, Pools: w.s.DevicePools, Warnings: warnings, Now: time.Now(), StuckAfter: o.StuckAfter}
+	return workload.Cluster{Nodes: w.s.Nodes, Health: w.health, Pools: w.s.DevicePools, Warnings: warnings, Now: o.now(), StuckAfter: o.StuckAfter}
 }
 
 // Capacity says where the cluster's GPUs are (gpuops capacity): the nodes
