@@ -83,6 +83,7 @@ func newApp(name string, stdout, stderr io.Writer) *cli.App {
 			labCommand(e),
 			guardCommand(e),
 			quarantineCommand(e),
+			collectCommand(e),
 			versionCommand(e),
 		},
 		// urfave prints usage errors itself; make them ours (one line, exit 2).

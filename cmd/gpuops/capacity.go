@@ -7,7 +7,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuops/gpuops/pkg/cliopts"
-	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/workload"
 )
@@ -30,7 +29,7 @@ func capacityCommand(e cliopts.Env) *cli.Command {
 			"in claims' allocations), free, and stranded: held by no pod on a node that takes no new GPU work, by\n" +
 			"reason (" + strings.Join(workload.Reasons, ", ") + "), and the largest free block on one node.\n" +
 			"Allocatable is allocated + free + stranded. Reads the pods of every namespace. Exit 0.",
-		Flags: []cli.Flag{o.Flag(), o.GroupByFlag(pipeline.DefaultGroupBy), o.Lab.JudgeFlag(), o.SelectorFlag(), o.DiscoverFlag(), o.StuckAfterFlag()},
+		Flags: append([]cli.Flag{o.Flag(), o.GroupByFlag(pipeline.DefaultGroupBy), o.Lab.JudgeFlag(), o.SelectorFlag(), o.DiscoverFlag(), o.StuckAfterFlag()}, o.From.Flags()...),
 	}, o)
 }
 
@@ -39,12 +38,12 @@ func (o *capacityOptions) Complete(*cli.Context) error { return o.CompleteWith(&
 func (o *capacityOptions) Validate() error { return o.Judging.Validate() }
 
 func (o *capacityOptions) Run(ctx context.Context) error {
-	reader, err := kube.ConnectReading(o.Kube)
+	reader, err := o.Reader()
 	if err != nil {
 		return err
 	}
 	c, err := pipeline.Capacity(ctx, reader, o.Opts)
-	if err != nil {
+	if err = o.Done(err); err != nil {
 		return err
 	}
 	return o.Printer.Capacity(o.Out, o.ErrOut, c)

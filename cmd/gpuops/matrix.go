@@ -16,6 +16,6 @@ func matrixCommand(e cliopts.Env) *cli.Command {
 		Description: "One line per node in natural name order, \"<node> driver=yes|no toolkit=... device-plugin=...\n" +
 			"gfd=... dcgm=...\", then TOTAL_PODS=<n>: Running pods of any DaemonSet in the namespace\n" +
 			"(the lab's out/matrix.txt).",
-		Flags: append([]cli.Flag{o.Flag(), o.NoHeadersFlag(), o.Lab.JudgeFlag(), o.SelectorFlag(), o.DiscoverFlag()}, o.Many.Flags()...),
+		Flags: append([]cli.Flag{o.Flag(), o.NoHeadersFlag(), o.Lab.JudgeFlag(), o.SelectorFlag(), o.DiscoverFlag()}, o.SourceFlags()...),
 	}, o)
 }

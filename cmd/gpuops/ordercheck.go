@@ -28,7 +28,7 @@ func orderCheckCommand(e cliopts.Env) *cli.Command {
 			"broken rule of the start-up order is a finding; the first is printed. -o junit has one test case\n" +
 			"per rule judged, failed when broken. It reads NODE's labels and the pods bound to it, not the\n" +
 			"fleet: as quick on 5,000 nodes as on 3.",
-		Flags: append([]cli.Flag{o.Flag(), o.NoHeadersFlag(), o.Lab.JudgeFlag(), o.AllRulesFlag(), o.DiscoverFlag()}, o.Many.Flags()...),
+		Flags: append([]cli.Flag{o.Flag(), o.NoHeadersFlag(), o.Lab.JudgeFlag(), o.AllRulesFlag(), o.DiscoverFlag()}, o.SourceFlags()...),
 	}, o)
 }
 

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpuops/gpuops/pkg/cliopts"
-	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/report"
 	"github.com/gpuops/gpuops/pkg/workload"
@@ -31,9 +30,9 @@ func podsCommand(e cliopts.Env) *cli.Command {
 			"precedence: " + strings.Join(workload.Codes, ", ") + ".\n" +
 			"-o junit: a test case per GPU pod, failed when it is stuck; -o openreports: a result per GPU pod (policy pods).\n" +
 			"Exit 1 if any pod is stuck.",
-		Flags: []cli.Flag{o.Flag(), &cli.StringFlag{Name: "selector", Aliases: []string{"l"}, Destination: &o.podSelector,
+		Flags: append([]cli.Flag{o.Flag(), &cli.StringFlag{Name: "selector", Aliases: []string{"l"}, Destination: &o.podSelector,
 			Usage: "label selector of the pods listed, as kubectl -l (default: every GPU pod)"},
-			o.operatorFlag(), o.Lab.JudgeFlag(), o.StuckAfterFlag(), o.DiscoverFlag()},
+			o.operatorFlag(), o.Lab.JudgeFlag(), o.StuckAfterFlag(), o.DiscoverFlag()}, o.From.Flags()...),
 	}, o)
 }
 
@@ -45,12 +44,12 @@ func (o *podsOptions) Validate() error {
 }
 
 func (o *podsOptions) Run(ctx context.Context) error {
-	reader, err := kube.ConnectReading(o.Kube) // without -n, every namespace: not the context's
+	reader, err := o.Reader() // without -n, every namespace: not the context's
 	if err != nil {
 		return err
 	}
 	r, err := pipeline.Pods(ctx, reader, o.Opts, o.podNamespace, o.podSelector)
-	if err != nil {
+	if err = o.Done(err); err != nil {
 		return err
 	}
 	if err := o.Printer.Pods(o.Out, o.ErrOut, r); err != nil {

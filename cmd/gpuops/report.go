@@ -66,7 +66,7 @@ func (o *reportOptions) Run(ctx context.Context) error {
 		holds, err = report.ClustersHTML(&page, cs, report.Source{Namespace: o.Opts.Namespace, Selector: o.Opts.NodeSelector})
 	} else {
 		src := report.Source{Namespace: r.Namespace, Selector: r.Selector, Taken: r.Taken}
-		src.Context, src.Server = o.Kube.Target()
+		src.Context, src.Server = o.Target()
 		report.Printer{}.Notes(o.ErrOut, r)
 		holds = fmt.Sprintf("%s, %s", words.Count(len(r.Fleet.Nodes), "node"), words.Count(r.Fleet.Findings(), "finding"))
 		err = report.HTML(&page, *r.Fleet, src)

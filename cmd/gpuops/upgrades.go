@@ -25,6 +25,6 @@ func upgradesCommand(e cliopts.Env) *cli.Command {
 			"cause the controller would have), skipped, left-cordoned (done, cordoned by the controller),\n" +
 			"outdated (the driver pod runs an older template and no upgrade is under way). Exit 1 if a node\n" +
 			"is failed, stuck or left cordoned. --group-by counts the verdicts per value of a node label too.",
-		Flags: append([]cli.Flag{o.Flag(), o.NoHeadersFlag(), o.GroupByFlag(""), o.Lab.JudgeFlag(), o.SelectorFlag(), o.DiscoverFlag(), o.StuckAfterFlag()}, o.Many.Flags()...),
+		Flags: append([]cli.Flag{o.Flag(), o.NoHeadersFlag(), o.GroupByFlag(""), o.Lab.JudgeFlag(), o.SelectorFlag(), o.DiscoverFlag(), o.StuckAfterFlag()}, o.SourceFlags()...),
 	}, o)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuops/gpuops/pkg/cliopts"
@@ -30,24 +31,26 @@ func (o *workloadOptions) operatorFlag() cli.Flag {
 		Usage: "the GPU Operator's namespace, whose operands health judges (default: the --lab spec's, else " + kube.DefaultNamespace + ")"}
 }
 
-// Complete resolves the operator's namespace from its flag (else the
-// --lab spec's), and the pods' when -n gives it.
+// Complete reads --from's input and resolves the operator's namespace
+// from its flag (else the --lab spec's, else the input's header's), and
+// the pods' when -n gives it.
 func (o *workloadOptions) Complete(*cli.Context) error {
 	ns := *o.Kube.Namespace
 	*o.Kube.Namespace = o.operatorNamespace // the judges' namespace: the flag, else the --lab spec's
-	err := o.Lab.Complete(o.Kube)
+	err := o.CompleteWith(&o.Output)
 	*o.Kube.Namespace = ns
 	o.podNamespace = ns
-	if err != nil {
-		return err
-	}
-	return o.Fill(&o.Output)
+	return err
 }
 
 // connect connects, and without -n takes the pods' namespace from the
 // kubeconfig's context (else default), as kubectl does: reading the
-// kubeconfig is the connection's part, after every flag is checked.
+// kubeconfig is the connection's part, after every flag is checked. With
+// --from there is no context: default.
 func (o *workloadOptions) connect() (kubernetes.Interface, error) {
+	if o.podNamespace == "" && o.From.Set() {
+		o.podNamespace = metav1.NamespaceDefault
+	}
 	if o.podNamespace == "" {
 		ns, _, err := o.Kube.ToRawKubeConfigLoader().Namespace()
 		if err != nil {
@@ -55,7 +58,7 @@ func (o *workloadOptions) connect() (kubernetes.Interface, error) {
 		}
 		o.podNamespace = ns
 	}
-	return kube.ConnectReading(o.Kube)
+	return o.Reader()
 }
 
 type whyOptions struct {
@@ -77,7 +80,7 @@ func whyCommand(e cliopts.Env) *cli.Command {
 			"nodeSelector and required node affinity) with each node's health, and says scheduler when it finds a\n" +
 			"node that fits. Codes, the headline's precedence first to last: " + strings.Join(workload.Codes, ", ") + ".\n" +
 			"Exit 1 if a pod is stuck, 0 if each runs or waits (or asks no GPU), 2 for a pod or workload not found.",
-		Flags: []cli.Flag{o.Flag(), o.operatorFlag(), o.Lab.JudgeFlag(), o.StuckAfterFlag(), o.DiscoverFlag()},
+		Flags: append([]cli.Flag{o.Flag(), o.operatorFlag(), o.Lab.JudgeFlag(), o.StuckAfterFlag(), o.DiscoverFlag()}, o.From.Flags()...),
 	}, o)
 }
 
@@ -105,7 +108,7 @@ func (o *whyOptions) Run(ctx context.Context) error {
 		return err
 	}
 	r, err := pipeline.Why(ctx, reader, o.Opts, o.podNamespace, o.target)
-	if err != nil {
+	if err = o.Done(err); err != nil {
 		return err
 	}
 	if err := o.Printer.Why(o.Out, o.ErrOut, r); err != nil {

@@ -36,6 +36,11 @@ func (m *Clusters) Flags() []cli.Flag {
 	}
 }
 
+// given reports whether a flag asks for a run across clusters.
+func (m *Clusters) given() bool {
+	return len(m.contexts.Value()) > 0 || m.sel.All || m.sel.Match != "" || m.parallelSet
+}
+
 // complete resolves the contexts against the connection flags f, reading
 // no cluster: no run without --contexts, --all-contexts, --context-match
 // or --parallel.

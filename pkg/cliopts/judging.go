@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuops/gpuops/pkg/clusters"
 	"github.com/gpuops/gpuops/pkg/kube"
@@ -33,6 +34,7 @@ type Judging struct {
 	groupBySet bool
 	Logs       bool
 	Many       Clusters
+	From       From
 	Opts       pipeline.Options
 }
 
@@ -106,16 +108,20 @@ func (j *Judging) LogsFlag() cli.Flag {
 
 // NodeFlags are the flags of a judge of nodes (audit, health): -o and
 // --no-headers of out, --lab, -l, --explain, --discover, --stuck-after and
-// the many-cluster flags.
+// the sources' flags.
 func (j *Judging) NodeFlags(out *Output) []cli.Flag {
-	return append([]cli.Flag{out.Flag(), out.NoHeadersFlag(), j.Lab.JudgeFlag(), j.SelectorFlag(), j.ExplainFlag(), j.DiscoverFlag(), j.StuckAfterFlag()}, j.Many.Flags()...)
+	return append([]cli.Flag{out.Flag(), out.NoHeadersFlag(), j.Lab.JudgeFlag(), j.SelectorFlag(), j.ExplainFlag(), j.DiscoverFlag(), j.StuckAfterFlag()}, j.SourceFlags()...)
 }
 
 // FleetFlags are the fleet views' (summary, report): nodes grouped by
 // --group-by.
 func (j *Judging) FleetFlags() []cli.Flag {
-	return append([]cli.Flag{j.GroupByFlag(pipeline.DefaultGroupBy), j.Lab.JudgeFlag(), j.SelectorFlag(), j.DiscoverFlag(), j.StuckAfterFlag()}, j.Many.Flags()...)
+	return append([]cli.Flag{j.GroupByFlag(pipeline.DefaultGroupBy), j.Lab.JudgeFlag(), j.SelectorFlag(), j.DiscoverFlag(), j.StuckAfterFlag()}, j.SourceFlags()...)
 }
+
+// SourceFlags are what a judge reads instead of the one cluster the
+// connection flags name: many clusters, or --from's input.
+func (j *Judging) SourceFlags() []cli.Flag { return append(j.Many.Flags(), j.From.Flags()...) }
 
 // FleetOptions are a fleet view's: every start-up rule the roster allows,
 // each finding with its reason, each node's health, the driver rollout.
@@ -123,20 +129,28 @@ func FleetOptions(p *pipeline.Options) {
 	p.AllRules, p.Explain, p.Health, p.Upgrades = true, true, true, true
 }
 
-// Complete resolves the namespace (-n, else the --lab spec's) and fills
-// the rest (Fill) for a command without -o.
+// Complete reads --from's input, resolves the namespace (-n, else the
+// --lab spec's, else the input's header's) and fills the rest (Fill) for
+// a command without -o.
 func (j *Judging) Complete(*cli.Context) error { return j.CompleteWith(nil) }
 
 // CompleteWith is Complete for a command that prints with o.
 func (j *Judging) CompleteWith(o *Output) error {
+	if err := j.From.Complete(); err != nil {
+		return err
+	}
 	if err := j.Lab.Complete(j.Kube); err != nil {
 		return err
+	}
+	if ns := j.From.Namespace(); ns != "" && *j.Kube.Namespace == "" && j.Lab.Given == nil {
+		j.Lab.Namespace = ns
 	}
 	return j.Fill(o)
 }
 
-// Fill parses o's -o (nil for a command without one), resolves the
-// contexts of a run across clusters, and makes Opts: the lab's namespace,
+// Fill parses o's -o (nil for a command without one), settles --from's
+// time and what goes with it, resolves the contexts of a run across
+// clusters, and makes Opts: the lab's namespace,
 // the nodes -l selects, the rules, and the reasons when the format always
 // says why.
 func (j *Judging) Fill(o *Output) error {
@@ -146,6 +160,9 @@ func (j *Judging) Fill(o *Output) error {
 			return err
 		}
 		f = o.Format()
+	}
+	if err := j.From.fill(j.Many.given(), j.Logs); err != nil {
+		return UsageError(err)
 	}
 	if err := j.Many.complete(j.Kube); err != nil {
 		return UsageError(err)
@@ -160,7 +177,7 @@ func (j *Judging) Fill(o *Output) error {
 	}
 	j.Opts = pipeline.Options{
 		Namespace: j.Lab.Namespace, NodeSelector: j.Selector, Roster: roster, AllRules: j.AllRules,
-		StuckAfter: j.StuckAfter, GroupBy: j.GroupBy, Logs: j.Logs,
+		StuckAfter: j.StuckAfter, GroupBy: j.GroupBy, Logs: j.Logs, Now: j.From.at,
 		// -o wide and the formats that always say why are audit --explain's.
 		Explain: j.Explain || f.Explained() || f == report.Wide,
 	}
@@ -189,12 +206,39 @@ func (j *Judging) Judge(ctx context.Context) (r *outcome.Result, cs []outcome.Cl
 	if j.Many.run != nil {
 		return nil, j.Many.run.Judge(ctx, j.ErrOut, j.Opts), nil
 	}
-	reader, err := kube.ConnectReading(j.Kube)
+	reader, err := j.Reader()
 	if err != nil {
 		return nil, nil, err
 	}
 	r, err = pipeline.Run(ctx, reader, j.Opts)
-	return r, nil, err
+	return r, nil, j.Done(err)
+}
+
+// Reader is the client the judges read with: --from's input, else the
+// cluster the connection flags name.
+func (j *Judging) Reader() (kubernetes.Interface, error) {
+	if j.From.Set() {
+		return j.From.reader()
+	}
+	return kube.ConnectReading(j.Kube)
+}
+
+// Target names the cluster judged: the kubeconfig's context and server,
+// or with --from those the input's header recorded.
+func (j *Judging) Target() (context, server string) {
+	if j.From.Set() {
+		return j.From.target()
+	}
+	return j.Kube.Target()
+}
+
+// Done is what a judge's read ends with: err, and with --from what the
+// input lacked (From.done).
+func (j *Judging) Done(err error) error {
+	if !j.From.Set() {
+		return err
+	}
+	return j.From.done(err, j.ErrOut)
 }
 
 // ExitOf is a judge's exit: 2 when a cluster could not be judged, else 1
