@@ -135,3 +135,50 @@ func TestBadQuarantineInput(t *testing.T) {
 		t.Errorf("gpuops quarantine: exit %d, stdout %q, stderr %q; want its subcommands listed", code, stdout.String(), stderr.String())
 	}
 }
+
+// --from judges a file with no kubeconfig read (the one given does not
+// exist); what does not go with it, or a bad --now, is bad input: exit 2,
+// one line, nothing on stdout.
+func TestFromFlags(t *testing.T) {
+	input := gpuopstest.WriteFile(t, filepath.Join(t.TempDir(), "dump.yaml"), `apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: gpu-1, labels: {nvidia.com/gpu.deploy.driver: "true"}}}
+- apiVersion: apps/v1
+  kind: DaemonSet
+  metadata: {name: nvidia-driver-daemonset, namespace: gpu-operator}
+  spec: {template: {spec: {nodeSelector: {nvidia.com/gpu.deploy.driver: "true"}}}}
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: nvidia-driver-daemonset-abcde
+    namespace: gpu-operator
+    ownerReferences: [{apiVersion: apps/v1, kind: DaemonSet, name: nvidia-driver-daemonset, uid: u, controller: true}]
+  spec: {nodeName: gpu-1}
+  status: {phase: Running}
+`)
+	judge := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"gpuops", "--kubeconfig", "/nonexistent/kubeconfig"}, args...), &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	if code, stdout, stderr := judge("audit", "--from", input); code != exitOK || stdout != "gpu-1 OK\n" || !strings.Contains(stderr, "holds no clusterpolicies.nvidia.com") {
+		t.Errorf("audit --from: exit %d\n%s%s", code, stdout, stderr)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"health", "--from", input, "--logs"}, "--logs reads the containers' logs from the cluster"},
+		{[]string{"audit", "--from", input, "--contexts", "a,b"}, "--from judges one input"},
+		{[]string{"audit", "--now", "2026-12-07T12:00:00Z"}, "--now: only with --from"},
+		{[]string{"why", "pod-1", "--from", input, "--now", "yesterday"}, `--now "yesterday": want an RFC 3339 time`},
+		{[]string{"audit", "--from", "/nonexistent/bundle.yaml"}, "--from: stat /nonexistent/bundle.yaml"},
+		{[]string{"collect", "-o", "bundle.txt"}, `--output "bundle.txt": want a name ending in .yaml, .yml or .json`},
+	} {
+		code, stdout, stderr := judge(c.args...)
+		if code != exitError || stdout != "" || !strings.HasPrefix(stderr, "error: "+c.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and one line %q", c.args, code, stdout, stderr, c.want)
+		}
+	}
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/gpuops/gpuops/pkg/bundle"
+	"github.com/gpuops/gpuops/pkg/cliopts"
+	"github.com/gpuops/gpuops/pkg/collect"
+	"github.com/gpuops/gpuops/pkg/kube"
+	"github.com/gpuops/gpuops/pkg/report"
+	"github.com/gpuops/gpuops/pkg/workspace"
+)
+
+type collectOptions struct {
+	cliopts.Env
+	Lab       cliopts.Lab
+	file      string
+	redact    bool
+	chunkSize int
+	asYAML    bool
+	gzipped   bool
+}
+
+func collectCommand(e cliopts.Env) *cli.Command {
+	o := &collectOptions{Env: e}
+	return command(&cli.Command{
+		Name:  "collect",
+		Usage: "write a support bundle: what the judges read, for any judge's --from on another machine",
+		Description: "Reads what every judge reads, one LIST per kind (whole objects; the pods of every namespace in one,\n" +
+			"of which it keeps the operator namespace's, the GPU pods and those the kubelet refused): nodes, the\n" +
+			"operator namespace's pods, DaemonSets and ControllerRevisions, the GPU Operator's Deployment, the\n" +
+			"ClusterPolicy, NVIDIADrivers, the ConfigMaps the policy names, the DRA driver's ResourceSlices,\n" +
+			"ResourceClaims and DeviceClasses, the Warning Events on pods and the driver upgrade controller's on\n" +
+			"nodes, the ReplicaSets of GPU pods' namespaces. Writes one Kubernetes List whose first item, a\n" +
+			"gpuops.io Bundle, says gpuops' version, when, the server's version and what could not be read and why\n" +
+			"(RBAC: Forbidden; not served: NotFound), also said on stderr. Never Secrets; no managedFields but a\n" +
+			"node's entries that own a label a judge traces, its cordon or its taints (who took it out of service);\n" +
+			"no container's env, no last-applied configuration. --redact replaces node, pod and namespace names by\n" +
+			"salted hashes, the same name the same hash in the whole bundle. Any judge reads it with --from FILE.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Destination: &o.file,
+				Usage: "write the bundle to `FILE`: .yaml or .json, gzipped when the name ends in .gz; - or none: YAML on stdout"},
+			&cli.BoolFlag{Name: "redact", Destination: &o.redact,
+				Usage: "replace node, pod and namespace names by hashes (the same name, the same hash), for a bundle posted in public"},
+			&cli.IntFlag{Name: "chunk-size", Value: collect.DefaultPageSize, Destination: &o.chunkSize,
+				Usage: "return large lists in chunks of this many objects, as kubectl get --chunk-size (progress on stderr per chunk)"},
+			o.Lab.JudgeFlag(),
+		},
+	}, o)
+}
+
+func (o *collectOptions) Complete(*cli.Context) error { return o.Lab.Complete(o.Kube) }
+
+func (o *collectOptions) Validate() error {
+	if o.chunkSize <= 0 {
+		return cliopts.UsageError(fmt.Errorf("--chunk-size %d: want a positive number", o.chunkSize))
+	}
+	name := strings.TrimSuffix(o.file, ".gz")
+	o.gzipped = name != o.file
+	switch ext := filepath.Ext(name); {
+	case o.file == "" || o.file == "-":
+		o.asYAML = true
+	case ext == ".yaml" || ext == ".yml":
+		o.asYAML = true
+	case ext != ".json":
+		return cliopts.UsageError(fmt.Errorf("--output %q: want a name ending in .yaml, .yml or .json (then .gz to gzip it), or -", o.file))
+	}
+	return nil
+}
+
+func (o *collectOptions) Run(ctx context.Context) error {
+	c, err := kube.ConnectReading(o.Kube)
+	if err != nil {
+		return err
+	}
+	co := collect.Options{Namespace: o.Lab.Namespace, Version: report.ClientVersionInfo(gpuopsVersion).ClientVersion.GitVersion,
+		Progress: o.ErrOut, PageSize: o.chunkSize}
+	co.Context, co.Server = o.Kube.Target()
+	h, items, err := collect.Collect(ctx, c, co)
+	if err != nil {
+		return err
+	}
+	if o.redact {
+		salt := make([]byte, 16)
+		_, _ = rand.Read(salt)
+		bundle.Redact(h, items, salt)
+	}
+	var buf bytes.Buffer
+	if err := o.write(&buf, h, items); err != nil {
+		return err
+	}
+	for _, nr := range h.NotRead {
+		where := ""
+		if nr.Namespace != "" {
+			where = " in namespace " + nr.Namespace
+		}
+		fmt.Fprintf(o.ErrOut, "collect: %s%s not read (%s): %s\n", nr.Resource, where, nr.Reason, nr.Message)
+	}
+	if o.file == "" || o.file == "-" {
+		_, err = o.Out.Write(buf.Bytes())
+		return err
+	}
+	abs, err := filepath.Abs(o.file)
+	if err != nil {
+		return err
+	}
+	if err := workspace.New(filepath.Dir(abs)).WriteFile(filepath.Base(abs), buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.ErrOut, "collect: wrote %s: %d objects\n", o.file, len(items))
+	return nil
+}
+
+// write writes the bundle as the output's name asks.
+func (o *collectOptions) write(w io.Writer, h *bundle.Header, items []bundle.Object) error {
+	if !o.gzipped {
+		return bundle.Write(w, o.asYAML, h, items)
+	}
+	z := gzip.NewWriter(w)
+	if err := bundle.Write(z, o.asYAML, h, items); err != nil {
+		return err
+	}
+	return z.Close()
+}

@@ -1,0 +1,389 @@
+// Package collect reads from a cluster what the judges read and makes a
+// bundle of it (pkg/bundle): `gpuops collect`. It reads what
+// pkg/snapshot/read reads, whole objects rather than trimmed ones, so that
+// --from of the bundle makes the snapshot a live read makes: every kind
+// Kinds lists, each with the selectors the reader uses, and what it could
+// not read (the user may not; the cluster does not serve it) in the
+// header, so that --from refuses it again as the cluster did.
+package collect
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/gpuops/gpuops/pkg/bundle"
+	"github.com/gpuops/gpuops/pkg/pipeline"
+	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/snapshot/read"
+)
+
+// Options say what to collect and how.
+type Options struct {
+	Namespace string // the GPU Operator's
+	// Context and Server name the cluster, for the header.
+	Context, Server string
+	Version         string // gpuops's, for the header
+	// Progress, when set, gets a line per page of a long list: on a large
+	// fleet a collect takes a while.
+	Progress io.Writer
+	// PageSize is how many objects a LIST returns at a time.
+	PageSize int
+}
+
+// DefaultPageSize keeps a page of nodes or pods a few megabytes.
+const DefaultPageSize = 500
+
+// Collect reads the bundle: the header, then the objects, each with its
+// apiVersion and kind.
+func Collect(ctx context.Context, c kubernetes.Interface, o Options) (*bundle.Header, []bundle.Object, error) {
+	if o.PageSize <= 0 {
+		o.PageSize = DefaultPageSize
+	}
+	h := &bundle.Header{APIVersion: bundle.HeaderAPIVersion, Kind: bundle.HeaderKind, Metadata: bundle.Metadata{Name: "gpuops"},
+		GPUOps: o.Version, Time: time.Now().UTC().Truncate(time.Second), Namespace: o.Namespace,
+		Context: o.Context, Server: o.Server}
+	if v, err := c.Discovery().ServerVersion(); err == nil {
+		h.ServerVersion = v.GitVersion
+	}
+	r := &reader{ctx: ctx, rc: c.Discovery().RESTClient(), o: o, h: h}
+	ns := o.Namespace
+	traced := pipeline.Options{Health: true, Upgrades: true}.ReadOptions().Traced() // every label a judge traces
+	steps := []func() error{
+		func() error { return r.list(kind("Node"), "", "", "", "", nodeTrimmer(traced)) },
+		func() error { return r.list(kind("DaemonSet"), ns, "", "", "", nil) },
+		func() error { return r.list(kind("ControllerRevision"), ns, "", "", "", dropData) },
+		func() error {
+			return r.list(kind("Deployment"), ns, read.OperatorSelector, "", "the GPU Operator's", nil)
+		},
+		func() error { return r.list(kind("ClusterPolicy"), "", "", "", "", nil) },
+		func() error { return r.list(kind("NVIDIADriver"), "", "", "", "", nil) },
+		func() error { return r.configMaps(ns) },
+		func() error {
+			return r.list(kind("ResourceSlice"), "", "", "spec.driver="+snapshot.DRADriverName, "the GPU DRA driver's", nil)
+		},
+		func() error { return r.list(kind("ResourceClaim"), "", "", "", "", nil) },
+		func() error { return r.list(kind("DeviceClass"), "", "", "", "", nil) },
+		func() error { return r.events() },
+		func() error { return r.pods(ns) },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := r.replicaSets(); err != nil {
+		return nil, nil, err
+	}
+	return h, r.items, nil
+}
+
+func kind(name string) bundle.Kind {
+	for _, k := range bundle.Kinds {
+		if k.Kind == name {
+			return k
+		}
+	}
+	panic("collect: unknown kind " + name)
+}
+
+// reader lists into the bundle.
+type reader struct {
+	ctx   context.Context
+	rc    rest.Interface
+	o     Options
+	h     *bundle.Header
+	items []bundle.Object
+	// owners are the ReplicaSets that control GPU pods outside the
+	// operator's namespace, by namespace: why deployment/NAME reads them.
+	owners map[string]bool
+}
+
+// list lists k in namespace ns ("" every one) narrowed by the selectors,
+// trims each object with keep (nil: keep it; false drops it) and records
+// the read in the header, or why it was not made.
+func (r *reader) list(k bundle.Kind, ns, labelSel, fieldSel, only string, keep func(bundle.Object) bool) error {
+	err := r.each(k, ns, labelSel, fieldSel, func(o bundle.Object) {
+		if keep == nil || keep(o) {
+			r.add(k, o)
+		}
+	})
+	return r.record(k, ns, "", only, err)
+}
+
+// record notes a read made, or refused: anything else is an error.
+func (r *reader) record(k bundle.Kind, ns, name, only string, err error) error {
+	if !k.Namespaced {
+		ns = ""
+	}
+	switch {
+	case err == nil:
+		r.h.Read = append(r.h.Read, bundle.Read{Resource: k.Qualified(), Namespace: ns, Name: name, Only: only})
+	case apierrors.IsForbidden(err):
+		r.h.NotRead = append(r.h.NotRead, bundle.NotRead{Resource: k.Qualified(), Namespace: ns, Name: name,
+			Reason: string(metav1.StatusReasonForbidden), Message: oneLine(err)})
+	case apierrors.IsNotFound(err) && name == "":
+		r.h.NotRead = append(r.h.NotRead, bundle.NotRead{Resource: k.Qualified(), Namespace: ns,
+			Reason: string(metav1.StatusReasonNotFound), Message: "the cluster does not serve " + k.Qualified() + "/" + strings.TrimPrefix(k.APIVersion, k.Group()+"/")})
+	default:
+		what := k.Qualified()
+		if ns != "" {
+			what += " in namespace " + ns
+		}
+		return fmt.Errorf("list %s: %w", what, err)
+	}
+	return nil
+}
+
+func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+
+// each lists k page by page as JSON and calls fn on each item, with its
+// apiVersion and kind set.
+func (r *reader) each(k bundle.Kind, ns, labelSel, fieldSel string, fn func(bundle.Object)) error {
+	path := "/api/" + k.APIVersion
+	if k.Group() != "" {
+		path = "/apis/" + k.APIVersion
+	}
+	if ns != "" && k.Namespaced {
+		path += "/namespaces/" + url.PathEscape(ns)
+	}
+	path += "/" + k.Resource
+	cont, total := "", 0
+	for {
+		req := r.rc.Get().AbsPath(path).SetHeader("Accept", "application/json").Param("limit", strconv.Itoa(r.o.PageSize))
+		if labelSel != "" {
+			req = req.Param("labelSelector", labelSel)
+		}
+		if fieldSel != "" {
+			req = req.Param("fieldSelector", fieldSel)
+		}
+		if cont != "" {
+			req = req.Param("continue", cont)
+		}
+		body, err := req.Do(r.ctx).Raw()
+		if err != nil {
+			return err
+		}
+		var page struct {
+			Metadata struct{ Continue string }
+			Items    []bundle.Object
+		}
+		d := json.NewDecoder(bytes.NewReader(body))
+		d.UseNumber()
+		if err := d.Decode(&page); err != nil {
+			return fmt.Errorf("decode %s: %w", k.Qualified(), err)
+		}
+		for _, o := range page.Items {
+			o["apiVersion"], o["kind"] = k.APIVersion, k.Kind
+			fn(o)
+		}
+		total += len(page.Items)
+		if cont = page.Metadata.Continue; cont == "" {
+			return nil
+		}
+		if r.o.Progress != nil {
+			fmt.Fprintf(r.o.Progress, "collect: %s: %d read\n", k.Qualified(), total)
+		}
+	}
+}
+
+// add keeps an object, trimmed of what no judge reads and may be secret.
+func (r *reader) add(k bundle.Kind, o bundle.Object) {
+	bundle.Scrub(o, k.Kind == "Node")
+	r.items = append(r.items, o)
+}
+
+// configMaps gets the ConfigMaps the ClusterPolicy names for the device
+// plugin's sharing and the MIG manager's layouts (as read.Offers does):
+// one that does not exist is recorded as read, so that --from finds it
+// missing as the cluster did.
+func (r *reader) configMaps(ns string) error {
+	var names []string
+	for _, o := range r.items {
+		if o["kind"] == "ClusterPolicy" {
+			b, err := json.Marshal(o)
+			if err != nil {
+				return err
+			}
+			named, err := read.OfferConfigMaps(b)
+			if err != nil {
+				return fmt.Errorf("ClusterPolicy: %w", err)
+			}
+			names = append(names, named...)
+		}
+	}
+	k := kind("ConfigMap")
+	slices.Sort(names)
+	for _, name := range slices.Compact(names) {
+		var o bundle.Object
+		body, err := r.rc.Get().AbsPath("/api/v1/namespaces", ns, "configmaps", name).SetHeader("Accept", "application/json").Do(r.ctx).Raw()
+		if err == nil {
+			err = json.Unmarshal(body, &o)
+		}
+		switch {
+		case err == nil:
+			r.add(k, o)
+		case apierrors.IsNotFound(err):
+			err = nil // read: it does not exist
+		}
+		if err := r.record(k, ns, name, "", err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// events lists what the judges read of Events: the Warnings on pods of
+// every namespace and the driver upgrade controller's Events on nodes.
+func (r *reader) events() error {
+	k := kind("Event")
+	var errs []error
+	for _, sel := range []string{read.PodWarnings, read.UpgradeEvents} {
+		errs = append(errs, r.each(k, "", "", sel, func(o bundle.Object) { r.add(k, o) }))
+	}
+	for _, err := range errs {
+		if err != nil {
+			return r.record(k, "", "", "", err)
+		}
+	}
+	return r.record(k, "", "", "Warnings on pods, the driver upgrade controller's on nodes", nil)
+}
+
+// pods lists the pods of every namespace, one LIST, and keeps those of
+// the operator's namespace and, elsewhere, the GPU pods and those the
+// kubelet refused: the workload's side (snapshot.GPUPods) and the pods
+// holding a node's devices (read.Holders). A user who may list pods in the
+// operator's namespace alone gets those.
+func (r *reader) pods(ns string) error {
+	k := kind("Pod")
+	r.owners = map[string]bool{}
+	var failed error
+	err := r.each(k, "", "", "", func(o bundle.Object) {
+		if failed != nil {
+			return
+		}
+		if namespaceOf(o) == ns {
+			r.add(k, o)
+			return
+		}
+		var p corev1.Pod
+		if failed = convert(o, &p); failed != nil {
+			return
+		}
+		_, gpu := snapshot.GPUPodFrom(&p)
+		_, refused := snapshot.RejectedPodFrom(&p)
+		if !gpu && !refused {
+			return
+		}
+		if ref := metav1.GetControllerOfNoCopy(&p); ref != nil && ref.Kind == "ReplicaSet" {
+			r.owners[p.Namespace+"/"+ref.Name] = true
+		}
+		r.add(k, o)
+	})
+	if err == nil {
+		err = failed
+	}
+	if apierrors.IsForbidden(err) {
+		if err := r.record(k, "", "", "", err); err != nil {
+			return err
+		}
+		return r.list(k, ns, "", "", "", nil)
+	}
+	if err := r.record(k, ns, "", "", err); err != nil {
+		return err
+	}
+	return r.record(k, "", "", "outside namespace "+ns+": the GPU pods and those the kubelet refused", err)
+}
+
+// replicaSets keeps, in each namespace holding a GPU pod of a ReplicaSet,
+// the ReplicaSets of those namespaces, their metadata alone: whose
+// Deployment each belongs to (why deployment/NAME).
+func (r *reader) replicaSets() error {
+	k := kind("ReplicaSet")
+	namespaces := map[string]bool{}
+	for key := range r.owners {
+		ns, _, _ := strings.Cut(key, "/")
+		namespaces[ns] = true
+	}
+	for _, ns := range slices.Sorted(func(yield func(string) bool) {
+		for ns := range namespaces {
+			if !yield(ns) {
+				return
+			}
+		}
+	}) {
+		err := r.each(k, ns, "", "", func(o bundle.Object) {
+			r.add(k, bundle.Object{"apiVersion": o["apiVersion"], "kind": o["kind"], "metadata": o["metadata"]})
+		})
+		if err := r.record(k, ns, "", "their metadata", err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func namespaceOf(o bundle.Object) string {
+	m, _ := o["metadata"].(bundle.Object)
+	s, _ := m["namespace"].(string)
+	return s
+}
+
+// convert decodes an object into an API type.
+func convert(o bundle.Object, into any) error {
+	b, err := json.Marshal(o)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, into)
+}
+
+// dropData drops a ControllerRevision's data, the whole template of its
+// DaemonSet: the judges read its name, labels and revision.
+func dropData(o bundle.Object) bool {
+	delete(o, "data")
+	return true
+}
+
+// nodeTrimmer keeps of a node's managedFields the entries that own a label
+// a judge traces (traced) or its cordon or taints (the ledger's), as the
+// reader decodes only those (read.trace): the rest, the kubelet's status
+// and NFD's hundred labels, is most of a node.
+func nodeTrimmer(traced func(key, value string) bool) func(bundle.Object) bool {
+	return func(o bundle.Object) bool {
+		m, _ := o["metadata"].(bundle.Object)
+		labels := map[string]string{}
+		if ls, ok := m["labels"].(bundle.Object); ok {
+			for k, v := range ls {
+				labels[k], _ = v.(string)
+			}
+		}
+		needles := append(snapshot.TracedKeys(labels, traced), snapshot.SpecNeedles...)
+		entries, _ := m["managedFields"].([]any)
+		var kept []any
+		for _, e := range entries {
+			b, _ := json.Marshal(e)
+			if slices.ContainsFunc(needles, func(n string) bool { return bytes.Contains(b, []byte(n)) }) {
+				kept = append(kept, e)
+			}
+		}
+		if kept == nil {
+			delete(m, "managedFields")
+		} else {
+			m["managedFields"] = kept
+		}
+		return true
+	}
+}
