@@ -66,6 +66,15 @@ func (v Volatile) names(out string) string {
 	return out
 }
 
+// Comparable is out as two runs compare it (normalize), word by word
+// when args print YAML (folded).
+func (v Volatile) Comparable(args []string, out string) string {
+	if folded(args) {
+		out = OneSpaced(out)
+	}
+	return v.normalize(out)
+}
+
 // CheckGolden runs each command against c and compares what it printed,
 // normalized by v, with dir/NAME.golden; with GPUOPS_UPDATE_GOLDEN=1 it
 // writes the files instead. A file of dir that no case makes fails: every

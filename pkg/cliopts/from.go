@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -101,12 +102,16 @@ func (f *From) fill(contexts bool, logs bool) error {
 	return nil
 }
 
-// target is the cluster the header names, if any.
+// target is the cluster the header names, else the input's name: a
+// kubectl output, or a redacted bundle, does not name it.
 func (f *From) target() (context, server string) {
-	if h := f.input.Header; h != nil {
+	if h := f.input.Header; h != nil && h.Context != "" {
 		return h.Context, h.Server
 	}
-	return "", ""
+	if f.Path == "-" {
+		return "stdin", ""
+	}
+	return filepath.Base(f.Path), ""
 }
 
 // reader is the client the judges read the input through.

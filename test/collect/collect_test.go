@@ -1,0 +1,361 @@
+// Package collect_test proves that `gpuops collect` and --from judge as
+// the live cluster does: every judge, in every format, prints from a
+// bundle, from kubectl's own output of the same objects and from a
+// must-gather-shaped folder what it prints live, on the lab's real control
+// plane; and that bad inputs, redaction and missing rights are said.
+package collect_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	gpuops "github.com/gpuops/gpuops"
+	"github.com/gpuops/gpuops/internal/gpuopstest"
+	"github.com/gpuops/gpuops/internal/testcluster"
+	"github.com/gpuops/gpuops/pkg/bundle"
+	"github.com/gpuops/gpuops/pkg/labspec"
+	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/rehearsal"
+)
+
+func TestMain(m *testing.M) { testcluster.Main(m) }
+
+// lab is the lab after `gpuops lab` (lab-node-2 breaks the start-up order)
+// with a GPU pod of another namespace bound there, stuck.
+type lab struct {
+	env     *testcluster.Env
+	cluster gpuopstest.Cluster
+	nodes   []string
+	team    string // the GPU pod's namespace
+	pods    []string
+}
+
+func newLab(t *testing.T) *lab {
+	env := testcluster.New(t)
+	spec, err := labspec.Parse(gpuops.DefaultLab, operand.Lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &lab{env: env, cluster: gpuopstest.Cluster{Kubeconfig: env.Kubeconfig}}
+	for _, n := range spec.Nodes {
+		env.AddNode(t, n.Name, nil)
+		l.nodes = append(l.nodes, n.Name)
+	}
+	l.cluster.Want(t, 0, "lab", "--workdir", t.TempDir())
+	l.team = env.OtherNamespace(t, "team")
+	pod := testcluster.GPUPod("train-1", l.nodes[2], 8)
+	if _, err := env.Client.CoreV1().Pods(l.team).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := env.Client.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		l.pods = append(l.pods, p.Name)
+	}
+	return l
+}
+
+// cases are every judge in every format (the golden cases of one
+// cluster), and the workload's commands.
+func cases(node, team string) [][]string {
+	var out [][]string
+	for _, g := range gpuopstest.JudgeCases(node) {
+		if strings.HasPrefix(g.Name, "contexts.") || strings.HasPrefix(g.Name, "guard-status") {
+			continue
+		}
+		out = append(out, g.Args)
+	}
+	return append(out, []string{"why", "-n", team, "train-1"}, []string{"pods"}, []string{"pods", "-n", team},
+		[]string{"capacity"}, []string{"health", "--explain", node})
+}
+
+// same runs args live and with each of from, and fails where one prints
+// or exits otherwise (the clock's instants and ages aside: the live run
+// is later).
+func (l *lab) same(t *testing.T, args []string, from ...string) {
+	t.Helper()
+	l.sameBut(t, args, gpuopstest.Volatile{}, nil, from...)
+}
+
+// sameBut is same with the stderr lines that missing picks left out of
+// --from's.
+func (l *lab) sameBut(t *testing.T, args []string, v gpuopstest.Volatile, missing func(line string) bool, from ...string) {
+	t.Helper()
+	live := l.cluster.Run(t, args...)
+	want := v.Comparable(args, live.Stdout+"\x00"+live.Stderr)
+	for _, f := range from {
+		got := gpuopstest.Run(t, nil, gpuopstest.Binary(t), append(slices.Clone(args), "--from", f)...)
+		stderr := got.Stderr
+		if missing != nil {
+			stderr = strings.Join(slices.DeleteFunc(strings.SplitAfter(stderr, "\n"), missing), "")
+		}
+		if got.Code != live.Code || v.Comparable(args, got.Stdout+"\x00"+stderr) != want {
+			t.Errorf("gpuops %s --from %s: exit %d, live %d\n--- from\n%s%s\n--- live\n%s%s", strings.Join(args, " "), filepath.Base(f),
+				got.Code, live.Code, got.Stdout, got.Stderr, live.Stdout, live.Stderr)
+		}
+	}
+}
+
+// One lab for every part: its node names are the lab spec's. First as
+// `gpuops lab` leaves it, then as a GPU Operator install: a ClusterPolicy
+// naming the sharing and MIG ConfigMaps, the operator's Deployment, a
+// DeviceClass and a ResourceClaim, so that kubectl's output holds every
+// kind the judges read.
+func TestCollect(t *testing.T) {
+	l := newLab(t)
+	t.Run("must-gather", l.mustGather)
+	t.Run("from is live", l.fromIsLive)
+	t.Run("redact", l.redact)
+	t.Run("bad inputs", l.badInputs)
+	l.install(t)
+	t.Run("install: from is live", l.fromIsLive)
+	t.Run("install: from kubectl is live", l.fromKubectlIsLive)
+	t.Run("install: redact", l.redact)
+}
+
+// install makes the lab a GPU Operator install.
+func (l *lab) install(t *testing.T) {
+	ctx := context.Background()
+	const ns = "gpu-operator"
+	dyn, err := dynamic.NewForConfig(l.env.RESTConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := rehearsal.InstallPolicy(ctx, dyn, rehearsal.Policy("cluster-policy", rehearsal.OfferSpec("sharing", "mig")), ns, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Remove(context.Background()) })
+	for _, cm := range []*corev1.ConfigMap{rehearsal.SharingConfigs(ns), rehearsal.MIGConfigs(ns)} {
+		if _, err := l.env.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	labels := map[string]string{"app.kubernetes.io/component": "gpu-operator", "app": "gpu-operator"}
+	operator := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "gpu-operator", Labels: labels},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "gpu-operator", Image: "nvcr.io/nvidia/gpu-operator:v26.7.0",
+				Env: []corev1.EnvVar{{Name: "SECRET_TOKEN", Value: "not-in-the-bundle"}}}}}}}}
+	if _, err := l.env.Client.AppsV1().Deployments(ns).Create(ctx, operator, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	class := &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.example.com"}, Spec: resourcev1.DeviceClassSpec{
+		Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: "device.driver == 'gpu.nvidia.com'"}}}}}
+	if _, err := l.env.Client.ResourceV1().DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = l.env.Client.ResourceV1().DeviceClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{})
+	})
+	claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "one-gpu"}, Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+		Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: class.Name}}}}}}
+	if _, err := l.env.Client.ResourceV1().ResourceClaims(l.team).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	l.env.WaitForPods(t, ns, func(pods []corev1.Pod) bool {
+		return slices.ContainsFunc(pods, func(p corev1.Pod) bool {
+			return p.Labels["app"] == "gpu-operator" && p.Status.Phase == corev1.PodRunning
+		})
+	})
+}
+
+// fromIsLive compares every judge in every format live and from bundles:
+// YAML and gzipped JSON.
+func (l *lab) fromIsLive(t *testing.T) {
+	dir := t.TempDir()
+	yamlBundle, jsonBundle := filepath.Join(dir, "bundle.yaml"), filepath.Join(dir, "bundle.json.gz")
+	l.cluster.Want(t, 0, "collect", "-o", yamlBundle)
+	l.cluster.Want(t, 0, "collect", "-o", jsonBundle)
+	if raw, _ := os.ReadFile(yamlBundle); bytes.Contains(raw, []byte("not-in-the-bundle")) || bytes.Contains(raw, []byte("kind: Secret")) {
+		t.Errorf("the bundle holds a container's environment or a Secret")
+	}
+	for _, args := range cases(l.nodes[2], l.team) {
+		l.same(t, args, yamlBundle, jsonBundle)
+	}
+	// stdin, and a later --now: the pod then stuck longer
+	in := gpuopstest.Run(t, nil, "sh", "-c", gpuopstest.Binary(t)+" health -o json --from - < "+yamlBundle)
+	if live := l.cluster.Run(t, "health", "-o", "json"); in.Code != live.Code || in.Stdout == "" {
+		t.Errorf("--from -: exit %d, live %d\n%s%s", in.Code, live.Code, in.Stdout, in.Stderr)
+	}
+	later := gpuopstest.Run(t, nil, gpuopstest.Binary(t), "why", "-n", l.team, "train-1", "--from", yamlBundle, "--now", time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	if !strings.Contains(later.Stdout, "Stuck") || later.Code != 1 {
+		t.Errorf("--now an hour later: exit %d\n%s%s", later.Code, later.Stdout, later.Stderr)
+	}
+}
+
+// fromKubectlIsLive compares every judge in every format live and from
+// kubectl's output of the same objects, as a user pastes it: one List of
+// every kind, and a folder of a file per kind. A kind of which the cluster
+// has no object leaves no trace in kubectl's output: --from says it does
+// not hold it (NVIDIADriver, whose CRD the cluster does not serve), the
+// one line the outputs differ by; and it does not name the cluster, which
+// a report does by the input's name then.
+func (l *lab) fromKubectlIsLive(t *testing.T) {
+	dir := t.TempDir()
+	kinds := []string{"nodes", "pods", "daemonsets", "controllerrevisions", "deployments", "events", "resourceslices", "resourceclaims",
+		"deviceclasses", "replicasets", "clusterpolicies", "configmaps"}
+	list := gpuopstest.WriteFile(t, filepath.Join(dir, "dump.yaml"), l.env.Kubectl(t, "get", strings.Join(kinds, ","), "-A", "-o", "yaml"))
+	folder := filepath.Join(dir, "dump-folder")
+	for _, kind := range kinds {
+		gpuopstest.WriteFile(t, filepath.Join(folder, kind+".json"), l.env.Kubectl(t, "get", kind, "-A", "-o", "json"))
+	}
+	missing := regexp.MustCompile(`^note: --from \S+ holds no (nvidiadrivers\.nvidia\.com|resourceslices\.resource\.k8s\.io):`)
+	cfg, err := clientcmd.LoadFromFile(l.env.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := gpuopstest.Volatile{cfg.Clusters[cfg.Contexts[cfg.CurrentContext].Cluster].Server: "", "dump.yaml": "<cluster>", "dump-folder": "<cluster>"}
+	for _, args := range cases(l.nodes[2], l.team) {
+		l.sameBut(t, args, v, func(line string) bool { return missing.MatchString(line) }, list, folder)
+	}
+}
+
+// A folder shaped as NVIDIA's must-gather leaves it (NVIDIA/gpu-operator
+// v26.7.0 hack/must-gather.sh): YAML of the ClusterPolicy (or
+// cluster_policy.missing), the operator namespace's pods and DaemonSets,
+// and the nodes as text it does not parse. No node, no verdict: exit 2,
+// saying so; with the nodes beside it, the verdicts it can hold are the
+// live ones and what it lacks is named.
+func (l *lab) mustGather(t *testing.T) {
+	dir := t.TempDir()
+	ns := "gpu-operator"
+	gpuopstest.WriteFile(t, filepath.Join(dir, "cluster_policy.missing"), "")
+	gpuopstest.WriteFile(t, filepath.Join(dir, "gpu_operand_pods.yaml"), l.env.Kubectl(t, "get", "pods", "-n", ns, "-o", "yaml"))
+	gpuopstest.WriteFile(t, filepath.Join(dir, "gpu_operand_ds.yaml"), l.env.Kubectl(t, "get", "ds", "-n", ns, "-o", "yaml"))
+	gpuopstest.WriteFile(t, filepath.Join(dir, "gpu_operand_pods.status"), l.env.Kubectl(t, "get", "pods", "-n", ns, "-o", "wide"))
+	gpuopstest.WriteFile(t, filepath.Join(dir, "gpu_nodes.descr"), l.env.Kubectl(t, "describe", "nodes"))
+	gpuopstest.WriteFile(t, filepath.Join(dir, "gpu_nodes.labels"), "lab-node-0\n- kubernetes.io/hostname=lab-node-0\n")
+	gpuopstest.WriteFile(t, filepath.Join(dir, "must-gather.log"), "# All done!\n")
+	r := gpuopstest.Run(t, nil, gpuopstest.Binary(t), "audit", "--from", dir)
+	r.OneLineError(t, "holds no nodes: no verdict can be given without it")
+
+	gpuopstest.WriteFile(t, filepath.Join(dir, "nodes.yaml"), l.env.Kubectl(t, "get", "nodes", "-o", "yaml"))
+	// the verdicts; its notes differ: must-gather says there is no
+	// ClusterPolicy, not that the cluster does not serve them
+	for _, args := range [][]string{{"audit"}, {"audit", "-o", "wide"}, {"order-check", l.nodes[2]}, {"matrix"}} {
+		live := l.cluster.Run(t, args...)
+		got := gpuopstest.Run(t, nil, gpuopstest.Binary(t), append(args, "--from", dir)...)
+		if got.Code != live.Code || got.Stdout != live.Stdout {
+			t.Errorf("gpuops %s --from must-gather: exit %d, live %d\n%s\nlive:\n%s", strings.Join(args, " "), got.Code, live.Code, got.Stdout, live.Stdout)
+		}
+	}
+	health := gpuopstest.Run(t, nil, gpuopstest.Binary(t), "health", "--from", dir)
+	for _, missing := range []string{"holds no events in namespace gpu-operator", "holds no deployments.apps in namespace gpu-operator"} {
+		if !strings.Contains(health.Stderr, missing) {
+			t.Errorf("health --from must-gather does not say it %s:\n%s", missing, health.Stderr)
+		}
+	}
+}
+
+// Redacted, the bundle names no node, pod or namespace of the cluster, and
+// the verdicts are the live ones up to the names.
+func (l *lab) redact(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "public.yaml")
+	l.cluster.Want(t, 0, "collect", "--redact", "-o", path)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range slices.Concat(l.nodes, l.pods, []string{l.team, "gpu-operator"}) {
+		if bytes.Contains(raw, []byte(name)) && !(name == "gpu-operator" && !regexp.MustCompile(`namespace: gpu-operator\b`).Match(raw)) {
+			t.Errorf("the redacted bundle names %q", name)
+		}
+	}
+	hashes := regexp.MustCompile(`\b(node|pod|ns)-[0-9a-f]{10}\b`)
+	var quoted []string
+	for _, n := range slices.Concat(l.nodes, l.pods, []string{l.team}) {
+		quoted = append(quoted, regexp.QuoteMeta(n))
+	}
+	names := regexp.MustCompile(`\b(` + strings.Join(quoted, "|") + `)\b`)
+	for _, args := range [][]string{{"health"}, {"audit", "--all-rules"}, {"summary"}, {"pods", "-o", "json"}} {
+		live := l.cluster.Run(t, args...)
+		got := gpuopstest.Run(t, nil, gpuopstest.Binary(t), append(args, "--from", path)...)
+		norm := func(s string, re *regexp.Regexp) []string {
+			lines := strings.Split(re.ReplaceAllString(gpuopstest.Volatile{}.Comparable(args, s), "<name>"), "\n")
+			slices.Sort(lines)
+			return lines
+		}
+		if got.Code != live.Code || !slices.Equal(norm(got.Stdout, hashes), norm(live.Stdout, names)) {
+			t.Errorf("gpuops %s --from redacted: exit %d, live %d\n%s\nlive:\n%s", strings.Join(args, " "), got.Code, live.Code, got.Stdout, live.Stdout)
+		}
+	}
+}
+
+// Bad input is one line and exit 2, nothing on stdout; a user who may read
+// nothing gets a bundle whose header names what was refused.
+func (l *lab) badInputs(t *testing.T) {
+	dir := t.TempDir()
+	var full bytes.Buffer
+	z := gzip.NewWriter(&full)
+	z.Write([]byte(l.env.Kubectl(t, "get", "nodes", "-o", "yaml")))
+	z.Close()
+	cut := filepath.Join(dir, "cut.yaml.gz")
+	if err := os.WriteFile(cut, full.Bytes()[:full.Len()/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty")
+	gpuopstest.WriteFile(t, filepath.Join(empty, "notes.txt"), "nothing\n")
+	html := filepath.Join(dir, "report.html")
+	for _, c := range []struct{ from, want string }{
+		{gpuopstest.WriteFile(t, filepath.Join(dir, "text.yaml"), "NAME STATUS\nlab-node-0 Ready\n"), "not YAML or JSON"},
+		{gpuopstest.WriteFile(t, filepath.Join(dir, "secrets.yaml"), "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Secret, metadata: {name: s}}\n"), "holds no object gpuops reads (only v1/Secret)"},
+		{cut, "gzip: unexpected EOF"},
+		{empty, "no .yaml, .yml or .json file"},
+	} {
+		for _, args := range [][]string{{"audit"}, {"health", "-o", "json"}, {"report", "--html", html}} {
+			r := gpuopstest.Run(t, nil, gpuopstest.Binary(t), append(args, "--from", c.from)...)
+			r.OneLineError(t, c.want)
+			if r.Stdout != "" {
+				t.Errorf("%s --from %s printed %q", args[0], filepath.Base(c.from), r.Stdout)
+			}
+		}
+	}
+	if _, err := os.Stat(html); !os.IsNotExist(err) {
+		t.Errorf("report --html was written: %v", err)
+	}
+
+	// A service account with no rights: the bundle says what was refused.
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "nobody"}}
+	if _, err := l.env.Client.CoreV1().ServiceAccounts(l.env.Namespace).Create(context.Background(), sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	nobody := l.env.AccountKubeconfig(t, l.env.Namespace, "nobody")
+	path := filepath.Join(dir, "refused.json")
+	r := gpuopstest.Cluster{Kubeconfig: nobody}.Want(t, 0, "collect", "-o", path)
+	var b struct{ Items []bundle.Header }
+	raw, _ := os.ReadFile(path)
+	if err := yaml.Unmarshal(raw, &b); err != nil || len(b.Items) != 1 {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	var refused []string
+	for _, nr := range b.Items[0].NotRead {
+		if nr.Reason == "Forbidden" {
+			refused = append(refused, nr.Resource)
+		}
+	}
+	for _, want := range []string{"nodes", "pods", "daemonsets.apps", "events"} {
+		if !slices.Contains(refused, want) || !strings.Contains(r.Stderr, want) {
+			t.Errorf("the header and stderr do not name %s as refused: %q\n%s", want, refused, r.Stderr)
+		}
+	}
+	gpuopstest.Run(t, nil, gpuopstest.Binary(t), "audit", "--from", path).OneLineError(t, "list nodes")
+}
