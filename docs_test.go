@@ -411,6 +411,7 @@ var upstreamPaths = map[string]bool{
 	"pkg/kubelet/kuberuntime/kuberuntime_manager.go":                       true, // Kubernetes
 	"pkg/kubelet/cm/dra/manager.go":                                        true, // Kubernetes
 	"pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go": true, // Kubernetes
+	"hack/must-gather.sh":                                                  true, // GPU Operator
 }
 
 // Packages are renamed and files move: every path of the repository the
