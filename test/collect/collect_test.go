@@ -20,6 +20,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
@@ -32,6 +33,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/labspec"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/rehearsal"
+	"github.com/gpuops/gpuops/pkg/snapshot"
 )
 
 func TestMain(m *testing.M) { testcluster.Main(m) }
@@ -53,8 +55,12 @@ func newLab(t *testing.T) *lab {
 		t.Fatal(err)
 	}
 	l := &lab{env: env, cluster: gpuopstest.Cluster{Kubeconfig: env.Kubeconfig}}
-	for _, n := range spec.Nodes {
-		env.AddNode(t, n.Name, nil)
+	for _, n := range spec.Nodes { // as test/e2e makes them: the spec's GPUs advertised
+		var gpus []testcluster.NodeOption
+		if n.GPUs > 0 {
+			gpus = append(gpus, testcluster.WithCapacity(corev1.ResourceList{snapshot.GPUResource: *resource.NewQuantity(n.GPUs, resource.DecimalSI)}))
+		}
+		env.AddNode(t, n.Name, nil, gpus...)
 		l.nodes = append(l.nodes, n.Name)
 	}
 	l.cluster.Want(t, 0, "lab", "--workdir", t.TempDir())
