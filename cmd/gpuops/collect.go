@@ -28,6 +28,7 @@ type collectOptions struct {
 	chunkSize int
 	asYAML    bool
 	gzipped   bool
+	ext       string // of the output's name, without .gz
 }
 
 func collectCommand(e cliopts.Env) *cli.Command {
@@ -58,20 +59,21 @@ func collectCommand(e cliopts.Env) *cli.Command {
 	}, o)
 }
 
-func (o *collectOptions) Complete(*cli.Context) error { return o.Lab.Complete(o.Kube) }
+// Complete resolves the namespace and reads the output's format from its
+// name.
+func (o *collectOptions) Complete(*cli.Context) error {
+	name := strings.TrimSuffix(o.file, ".gz")
+	o.gzipped, o.ext = name != o.file, filepath.Ext(name)
+	o.asYAML = o.file == "" || o.file == "-" || o.ext == ".yaml" || o.ext == ".yml"
+	return o.Lab.Complete(o.Kube)
+}
 
+// Validate checks the flags; it changes nothing.
 func (o *collectOptions) Validate() error {
 	if o.chunkSize <= 0 {
 		return cliopts.UsageError(fmt.Errorf("--chunk-size %d: want a positive number", o.chunkSize))
 	}
-	name := strings.TrimSuffix(o.file, ".gz")
-	o.gzipped = name != o.file
-	switch ext := filepath.Ext(name); {
-	case o.file == "" || o.file == "-":
-		o.asYAML = true
-	case ext == ".yaml" || ext == ".yml":
-		o.asYAML = true
-	case ext != ".json":
+	if !o.asYAML && o.ext != ".json" {
 		return cliopts.UsageError(fmt.Errorf("--output %q: want a name ending in .yaml, .yml or .json (then .gz to gzip it), or -", o.file))
 	}
 	return nil
