@@ -29,6 +29,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/snapshot/read"
+	"github.com/gpuops/gpuops/pkg/words"
 )
 
 // Options say what to collect and how.
@@ -134,7 +135,7 @@ func (r *reader) record(k bundle.Kind, ns, name, only string, err error) error {
 		r.h.Read = append(r.h.Read, bundle.Read{Resource: k.Qualified(), Namespace: ns, Name: name, Only: only})
 	case apierrors.IsForbidden(err):
 		r.h.NotRead = append(r.h.NotRead, bundle.NotRead{Resource: k.Qualified(), Namespace: ns, Name: name,
-			Reason: string(metav1.StatusReasonForbidden), Message: oneLine(err)})
+			Reason: string(metav1.StatusReasonForbidden), Message: words.ErrorLine(err)})
 	case apierrors.IsNotFound(err) && name == "":
 		r.h.NotRead = append(r.h.NotRead, bundle.NotRead{Resource: k.Qualified(), Namespace: ns,
 			Reason: string(metav1.StatusReasonNotFound), Message: "the cluster does not serve " + k.Qualified() + "/" + strings.TrimPrefix(k.APIVersion, k.Group()+"/")})
@@ -147,8 +148,6 @@ func (r *reader) record(k bundle.Kind, ns, name, only string, err error) error {
 	}
 	return nil
 }
-
-func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
 // each lists k page by page as JSON and calls fn on each item, with its
 // apiVersion and kind set.
