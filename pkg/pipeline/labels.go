@@ -11,6 +11,7 @@ import (
 // judges read about ten, a tenth of the store's heap that all of them
 // would take (docs/scale.md, "`serve` all day").
 type Labels struct {
+	all        bool // every label (Workloads)
 	deployOnly bool
 	keys       map[string]bool // besides operand.JudgedLabel's
 }
@@ -18,8 +19,12 @@ type Labels struct {
 // LabelsRead says which node labels the verdicts read: only the deploy
 // labels when the read is that narrow (ReadOptions); otherwise the
 // catalog's (operand.JudgedLabel), every key a DaemonSet of the namespace
-// selects nodes on (the reasons name a mismatch), and GroupBy.
+// selects nodes on (the reasons name a mismatch), and GroupBy; every label
+// with Workloads.
 func (o Options) LabelsRead(daemonSets []snapshot.DaemonSet) Labels {
+	if o.Workloads {
+		return Labels{all: true}
+	}
 	if o.ReadOptions().DeployOnly() {
 		return Labels{deployOnly: true}
 	}
@@ -37,6 +42,9 @@ func (o Options) LabelsRead(daemonSets []snapshot.DaemonSet) Labels {
 
 // Keep reports whether the verdicts read the node label of this key.
 func (l Labels) Keep(key string) bool {
+	if l.all {
+		return true
+	}
 	if l.deployOnly {
 		return operand.AskLabel(key)
 	}
@@ -46,6 +54,9 @@ func (l Labels) Keep(key string) bool {
 // Covers reports whether l keeps every label m keeps: a store trimmed by l
 // can be judged by m's verdicts without reading the nodes again.
 func (l Labels) Covers(m Labels) bool {
+	if l.all || m.all {
+		return l.all
+	}
 	if !l.deployOnly && m.deployOnly {
 		return true
 	}

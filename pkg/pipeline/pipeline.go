@@ -94,6 +94,11 @@ type Options struct {
 	// Now is the moment the judges judge as of (ages, --stuck-after): a
 	// bundle's time for --from; zero, the clock's.
 	Now time.Time
+	// Workloads keeps, in the live tracker, the workload side too (serve
+	// --workloads): every GPU pod of the cluster, judged as gpuops capacity
+	// and pods judge them, against nodes kept with every label (the
+	// scheduler matches a pod's selectors on any).
+	Workloads bool
 }
 
 // now is the moment to judge as of.

@@ -163,28 +163,7 @@ func Pods(ctx context.Context, c kubernetes.Interface, o Options, ns, selector s
 	if listed == nil {
 		listed = w.gpuPods
 	}
-	keys := map[string]bool{}
-	for _, p := range listed.Pods {
-		keys[p.Key()] = true
-	}
-	var pods []snapshot.GPUPod
-	for _, p := range w.gpuPods.Pods {
-		if keys[p.Key()] {
-			pods = append(pods, p)
-		}
-	}
-	judged := w.cluster(warnings, o)
-	r := &workload.PodsReport{Notes: slices.Concat(w.gpuPods.Notes, notes), Taken: judged.Now}
-	for _, a := range workload.Why(w.gpuPods, pods, judged) {
-		if a.State != workload.Running {
-			r.Pods = append(r.Pods, a)
-		} else {
-			r.Running = append(r.Running, a.Pod)
-		}
-	}
-	for _, rj := range listed.Rejected {
-		r.Pods = append(r.Pods, workload.WhyRejected(w.gpuPods, rj))
-	}
-	r.Sort()
+	r := workload.PodsOf(w.gpuPods, listed, w.cluster(warnings, o))
+	r.Notes = slices.Concat(w.gpuPods.Notes, notes)
 	return r, nil
 }

@@ -101,6 +101,39 @@ type PodsReport struct {
 	Taken time.Time `json:"-"`
 }
 
+// PodsOf is gpuops pods' answer, and serve --workloads': why each GPU pod of
+// listed (of f's, listed by another read; f itself when nil) is not
+// running as asked, judged against every GPU pod of f and the cluster, and
+// each pod listed the kubelet refused; sorted, without notes.
+func PodsOf(f, listed *snapshot.GPUPods, c Cluster) *PodsReport {
+	if listed == nil {
+		listed = f
+	}
+	keys := map[string]bool{}
+	for _, p := range listed.Pods {
+		keys[p.Key()] = true
+	}
+	var pods []snapshot.GPUPod
+	for _, p := range f.Pods {
+		if keys[p.Key()] {
+			pods = append(pods, p)
+		}
+	}
+	r := &PodsReport{Taken: c.Now}
+	for _, a := range Why(f, pods, c) {
+		if a.State != Running {
+			r.Pods = append(r.Pods, a)
+		} else {
+			r.Running = append(r.Running, a.Pod)
+		}
+	}
+	for _, rj := range listed.Rejected {
+		r.Pods = append(r.Pods, WhyRejected(f, rj))
+	}
+	r.Sort()
+	return r
+}
+
 // Sort orders the pods by their code's place in Codes, then by name.
 func (r *PodsReport) Sort() {
 	slices.SortFunc(r.Pods, func(a, b Answer) int {

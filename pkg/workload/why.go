@@ -119,6 +119,14 @@ var Codes = []string{OnUnusableNode, RuntimeNotConfigured, PrepareFailed, Device
 // precedence ranks a code by Codes.
 func precedence(code string) int { return slices.Index(Codes, code) }
 
+// ByStack reports whether a headline code blames the GPU stack (Codes'
+// first group, through node-unusable), not what a person set nor a fleet
+// that is merely full: the codes serve's alert on blocked GPU pods fires on.
+func ByStack(code string) bool {
+	i := precedence(code)
+	return i >= 0 && i <= precedence(NodeUnusable)
+}
+
 // The states of a GPU pod.
 const (
 	Running = "Running" // running, bound to a usable node
