@@ -32,6 +32,12 @@ const (
 	ConfigMaps          Resource = "configmaps"          // the namespace's, with the offers; also their read by name
 	ClusterPolicies     Resource = "clusterpolicies"     // the read of the ClusterPolicy, NVIDIADrivers and the operator's version
 	DeviceHolders       Resource = "device-holders"      // the read of the pods holding a refused node's devices
+	// With the workloads (serve --workloads, workloads.go).
+	GPUPods          Resource = "gpupods"          // the pods of every namespace that have not ended, GPU pods kept
+	RejectedPods     Resource = "rejectedpods"     // the Failed pods of every namespace, those refused at admission kept
+	ResourceClaims   Resource = "resourceclaims"   // of every namespace
+	DeviceClasses    Resource = "deviceclasses"    //
+	WorkloadWarnings Resource = "workloadwarnings" // the Warning Events on the pods of every namespace
 )
 
 // resource is one watched kind of object.
@@ -180,7 +186,11 @@ func (t *Tracker) leaveUnavailable(ctx context.Context) {
 }
 
 // store is the store of the named resource; nil when it is not watched.
+// It is read under mu: the workload side is judged in a goroutine of its
+// own (workloads.go).
 func (t *Tracker) store(name Resource) cache.Indexer {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	for _, r := range t.resources {
 		if r.name == name {
 			return r.informer.GetIndexer()

@@ -62,6 +62,9 @@ type Hooks struct {
 	// the user may not list it or the server does not serve it (err says
 	// which); without says, in words, what goes without it.
 	Skipped func(resource Resource, without string, err error)
+	// Workloads, with Options.Workloads, is told the workload side each
+	// time it is judged (workloads.go), from a goroutine of its own.
+	Workloads func(Workloads)
 }
 
 // Tracker keeps the verdicts of one cluster's nodes current.
@@ -80,6 +83,7 @@ type Tracker struct {
 	queue  workqueue.TypedDelayingInterface[item]
 	ready  atomic.Bool
 	failed chan error // the first watch error, for SyncTimeout
+	work   *workloads // serve --workloads' (workloads.go); nil without
 
 	// Owned by the goroutine of Run.
 	ctx      context.Context // Run's once it judges, for the reads a judgement makes (kubelet.go)
@@ -127,6 +131,11 @@ func New(client kubernetes.Interface, opts Options) (*Tracker, error) {
 	}
 	if opts.ReadOptions().Kubelet {
 		if err := t.watchWarnings(pods.GetIndexer()); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Workloads {
+		if err := t.watchWorkloads(); err != nil {
 			return nil, err
 		}
 	}

@@ -68,6 +68,9 @@ func (t *Tracker) judging(ctx context.Context) error {
 		return err
 	}
 	t.ready.Store(true)
+	if t.work != nil {
+		t.wg.Go(func() { t.keepWorkloads(ctx) })
+	}
 	context.AfterFunc(ctx, t.queue.ShutDown)
 	for {
 		got := t.take(true)

@@ -6,9 +6,11 @@
 package metrics
 
 import (
+	"cmp"
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +38,7 @@ type Exporter struct {
 	rules      []operand.Rule
 	lastChange time.Time
 	rollout    *upgrade.Rollout // the last batch's, when the tracker judges upgrades
+	work       *live.Workloads  // the last judged, with serve --workloads
 	order      []string         // the verdicts' nodes by name, for the scrape
 	reorder    bool             // a node came or went since order was made
 
@@ -225,7 +228,49 @@ var families = []promtext.Family[*scrape]{
 				}
 			})
 		}},
-}
+
+	// The workload side (serve --workloads), last: written only when
+	// judged, so that without it the text is what it was.
+	{Name: "gpuops_gpus", Type: promtext.Gauge,
+		Help: "GPUs per pool and resource by state, as gpuops capacity counts them (serve --workloads): physical (GFD's count, per pool: resource empty), " +
+			"allocatable, allocated, free, unhealthy (advertised − allocatable), stranded (free, on nodes that take no new GPU work).",
+		Labels: []string{"pool", "resource", "state"},
+		Samples: func(sc *scrape, out *promtext.Out) {
+			if sc.work == nil {
+				return
+			}
+			for _, p := range sc.work.Capacity.Pools {
+				out.Sample(float64(p.Physical), p.Name, "", "physical")
+				for _, r := range p.Resources {
+					out.Sample(float64(r.Allocatable), p.Name, r.Resource, "allocatable")
+					out.Sample(float64(r.Allocated), p.Name, r.Resource, "allocated")
+					out.Sample(float64(r.Free), p.Name, r.Resource, "free")
+					out.Sample(float64(r.StrandedTotal()), p.Name, r.Resource, "stranded")
+					out.Sample(float64(r.Unhealthy), p.Name, r.Resource, "unhealthy")
+				}
+			}
+		}},
+	{Name: "gpuops_gpu_pods_blocked", Type: promtext.Gauge,
+		Help:   "GPU pods stuck (not running as asked past --stuck-after), by namespace and the headline cause gpuops pods gives (serve --workloads); no series for none.",
+		Labels: []string{"cause", "namespace"},
+		Samples: func(sc *scrape, out *promtext.Out) {
+			if sc.work == nil {
+				return
+			}
+			type group struct{ namespace, cause string }
+			n := map[group]int{}
+			for _, a := range sc.work.Pods.Pods {
+				if a.Finding() {
+					ns, _, _ := strings.Cut(a.Pod, "/")
+					n[group{ns, a.Code}]++
+				}
+			}
+			for _, g := range slices.SortedFunc(maps.Keys(n), func(a, b group) int {
+				return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.cause, b.cause))
+			}) {
+				out.Sample(float64(n[g]), g.cause, g.namespace)
+			}
+		}}}
 
 var syncedDesc = prometheus.NewDesc("gpuops_informer_synced",
 	"1 once the watch of the resource has delivered its initial list.",
@@ -257,6 +302,13 @@ func New(synced func() map[live.Resource]bool) *Exporter {
 // WatchFailed counts a failed list or watch.
 func (e *Exporter) WatchFailed(resource live.Resource, _ error) {
 	e.watchErrors.WithLabelValues(string(resource)).Inc()
+}
+
+// Workloads takes in the workload side, judged (serve --workloads).
+func (e *Exporter) Workloads(w live.Workloads) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.work = &w
 }
 
 // Judged takes in a batch of the judge.
@@ -345,6 +397,7 @@ func (e *Exporter) WriteText(w io.Writer) error {
 		e.nodes = append(e.nodes, e.verdicts[name])
 	}
 	sc := newScrape(e.nodes, e.roster, e.rules, e.rollout, e.lastChange)
+	sc.work = e.work
 	e.mu.Unlock()
 	err := e.text.Write(w, sc)
 	clear(e.nodes) // held until the next scrape, they would keep verdicts judged again since
@@ -364,6 +417,7 @@ type scrape struct {
 	desired, running map[string]int // nodes by operand
 	ledgered         map[string]*ledger.Entry
 	policies         []policy
+	work             *live.Workloads
 }
 
 func newScrape(nodes []*verdict.Verdict, roster []operand.Operand, rules []operand.Rule, rollout *upgrade.Rollout, lastChange time.Time) *scrape {

@@ -26,7 +26,7 @@ const DefaultAddress = ":9402"
 // /readyz (503 until the first full verdict, then 200).
 func Handler(t *live.Tracker, others ...prometheus.Collector) http.Handler {
 	e := New(t.Synced)
-	t.Observe(live.Hooks{Judged: e.Judged, WatchFailed: e.WatchFailed})
+	t.Observe(live.Hooks{Judged: e.Judged, WatchFailed: e.WatchFailed, Workloads: e.Workloads})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(e, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(others...)

@@ -30,9 +30,9 @@ type WorkloadOptions struct {
 var Unended = fieldsel.AndSelectors(fieldsel.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
 	fieldsel.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed))).String()
 
-// failed selects the pods that ended in failure: those the kubelet
+// Failed selects the pods that ended in failure: those the kubelet
 // refused at admission among them.
-var failed = fieldsel.OneTermEqualSelector("status.phase", string(corev1.PodFailed)).String()
+var Failed = fieldsel.OneTermEqualSelector("status.phase", string(corev1.PodFailed)).String()
 
 // GPUPods reads the workload side of the cluster (snapshot.GPUPods), four
 // LISTs side by side: the pods that have not ended, trimmed as they arrive
@@ -62,7 +62,7 @@ func GPUPods(ctx context.Context, c kubernetes.Interface, o WorkloadOptions) (*s
 		return nil
 	})
 	g.Go(func() error {
-		err := readList(ctx, pods, metav1.ListOptions{FieldSelector: failed, LabelSelector: o.LabelSelector, Limit: o.PageSize},
+		err := readList(ctx, pods, metav1.ListOptions{FieldSelector: Failed, LabelSelector: o.LabelSelector, Limit: o.PageSize},
 			rejectedFields, nil, nil, &corev1.PodList{}, func(p *corev1.Pod, _ []byte) error {
 				if r, ok := snapshot.RejectedPodFrom(p); ok {
 					f.Rejected = append(f.Rejected, r)
