@@ -10,10 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpuops/gpuops/pkg/workload"
 )
 
 var update = flag.Bool("update", false, "write the PrometheusRule manifest generated from the rule file")
@@ -100,5 +104,29 @@ func TestPrometheusRuleIsTheRuleFile(t *testing.T) {
 	}
 	if manifest.Kind != "PrometheusRule" || file.Groups == nil || !reflect.DeepEqual(manifest.Spec.Groups, file.Groups) {
 		t.Fatalf("the PrometheusRule's groups differ from the rule file's")
+	}
+}
+
+// The alert on GPU pods blocked by the stack names exactly the codes
+// workload.ByStack counts the stack's: a code added there is alerted on,
+// and none of a person's setting or of capacity ever is.
+func TestBlockedByStackIsTheStacksCodes(t *testing.T) {
+	rules, err := os.ReadFile(ruleFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`gpuops_gpu_pods_blocked\{cause=~"([^"]+)"\}`).FindSubmatch(rules)
+	if m == nil {
+		t.Fatal("no gpuops_gpu_pods_blocked{cause=~...} in the rule file")
+	}
+	var want []string
+	for _, c := range workload.Codes {
+		if workload.ByStack(c) {
+			want = append(want, c)
+		}
+	}
+	got := strings.Split(string(m[1]), "|")
+	if !slices.Equal(got, want) {
+		t.Errorf("GpuopsGPUPodsBlockedByStack's codes %q, want the stack's %q", got, want)
 	}
 }

@@ -89,7 +89,7 @@ func valuesFile(t *testing.T, values map[string]any) string {
 }
 
 // allOn is every switch of the chart on.
-var allOn = map[string]any{"quarantine": "on", "reports": true, "events": true, "grafanaDashboard": map[string]any{"enabled": true}}
+var allOn = map[string]any{"quarantine": "on", "reports": true, "events": true, "workloads": true, "grafanaDashboard": map[string]any{"enabled": true}}
 
 func TestChartLint(t *testing.T) {
 	mustHelm(t, "lint", "--strict", chart)
@@ -140,10 +140,11 @@ func TestChartIsKustomize(t *testing.T) {
 		{"events", map[string]any{"events": true}, nil, "resources:\n- ../../kustomize/deploy/events\n"},
 		{"reports", map[string]any{"reports": true}, nil, namespace + base + "components:\n- ../../kustomize/deploy/reports\n"},
 		{"quarantine on", map[string]any{"quarantine": "on"}, nil, namespace + base + "components:\n- ../../kustomize/deploy/quarantine\n"},
+		{"workloads", map[string]any{"workloads": true}, nil, namespace + base + "components:\n- ../../kustomize/deploy/workloads\n"},
 		{"dashboard", map[string]any{"grafanaDashboard": map[string]any{"enabled": true}}, nil, base + "- ../../kustomize/deploy/grafana\n"},
 		{"all on", allOn, []string{operator}, "resources:\n- ../../kustomize/deploy/events\n- ../../kustomize/deploy/grafana\n" +
 			"components:\n- ../../kustomize/deploy/servicemonitor\n- ../../kustomize/deploy/prometheusrule\n" +
-			"- ../../kustomize/deploy/reports\n- ../../kustomize/deploy/quarantine\n"},
+			"- ../../kustomize/deploy/reports\n- ../../kustomize/deploy/quarantine\n- ../../kustomize/deploy/workloads\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"template", "gpuops", chart, "-n", ns, "-f", valuesFile(t, tc.values)}, tc.flags...)

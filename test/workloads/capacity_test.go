@@ -2,7 +2,9 @@ package workloads_test
 
 import (
 	"encoding/json"
+	"maps"
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -94,4 +96,88 @@ func TestCapacityIsTheHandCount(t *testing.T) {
 	c.WantError(t, "--stuck-after", "capacity", "--stuck-after", "-1s")
 	c.WantError(t, "table", "capacity", "-o", "table")
 	c.WantError(t, "--group-by", "capacity", "--group-by", "not a label")
+}
+
+// TestServeWorkloadsAgrees: on one cluster (a node with unhealthy GPUs all
+// taken, a cordoned one, a shared one, pods of two namespaces: running,
+// waiting for GPUs, asking more than any node has), serve --workloads
+// exports what gpuops capacity and gpuops pods say: gpuops_gpus is
+// capacity's every count per pool, resource and state, and
+// gpuops_gpu_pods_blocked pods' stuck pods by namespace and cause. They are
+// one pipeline, and never disagree.
+func TestServeWorkloadsAgrees(t *testing.T) {
+	env := testcluster.New(t)
+	a100 := map[string]string{operand.GPUProductLabel: "A100", operand.GPUCountLabel: "8"}
+	full, cordoned, shared := env.NodeName("full"), env.NodeName("cordoned"), env.NodeName("shared")
+	env.AddNode(t, full, a100, devices(gpu, 8, 6))
+	env.AddNode(t, cordoned, a100, devices(gpu, 8, 8), testcluster.Unschedulable())
+	env.AddNode(t, shared, map[string]string{operand.GPUCountLabel: "2"}, devices("nvidia.com/gpu.shared", 8, 8))
+	other := env.OtherNamespace(t, "b")
+	create(t, env, env.Namespace, pod("holder", full, gpu, 6), pod("share", shared, "nvidia.com/gpu.shared", 3))
+	runs(t, env, "holder", full)
+	runs(t, env, "share", shared)
+	create(t, env, env.Namespace, pod("waits", "", gpu, 2), pod("asks-16", "", gpu, 16))
+	create(t, env, other, pod("waits-too", "", gpu, 1))
+	env.Unscheduled(t, "waits")
+	env.Unscheduled(t, "asks-16")
+
+	c := gpuopstest.On(env)
+	s := c.Serve(t, "serve", "--workloads", "--stuck-after", "1ns")
+	capacity := func() map[string]float64 {
+		var got workload.Capacity
+		r := c.Want(t, 0, "capacity", "-o", "json")
+		if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil {
+			t.Fatalf("capacity -o json: %v\n%s", err, r.Stdout)
+		}
+		out := map[string]float64{}
+		for _, p := range got.Pools {
+			out[p.Name+" physical"] = float64(p.Physical)
+			for _, r := range p.Resources {
+				for state, v := range map[string]int64{"allocatable": r.Allocatable, "allocated": r.Allocated, "free": r.Free,
+					"unhealthy": r.Unhealthy, "stranded": r.StrandedTotal()} {
+					out[p.Name+" "+r.Resource+" "+state] = float64(v)
+				}
+			}
+		}
+		return out
+	}
+	blocked := func() map[string]float64 {
+		var got workload.PodsReport
+		r := c.Want(t, 1, "pods", "-o", "json", "--stuck-after", "1ns")
+		if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil {
+			t.Fatalf("pods -o json: %v\n%s", err, r.Stdout)
+		}
+		out := map[string]float64{}
+		for _, a := range got.Pods {
+			if a.Finding() {
+				ns, _, _ := strings.Cut(a.Pod, "/")
+				out[ns+" "+a.Code]++
+			}
+		}
+		return out
+	}
+	served := func(m gpuopstest.Scrape) (gpus, pods map[string]float64) {
+		gpus, pods = map[string]float64{}, map[string]float64{}
+		for _, x := range m.Samples("gpuops_gpus") {
+			gpus[strings.Join(strings.Fields(x.Labels["pool"]+" "+x.Labels["resource"]+" "+x.Labels["state"]), " ")] = x.Value
+		}
+		for _, x := range m.Samples("gpuops_gpu_pods_blocked") {
+			pods[x.Labels["namespace"]+" "+x.Labels["cause"]] = x.Value
+		}
+		return gpus, pods
+	}
+	wantGPUs, wantPods := capacity(), blocked()
+	// The whole cluster is compared: what earlier tests left counts on both sides.
+	if len(wantPods) < 2 || wantGPUs["A100 nvidia.com/gpu stranded"] < 8 || wantGPUs["A100 nvidia.com/gpu unhealthy"] < 2 {
+		t.Fatalf("the cluster is not as built: capacity %v, pods %v", wantGPUs, wantPods)
+	}
+	var gotGPUs, gotPods map[string]float64
+	s.WaitFor(t, "capacity's and pods' counts", func(m gpuopstest.Scrape) bool {
+		gotGPUs, gotPods = served(m)
+		return maps.Equal(gotGPUs, wantGPUs) && maps.Equal(gotPods, wantPods)
+	})
+	// The one-shot commands again: they say now what serve said.
+	if g, p := capacity(), blocked(); !maps.Equal(g, gotGPUs) || !maps.Equal(p, gotPods) {
+		t.Errorf("serve --workloads %v %v\ncapacity and pods %v %v", gotGPUs, gotPods, g, p)
+	}
 }
