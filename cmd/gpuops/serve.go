@@ -29,6 +29,7 @@ type serveOptions struct {
 	cliopts.Judging
 	listen          string
 	events, reports bool
+	workloads       bool
 	quarantine      string
 	settings        quarantine.Settings
 	maxSet          bool // --quarantine-max given: an explicit 0 is refused, not taken for the default
@@ -69,7 +70,7 @@ func serveCommand(e cliopts.Env) *cli.Command {
 				"is read again only after a restart), at most " + fmt.Sprint(pipeline.LogsPerMinute) + " reads a minute, in the background. Needs get on\n" +
 				"pods/log (kustomize/deploy/rbac grants it); without it, one line on stderr"},
 			&cli.IntFlag{Name: "quarantine-rate", Value: quarantine.DefaultRate, Destination: &o.settings.Rate, Usage: "most nodes quarantined in a minute"},
-			&cli.BoolFlag{Name: "workloads", Destination: &o.Opts.Workloads, Usage: "also watch every pod of the cluster and export the GPU side of the workloads as gpuops capacity and\n" +
+			&cli.BoolFlag{Name: "workloads", Destination: &o.workloads, Usage: "also watch every pod of the cluster and export the GPU side of the workloads as gpuops capacity and\n" +
 				"gpuops pods judge them: gpuops_gpus{pool,resource,state} and gpuops_gpu_pods_blocked{namespace,cause}. Off by\n" +
 				"default: it lists and watches the pods, Failed pods and pod Warning Events of every namespace, and the\n" +
 				"ResourceClaims and DeviceClasses (kustomize/deploy/workloads grants them), and keeps every node label"},
@@ -82,6 +83,7 @@ func (o *serveOptions) Complete(c *cli.Context) error {
 		return err
 	}
 	o.Opts.Explain, o.Opts.Health, o.Opts.Upgrades = true, true, true // reasons, health and the rollout are metrics too
+	o.Opts.Workloads = o.workloads
 	return nil
 }
 
