@@ -1,13 +1,16 @@
 package workloads_test
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
@@ -172,10 +175,17 @@ func TestServeWorkloadsAgrees(t *testing.T) {
 		t.Fatalf("the cluster is not as built: capacity %v, pods %v", wantGPUs, wantPods)
 	}
 	var gotGPUs, gotPods map[string]float64
-	s.WaitFor(t, "capacity's and pods' counts", func(m gpuopstest.Scrape) bool {
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, gpuopstest.Patience, true, func(context.Context) (bool, error) {
+		m, err := s.TryScrape()
+		if err != nil {
+			return false, nil
+		}
 		gotGPUs, gotPods = served(m)
-		return maps.Equal(gotGPUs, wantGPUs) && maps.Equal(gotPods, wantPods)
+		return maps.Equal(gotGPUs, wantGPUs) && maps.Equal(gotPods, wantPods), nil
 	})
+	if err != nil {
+		t.Fatalf("serve --workloads never said what capacity and pods say:\n serve    %v\n          %v\n one-shot %v\n          %v", gotGPUs, gotPods, wantGPUs, wantPods)
+	}
 	// The one-shot commands again: they say now what serve said.
 	if g, p := capacity(), blocked(); !maps.Equal(g, gotGPUs) || !maps.Equal(p, gotPods) {
 		t.Errorf("serve --workloads %v %v\ncapacity and pods %v %v", gotGPUs, gotPods, g, p)
