@@ -146,7 +146,8 @@ func TestServeWorkloadsAgrees(t *testing.T) {
 	}
 	blocked := func() map[string]float64 {
 		var got workload.PodsReport
-		r := c.Want(t, 1, "pods", "-o", "json", "--stuck-after", "1ns")
+		// pods' -n is the pods' namespace: without it, every namespace, as serve judges them.
+		r := gpuopstest.Cluster{Kubeconfig: env.Kubeconfig}.Want(t, 1, "pods", "-o", "json", "--stuck-after", "1ns")
 		if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil {
 			t.Fatalf("pods -o json: %v\n%s", err, r.Stdout)
 		}
