@@ -8,7 +8,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	gpuops "github.com/gpuops/gpuops"
-	"github.com/gpuops/gpuops/internal/gcpace"
 	"github.com/gpuops/gpuops/pkg/access"
 	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/kube"
@@ -63,7 +62,6 @@ func (p *provisioning) Validate() error {
 // spec, the clients, and the caller's rights to make the changes before
 // making any.
 func (p *provisioning) prepare(ctx context.Context, needs func(namespace string) []access.Need) (*labspec.Lab, *kube.Clients, error) {
-	gcpace.Steady()
 	lab, err := p.Lab.Spec(gpuops.DefaultLab)
 	if err != nil {
 		return nil, nil, err

@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/urfave/cli/v2"
 
-	"github.com/gpuops/gpuops/internal/gcpace"
 	"github.com/gpuops/gpuops/pkg/access"
 	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/kube"
@@ -109,7 +108,6 @@ func (o *serveOptions) Validate() error {
 }
 
 func (o *serveOptions) Run(ctx context.Context) error {
-	gcpace.Steady()
 	cl, err := o.Connect()
 	if err != nil {
 		return err

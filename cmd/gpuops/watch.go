@@ -7,7 +7,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/gpuops/gpuops/internal/gcpace"
 	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/live"
@@ -52,7 +51,6 @@ func (o *watchOptions) Complete(*cli.Context) error {
 func (o *watchOptions) Validate() error { return o.Judging.Validate() }
 
 func (o *watchOptions) Run(ctx context.Context) error {
-	gcpace.Steady()
 	j, cl, err := newTracker(&o.Judging, live.Options{Options: o.Opts}, true)
 	if err != nil {
 		return err
