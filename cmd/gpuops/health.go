@@ -28,14 +28,16 @@ func healthCommand(e cliopts.Env) *cli.Command {
 			"init-waiting, not-ready, paused, stuck (a pause older than --stuck-after), upgrade-failed and\n" +
 			"upgrade-stuck (the driver's upgrade, see gpuops upgrades), order, node-not-ready,\n" +
 			"gpus-not-advertised (device plugin ready, nothing allocatable), gpus-unhealthy (allocatable below\n" +
-			"capacity or GFD's count); what a node was asked to offer against what it offers: sharing-config-unknown,\n" +
+			"capacity or GFD's count, or pods refused at admission as the device plugin fails to allocate); what a node was asked to offer against what it offers: sharing-config-unknown,\n" +
 			"sharing-not-applied and mps-daemon-not-ready (the device plugin's time-slicing or MPS config),\n" +
 			"mig-config-unknown, mig-failed, mig-stuck and mig-layout-mismatch (the MIG manager's layout), and on\n" +
 			"the DRA stack devices-not-published, pool-incomplete and devices-tainted (the kubelet plugin's\n" +
 			"ResourceSlices); runtime-not-configured (the container toolkit: the runtime has no \"nvidia\"\n" +
 			"runtime, the operands' pods get no sandbox). A link the host provides or the ClusterPolicy switches\n" +
 			"off is healthy. A node whose validator's workload pod was refused a GPU because the pods on it hold\n" +
-			"them all is full, not broken: \"<node> READY note gpus-all-in-use operator-validator\".\n" +
+			"them all is full, not broken: \"<node> READY note gpus-all-in-use operator-validator\". A driver pod\n" +
+			"waiting in k8s-driver-manager, which said the host has a driver (its termination message or an\n" +
+			"Event; its log with --logs), is not the node's fault: \"<node> READY note driver-on-host driver\".\n" +
 			"--explain adds the evidence: container, reason, restarts, for how long, the termination message\n" +
 			"and the pod's Warning Events (read always: one LIST of the namespace's). --logs reads the failing\n" +
 			"containers' logs and adds \"hint <code>\" when a line names the host's fault. NODE... judges those\n" +

@@ -114,7 +114,7 @@ func (o *serveOptions) Run(ctx context.Context) error {
 	}
 	opts := live.Options{Options: o.Opts}
 	if o.Logs {
-		opts.Hints = pipeline.NewLogReader(cl.Kube, pipeline.LogsPerMinute, func(note string) { fmt.Fprintln(o.ErrOut, note) }).Hints
+		opts.Logs = pipeline.NewLogReader(cl.Kube, pipeline.LogsPerMinute, func(note string) { fmt.Fprintln(o.ErrOut, note) })
 	}
 	j, err := live.NewFor(cl, opts, false)
 	if err != nil {

@@ -50,7 +50,9 @@ const (
 	// fails on the host.
 	GPUsNotAdvertised = "gpus-not-advertised"
 	// Fewer devices are allocatable than the node has (the device plugin
-	// reports unhealthy ones), or than GFD counts.
+	// reports unhealthy ones), or than GFD counts; or the kubelet refuses
+	// GPU pods at admission because the plugin fails to allocate one it
+	// advertises (kubelet.go, admission).
 	GPUsUnhealthy = "gpus-unhealthy"
 	// The driver upgrade failed on the node (its state label is
 	// upgrade-failed), or has held one state longer than allowed: the
@@ -79,11 +81,12 @@ const (
 
 // Codes are every code health says, the chain's causes first, then how the
 // node offers its GPUs (sharing.go, dra.go), then what the kubelet reports
-// (kubelet.go: a cause, and the one note): what the help and the docs list.
+// (kubelet.go: a cause, and a note), then the driver the host has
+// (hostdriver.go, a note): what the help and the docs list.
 var Codes = []string{NodeNotReady, Missing, NotRunning, ContainerWaiting, CrashLoop, InitWaiting, NotReady, Paused, Stuck,
 	Order, GPUsNotAdvertised, GPUsUnhealthy, UpgradeFailed, UpgradeStuck,
 	SharingConfigUnknown, SharingNotApplied, MPSDaemonNotReady, MIGConfigUnknown, MIGFailed, MIGStuck, MIGLayoutMismatch,
-	DevicesNotPublished, PoolIncomplete, DevicesTainted, RuntimeNotConfigured, GPUsAllInUse}
+	DevicesNotPublished, PoolIncomplete, DevicesTainted, RuntimeNotConfigured, GPUsAllInUse, DriverOnHost}
 
 // Cause is why a node cannot run GPU work.
 type Cause struct {
@@ -126,7 +129,8 @@ type Node struct {
 	// (pkg/signature): in what the kubelet reports (a termination message,
 	// a Warning Event), always; in their logs, read only when asked (health
 	// --logs), which the pipeline adds after the verdict. They never change
-	// the verdict.
+	// the verdict, but for the one line that excuses a wait
+	// (signature.Signature.Excuses: DriverOnHost).
 	Hints []signature.Hint `json:"hints,omitempty"`
 }
 
@@ -229,13 +233,19 @@ func (c chain) assess(n snapshot.Node, pods []*snapshot.Pod, pools map[string][]
 	note := c.full(links, n, now)
 	c.runtime(links)
 	c.upgrade(links, n, now, stuckAfter)
+	host, hostHint := c.hostDriver(links)
 	c.order(links, n.Labels)
 	c.devices(links, n)
+	c.admission(links, n, now)
 	c.offers(links, n, pods, now, stuckAfter)
 	c.dra(links, n.Name, pools)
 	c.blockers(links)
 	if out = rootCauses(out, links); note != nil {
 		out.Notes = append(out.Notes, *note)
+	}
+	if host != nil {
+		out.Notes = append(out.Notes, *host)
+		out.Hints = append(out.Hints, *hostHint)
 	}
 	return out
 }

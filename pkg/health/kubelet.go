@@ -23,10 +23,23 @@ type kubelet struct {
 	warnings map[string][]snapshot.Warning
 	holders  map[string]snapshot.Holders
 	refused  map[string]*snapshot.Pod // by node: its latest refused plugin workload pod
+	logged   map[string][]signature.Hint
+	// failedPlugin are, by node, the pods the kubelet refused there because
+	// the device plugin failed to allocate (RejectedPod.PluginFailed).
+	failedPlugin map[string][]snapshot.RejectedPod
 }
 
 func newKubelet(s *snapshot.Snapshot) kubelet {
-	k := kubelet{warnings: s.Warnings, holders: s.Holders}
+	k := kubelet{warnings: s.Warnings, holders: s.Holders, logged: s.Logged}
+	for _, r := range s.Rejected {
+		if r.Node == "" || !r.PluginFailed() {
+			continue
+		}
+		if k.failedPlugin == nil {
+			k.failedPlugin = map[string][]snapshot.RejectedPod{}
+		}
+		k.failedPlugin[r.Node] = append(k.failedPlugin[r.Node], r)
+	}
 	for i := range s.Pods {
 		p := &s.Pods[i]
 		if _, ok := p.RefusedDevice(); !ok || !p.IsPluginWorkload() || p.Node == "" {
@@ -148,6 +161,46 @@ func (c chain) full(links []link, n snapshot.Node, now time.Time) *Cause {
 	return note
 }
 
+// AdmissionWithin bounds how long ago the kubelet refused a pod for a
+// device plugin's failure for the refusal to count: a workload's
+// controller makes its pod again within it, the Job controller at its
+// longest back-off (kubernetes v1.37.2 pkg/controller/job/job_controller.go,
+// MaxJobPodFailureBackOff), a ReplicaSet at once. A refusal older than
+// that, with none since, is not known to last.
+const AdmissionWithin = 10 * time.Minute
+
+// admission fails the ready device plugin when the kubelet refused a pod
+// on the node at admission because the plugin's Allocate or
+// GetPreferredAllocation failed (NVIDIA/k8s-device-plugin#231: a GPU lost,
+// which NVML cannot open, while the node still advertises it): the node
+// takes no GPU pod though it looks whole. Only a refusal since the plugin's
+// pod became Ready (a plugin restarted since, as after the reboot that
+// recovers a lost GPU, may serve again) and within AdmissionWithin counts;
+// a refusal for want of a free device never does (a full node is not a
+// broken one).
+func (c chain) admission(links []link, n snapshot.Node, now time.Time) {
+	i := c.index(operand.DevicePlugin)
+	if i < 0 || !links[i].asked || links[i].code != "" || links[i].pod == nil {
+		return
+	}
+	l := &links[i]
+	var last *snapshot.RejectedPod
+	for j, r := range c.kubelet.failedPlugin[n.Name] {
+		if r.At.IsZero() || now.Sub(r.At) > AdmissionWithin || r.At.Before(l.pod.Health.ReadySince) {
+			continue
+		}
+		if last == nil || r.At.After(last.At) {
+			last = &c.kubelet.failedPlugin[n.Name][j]
+		}
+	}
+	if last == nil {
+		return
+	}
+	l.fail(GPUsUnhealthy, fmt.Sprintf("the kubelet refused pod %s/%s at admission %s ago: the device plugin failed to allocate its GPU, though the node advertises it",
+		last.Namespace, last.Name, age(now, last.At)),
+		fmt.Sprintf("pod %s/%s refused UnexpectedAdmissionError: %s", last.Namespace, last.Name, words.Line(last.Message)))
+}
+
 // inPluginValidation reports whether the validator's pod is held in, or
 // failing in, its plugin-validation init container.
 func inPluginValidation(h snapshot.PodHealth) bool {
@@ -180,7 +233,8 @@ func (c chain) kubeletEvidence(l *link, node string) []string {
 
 // reportedHints are the host faults the kubelet's reports of the link's
 // pod name (pkg/signature): the worst container's termination message and
-// the pod's Warning Events, each fault once.
+// the pod's Warning Events, then its containers' logs when they were read
+// (health --logs), each fault once.
 func (c chain) reportedHints(l *link) []signature.Hint {
 	p := l.pod
 	var out []signature.Hint
@@ -196,6 +250,9 @@ func (c chain) reportedHints(l *link) []signature.Hint {
 		if f, ok := signature.Match(w.Message); ok {
 			add(f.Hint(signature.FromEvent, p.Name, "", false))
 		}
+	}
+	for _, h := range c.kubelet.logged[p.Name] {
+		add(h)
 	}
 	return out
 }

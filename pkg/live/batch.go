@@ -338,12 +338,15 @@ func (t *Tracker) judgeInto(out map[string]*verdict.Verdict, names []string, now
 	// batch (rollout), so the chunks leave it out.
 	sc := t.scope
 	sc.Upgrades = false
+	if t.opts.Logs != nil {
+		t.opts.Logs.Logged(s)
+	}
 	r, err := sc.Verdicts(s, now)
 	if err != nil {
 		return err
 	}
-	if t.opts.Hints != nil {
-		t.opts.Hints(s, r, func(node string) { t.mark(judgeNode(node)) })
+	if t.opts.Logs != nil {
+		t.opts.Logs.Hints(s, r, func(node string) { t.mark(judgeNode(node)) })
 	}
 	for i := range r.Nodes {
 		// A verdict, and its health, are their own allocations: pointing

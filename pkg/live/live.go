@@ -30,7 +30,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/gpuops/gpuops/pkg/kube"
-	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/snapshot/read"
@@ -46,11 +45,11 @@ type Options struct {
 	// failed list or watch before it ends Run at once: a command a person
 	// runs. Zero waits for ever and retries, as a server does.
 	SyncTimeout time.Duration
-	// Hints, when set, adds to each batch's health verdicts the host
-	// faults the failing containers' logs name (serve --logs:
-	// pipeline.LogReader); again judges a node again once a log it lacked
-	// is read.
-	Hints func(s *snapshot.Snapshot, r *outcome.Result, again func(node string))
+	// Logs, when set, reads the failing containers' logs (serve --logs):
+	// each batch is judged with the lines already read that excuse a wait,
+	// its health verdicts get the host faults read, and a node is judged
+	// again once a log it lacked is read.
+	Logs *pipeline.LogReader
 }
 
 // Hooks are told what the tracker does. Judged is called from Run's own

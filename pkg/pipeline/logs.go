@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuops/gpuops/pkg/health"
+	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/podlogs"
 	"github.com/gpuops/gpuops/pkg/signature"
@@ -35,12 +36,17 @@ type Failing struct {
 // FailingContainers are the containers whose logs --logs reads: on each
 // unusable GPU node of the result, every pod of the namespace (the
 // operands' and the validator's workload pods alike) whose worst container
-// failed after it ran (health.LogOf), in node order.
+// failed after it ran (health.LogOf), and the init container the root
+// cause's pod is held in (it says why it waits: k8s-driver-manager, that
+// the host has a driver), in node order.
 func FailingContainers(s *snapshot.Snapshot, r *outcome.Result) []Failing {
-	unusable := map[string]bool{}
+	unusable := map[string]*operand.Operand{} // by node: the operand of its cause, nil for none
 	for _, v := range r.Nodes {
-		if v.Health != nil && v.Health.Judged && !v.Health.Usable {
-			unusable[v.Node] = true
+		if h := v.Health; h != nil && h.Judged && !h.Usable {
+			unusable[v.Node] = nil
+			if i := slices.IndexFunc(r.Roster, func(o operand.Operand) bool { return h.Cause != nil && o.Name == h.Cause.Operand }); i >= 0 {
+				unusable[v.Node] = &r.Roster[i]
+			}
 		}
 	}
 	if len(unusable) == 0 {
@@ -49,12 +55,18 @@ func FailingContainers(s *snapshot.Snapshot, r *outcome.Result) []Failing {
 	byNode := map[string][]Failing{}
 	for _, p := range s.Pods {
 		node := p.Placement()
-		if !unusable[node] {
+		cause, ok := unusable[node]
+		if !ok {
 			continue
 		}
-		if previous, ok := health.LogOf(p.Health); ok {
+		container := p.Health.Container
+		previous, failed := health.LogOf(p.Health)
+		if !failed && p.Health.Init != "" && p.Health.Container == "" && cause != nil && cause.RunBy(p.DaemonSet) {
+			container, failed = p.Health.Init, true
+		}
+		if failed {
 			byNode[node] = append(byNode[node], Failing{Node: node, Restarts: p.Health.Restarts,
-				Container: podlogs.Container{Namespace: s.Namespace, Pod: p.Name, Container: p.Health.Container, Previous: previous}})
+				Container: podlogs.Container{Namespace: s.Namespace, Pod: p.Name, Container: container, Previous: previous}})
 		}
 	}
 	var out []Failing
@@ -66,9 +78,13 @@ func FailingContainers(s *snapshot.Snapshot, r *outcome.Result) []Failing {
 
 // AddHints matches the logs read against the catalog and adds what they
 // show to their nodes' health as hints; what could not be read is a note
-// of the result (a missing right once, not once a container).
-func AddHints(r *outcome.Result, fs []Failing, logs []podlogs.Log) {
-	forbidden := false
+// of the result (a missing right once, not once a container). It returns
+// the hints by pod, and whether one of them excuses a wait
+// (signature.Signature.Excuses): the nodes must then be judged again with
+// them (snapshot.Snapshot.Logged).
+func AddHints(r *outcome.Result, fs []Failing, logs []podlogs.Log) (map[string][]signature.Hint, bool) {
+	forbidden, excuses := false, false
+	var byPod map[string][]signature.Hint
 	for i, l := range logs {
 		h, note := hintOf(l)
 		switch {
@@ -81,8 +97,20 @@ func AddHints(r *outcome.Result, fs []Failing, logs []podlogs.Log) {
 			r.LogNotes = append(r.LogNotes, note)
 		case h != nil:
 			addHint(r, fs[i].Node, *h)
+			if byPod == nil {
+				byPod = map[string][]signature.Hint{}
+			}
+			byPod[h.Pod] = append(byPod[h.Pod], *h)
+			excuses = excuses || excusing(*h)
 		}
 	}
+	return byPod, excuses
+}
+
+// excusing reports whether the hint's signature excuses a wait.
+func excusing(h signature.Hint) bool {
+	f, ok := signature.Of(h.Code)
+	return ok && f.Excuses
 }
 
 // addHint adds a hint to the node's health, unless the kubelet's reports
@@ -116,18 +144,33 @@ func hintOf(l podlogs.Log) (*signature.Hint, string) {
 }
 
 // readHints reads the logs of the result's failing containers, at most
-// MaxLogs, and adds their hints.
-func readHints(ctx context.Context, c kubernetes.Interface, s *snapshot.Snapshot, r *outcome.Result) {
+// MaxLogs, and adds their hints. Where one excuses a wait, it judges the
+// snapshot again with them, and returns that result.
+func readHints(ctx context.Context, c kubernetes.Interface, s *snapshot.Snapshot, sc Scope, r *outcome.Result, now time.Time) (*outcome.Result, error) {
 	fs := FailingContainers(s, r)
+	var notes []string
 	if len(fs) > MaxLogs {
-		r.LogNotes = append(r.LogNotes, fmt.Sprintf("--logs: the logs of %d more failing containers were not read (at most %d a run)", len(fs)-MaxLogs, MaxLogs))
+		notes = append(notes, fmt.Sprintf("--logs: the logs of %d more failing containers were not read (at most %d a run)", len(fs)-MaxLogs, MaxLogs))
 		fs = fs[:MaxLogs]
 	}
 	cs := make([]podlogs.Container, len(fs))
 	for i, f := range fs {
 		cs[i] = f.Container
 	}
-	AddHints(r, fs, podlogs.Read(ctx, c, cs))
+	logs := podlogs.Read(ctx, c, cs)
+	r.LogNotes = append(r.LogNotes, notes...)
+	logged, excuses := AddHints(r, fs, logs)
+	if !excuses {
+		return r, nil
+	}
+	s.Logged = logged
+	again, err := sc.Judge(s, now)
+	if err != nil {
+		return nil, err
+	}
+	again.LogNotes = append(again.LogNotes, notes...)
+	AddHints(again, fs, logs) // the hints of pods no link judges (a workload pod's), and the notes again
+	return again, nil
 }
 
 // LogReader reads failing containers' logs for the live tracker (serve
@@ -198,6 +241,23 @@ func (l *LogReader) Hints(s *snapshot.Snapshot, r *outcome.Result, again func(no
 		}
 		l.reading[k], l.started = true, l.started+1
 		go l.readOne(k, f, again)
+	}
+}
+
+// Logged gives the snapshot, before it is judged, the hints read so far
+// that excuse a wait (signature.Signature.Excuses), of its pods: the others
+// Hints adds after the verdict.
+func (l *LogReader) Logged(s *snapshot.Snapshot) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, h := range l.done {
+		if h == nil || !excusing(*h) || !slices.ContainsFunc(s.Pods, func(p snapshot.Pod) bool { return p.Name == k.pod }) {
+			continue
+		}
+		if s.Logged == nil {
+			s.Logged = map[string][]signature.Hint{}
+		}
+		s.Logged[k.pod] = append(s.Logged[k.pod], *h)
 	}
 }
 

@@ -192,3 +192,27 @@ func hints(r *outcome.Result, node string) string {
 	}
 	return strings.Join(codes, ",")
 }
+
+// The init container the root cause's pod is held in is read too (the
+// driver manager says there why it waits); a pod held in init behind it
+// is not.
+func TestFailingContainersReadTheCausesInitContainer(t *testing.T) {
+	ops := []operand.Operand{operand.Lab.Driver(), operand.Lab.ContainerToolkit()}
+	s := snapshottest.New("gpu-operator").DaemonSets(ops...).
+		Node("a", snapshottest.Asks(ops...), func(n *snapshot.Node) { n.Ready = true }).Running("a", ops...).Snapshot()
+	for i := range s.Pods {
+		s.Pods[i].Phase = "Pending"
+		s.Pods[i].Health = snapshot.PodHealth{Init: "k8s-driver-manager", InitTotal: 1}
+		if s.Pods[i].DaemonSet != operand.Lab.Driver().DaemonSet {
+			s.Pods[i].Health = snapshot.PodHealth{Init: "driver-validation", InitTotal: 1}
+		}
+	}
+	r, err := pipeline.Decide(s, pipeline.Options{Namespace: "gpu-operator", Roster: pipeline.LabRoster, Health: true}).Judge(s, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := pipeline.FailingContainers(s, r)
+	if len(fs) != 1 || fs[0].Pod != operand.Lab.Driver().DaemonSet+"-a" || fs[0].Container.Container != "k8s-driver-manager" || fs[0].Previous {
+		t.Errorf("failing containers %+v, want the driver pod's k8s-driver-manager alone", fs)
+	}
+}

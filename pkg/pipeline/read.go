@@ -20,9 +20,10 @@ func Run(ctx context.Context, c kubernetes.Interface, o Options) (*outcome.Resul
 		return nil, err
 	}
 	judge.SortNodes(s) // once, for every judge of it (judge.SortedNodes)
-	r, err := Decide(s, o).Judge(s, o.now())
+	sc, now := Decide(s, o), o.now()
+	r, err := sc.Judge(s, now)
 	if err == nil && o.Logs && o.Health {
-		readHints(ctx, c, s, r)
+		r, err = readHints(ctx, c, s, sc, r, now)
 	}
 	return r, err
 }

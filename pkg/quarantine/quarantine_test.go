@@ -354,3 +354,45 @@ func TestNeverAFullNode(t *testing.T) {
 		t.Errorf("the full node is held as %q: it is usable", heldFor(d, "full"))
 	}
 }
+
+// A workload the kubelet refused at admission is never the node's fault
+// when the node is full ("Requested: 1, Available: 0"), nor when the
+// device plugin's failure that refused it is older than the plugin's
+// restart or than a controller's retry (health.AdmissionWithin): neither
+// node is quarantined. The plugin failing to allocate lately
+// (NVIDIA/k8s-device-plugin#231, a GPU lost) is, for gpus-unhealthy.
+func TestNeverAFullNodesOrAStaleRefusal(t *testing.T) {
+	plugin, err := operand.Lookup(operand.Real, operand.DevicePlugin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const lost = "Pod Allocate failed due to device plugin GetPreferredAllocation rpc failed with err: rpc error: code = Unknown desc = Unable to retrieve list of available devices: error creating nvml.Device 3: nvml: GPU is lost, which is unexpected"
+	s := &snapshot.Snapshot{}
+	for _, c := range []struct {
+		node, message string
+		refused       time.Time
+	}{
+		{"full", "Pod was rejected: Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected", now.Add(-time.Minute)},
+		{"restarted-since", lost, now.Add(-8 * time.Minute)},
+		{"long-ago", lost, now.Add(-health.AdmissionWithin - time.Minute)},
+		{"gpu-lost", lost, now.Add(-time.Minute)},
+	} {
+		s.Nodes = append(s.Nodes, snapshot.Node{Name: c.node, Ready: true, Labels: map[string]string{operand.GPUPresent: "true", plugin.LabelKey(): "true"},
+			Devices: map[string]snapshot.DeviceCount{snapshot.GPUResource: {Capacity: 4, Allocatable: 4}}})
+		ready := now.Add(-time.Hour)
+		if c.node == "restarted-since" {
+			ready = now.Add(-5 * time.Minute)
+		}
+		s.Pods = append(s.Pods, snapshot.Pod{Name: plugin.DaemonSet + "-" + c.node, Node: c.node, DaemonSet: plugin.DaemonSet, Phase: corev1.PodRunning,
+			Health: snapshot.PodHealth{Ready: true, ReadySince: ready}})
+		s.Rejected = append(s.Rejected, snapshot.RejectedPod{Namespace: "ml", Name: "app-" + c.node, Node: c.node, Message: c.message, At: c.refused})
+	}
+	var nodes []quarantine.Node
+	for _, h := range health.Assess(s, []operand.Operand{plugin}, now, time.Hour) {
+		nodes = append(nodes, quarantine.Of(h.Node, &h, now.Add(-time.Hour)))
+	}
+	d := decide(nodes)
+	if got := quarantined(d); !slices.Equal(got, []string{"gpu-lost"}) || d.Quarantine[0].Code != health.GPUsUnhealthy {
+		t.Errorf("quarantined %v (%+v), want gpu-lost alone, for %s", got, d.Quarantine, health.GPUsUnhealthy)
+	}
+}

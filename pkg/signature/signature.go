@@ -39,6 +39,10 @@ type Signature struct {
 	// Sources say where each text is written: repo, tag and path, or the
 	// issue threads that show it.
 	Sources []string
+	// Excuses: the text says the host provides what the component would,
+	// so the wait it shows is not the node's fault (health weighs it; a
+	// hint of any other entry never changes a verdict).
+	Excuses bool
 }
 
 // Catalog codes, stable for scripts reading the JSON output.
@@ -52,6 +56,7 @@ const (
 	SELinuxDeniesModule     = "selinux-denies-module"
 	DriverLibraryMismatch   = "driver-library-mismatch"
 	NVMLNotFound            = "nvml-not-found"
+	DriverPreinstalled      = "driver-preinstalled"
 )
 
 // Catalog is every known signature. Order matters only where one log
@@ -171,6 +176,28 @@ var Catalog = []Signature{
 		Remedy: "check that the container toolkit configured the host's runtime (containerd or CRI-O has " +
 			"an nvidia handler) and restarted it, then delete the device plugin pod",
 		Sources: []string{"NVIDIA/k8s-device-plugin v0.20.0 internal/plugin/factory.go (getResourceManagers)"},
+	},
+	{
+		// Not a fault: the host's driver serves the node, and the driver
+		// pod only waits (v0.4.0 sleeps in the init container) or exits
+		// until the node's deploy label drops it (v0.4.1 on label the
+		// node pre-installed). health clears the driver pod's wait on
+		// this line (Excuses); the text is the prefix every release
+		// writes.
+		Code:      DriverPreinstalled,
+		Component: "driver manager (k8s-driver-manager, the driver pod's init container)",
+		Texts:     []string{"NVIDIA GPU driver is already pre-installed on the node"},
+		Cause: "a driver is installed on the host and serves the GPUs (the driver manager found nvidia-smi " +
+			"under /host): the containerized driver is not needed there, and its pod only waits",
+		Remedy: "label the node nvidia.com/gpu.deploy.driver=pre-installed (or false), or set driver.enabled=false " +
+			"where every node has its driver, so the operator renders no driver pod for it",
+		Sources: []string{
+			"NVIDIA/k8s-driver-manager v0.4.0 driver-manager (uninstall_driver: \"..., will not proceed with the containerized driver installation\", then sleep inf)",
+			"NVIDIA/k8s-driver-manager v0.8.1 driver-manager (uninstall_driver: \"..., disabling the containerized driver on the node\", labels the node pre-installed, exit 1)",
+			"NVIDIA/k8s-driver-manager v0.12.0 cmd/driver-manager/main.go (uninstallDriver)",
+			"NVIDIA/gpu-operator#381",
+		},
+		Excuses: true,
 	},
 }
 

@@ -103,3 +103,24 @@ func TestCatalogEntriesAreWhole(t *testing.T) {
 		t.Error("Of found an entry for an unknown code")
 	}
 }
+
+// k8s-driver-manager has written the pre-installed line three ways: v0.4.0's
+// script (it then sleeps), v0.4.1 to v0.8.1's (it labels the node), and the
+// Go rewrite's logger (v0.9.0 on). Each is the one entry that excuses; no
+// other entry does.
+func TestDriverPreinstalledAsEachReleaseWritesIt(t *testing.T) {
+	for _, line := range []string{
+		"NVIDIA GPU driver is already pre-installed on the node, will not proceed with the containerized driver installation. This pod can be disabled through 'nvidia.com/gpu.deploy.driver=false' node label.",
+		"NVIDIA GPU driver is already pre-installed on the node, disabling the containerized driver on the node",
+		`time="2026-02-25T08:26:00Z" level=info msg="NVIDIA GPU driver is already pre-installed on the node, disabling the containerized driver"`,
+	} {
+		if f, ok := signature.Match(line); !ok || f.Code != signature.DriverPreinstalled || !f.Excuses {
+			t.Errorf("%q: got %q (%v, excuses %v), want %s", line, f.Code, ok, f.Excuses, signature.DriverPreinstalled)
+		}
+	}
+	for _, s := range signature.Catalog {
+		if s.Excuses != (s.Code == signature.DriverPreinstalled) {
+			t.Errorf("%s: excuses %v", s.Code, s.Excuses)
+		}
+	}
+}

@@ -38,6 +38,9 @@ type RejectedPod struct {
 	Name      string `json:"name"`
 	Node      string `json:"node"`
 	Message   string `json:"message"`
+	// At is the pod's start time, which the kubelet sets as it refuses it
+	// (zero when it is not set): when it was refused.
+	At time.Time `json:"at,omitzero"`
 }
 
 // RejectedPodFrom converts a Failed API pod; false unless the kubelet
@@ -47,7 +50,26 @@ func RejectedPodFrom(p *corev1.Pod) (RejectedPod, bool) {
 	if p.Status.Phase != corev1.PodFailed || p.Status.Reason != UnexpectedAdmissionError {
 		return RejectedPod{}, false
 	}
-	return RejectedPod{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Message: p.Status.Message}, true
+	r := RejectedPod{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Message: p.Status.Message}
+	if p.Status.StartTime != nil {
+		r.At = p.Status.StartTime.UTC()
+	}
+	return r, true
+}
+
+// PluginFailed reports whether the kubelet refused the pod because the
+// device plugin failed to allocate its devices: its Allocate or
+// GetPreferredAllocation call returned a gRPC error, which the kubelet's
+// message quotes ("device plugin GetPreferredAllocation rpc failed with
+// err: rpc error: code = ...", kubernetes v1.37.2
+// pkg/kubelet/cm/devicemanager/manager.go, devicesToAllocate and
+// allocateContainerResources; "rpc error: code = %s desc = %s" is
+// google.golang.org/grpc/status's). The plugin could not open a device it
+// advertises (a GPU lost, NVIDIA/k8s-device-plugin#231). A refusal for want
+// of a free device ("requested number of devices unavailable") is not one:
+// the node is full, or the scheduler raced the kubelet.
+func (r RejectedPod) PluginFailed() bool {
+	return strings.Contains(r.Message, "rpc error: code =") && !strings.Contains(r.Message, devicesUnavailable)
 }
 
 // IsGPU is the GPU Operator's rule of a GPU pod (NVIDIA/gpu-operator

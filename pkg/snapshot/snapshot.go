@@ -25,6 +25,7 @@ import (
 
 	"github.com/gpuops/gpuops/pkg/daemonset"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/signature"
 )
 
 // Snapshot is the cluster state at one moment.
@@ -64,6 +65,18 @@ type Snapshot struct {
 	// health.
 	Warnings map[string][]Warning
 	Holders  map[string]Holders
+	// Rejected are the pods of every namespace the kubelet refused at
+	// admission (UnexpectedAdmissionError), as the workload side reads
+	// them (GPUPods.Rejected): a workload refused because the device
+	// plugin failed is its node's fault (RejectedPod.PluginFailed). Nil
+	// unless the read was for health (or the user may not list them).
+	Rejected []RejectedPod
+	// Logged are, by pod name, the hints the logs of its failing
+	// containers named (health --logs, pkg/signature), for the judges to
+	// weigh as they weigh a termination message: read after a first
+	// verdict, since only a failing container's log is read. Nil unless
+	// read.
+	Logged map[string][]signature.Hint
 	// Notes say what the reader skipped and why (a CRD that is not served,
 	// a list the user may not make), for --explain.
 	Notes []string

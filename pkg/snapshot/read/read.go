@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fieldsel "k8s.io/apimachinery/pkg/fields"
@@ -80,8 +81,10 @@ type Options struct {
 	// pays nothing for it.
 	DRA bool
 	// Kubelet also reads what the kubelet reports of failing pods beyond
-	// their status (kubelet.go, Snapshot.Warnings and Holders): the
-	// namespace's Warning Events on pods, one LIST beside the others, and
+	// their status (kubelet.go, Snapshot.Warnings, Rejected and Holders):
+	// the namespace's Warning Events on pods, one LIST beside the others;
+	// the Failed pods of every namespace, kept when the kubelet refused
+	// them at admission (the workload side's read), one LIST beside; and
 	// the pods holding the devices of each node where the validator's
 	// workload pod was refused one, one LIST narrowed to each such node
 	// once the pods are read (none on a healthy fleet).
@@ -191,10 +194,16 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 			return err
 		})
 	}
+	var rejected []snapshot.RejectedPod
+	var rejectedErr error
 	if opts.Kubelet {
 		run(6, func() (err error) {
 			warnings, warningNotes, err = readWarnings(ctx, core, namespace, opts.PageSize)
 			return err
+		})
+		g.Go(func() error {
+			rejected, rejectedErr = readRejected(ctx, core, metav1.NamespaceAll, "", opts.PageSize)
+			return nil // a refusal the user may not see is a note (below), not a failed read
 		})
 	}
 	if g.Wait() != nil {
@@ -208,6 +217,14 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 	if opts.Kubelet {
 		if warnings != nil {
 			s.Warnings = operandWarnings(warnings, namespace, s.Pods)
+		}
+		switch {
+		case apierrors.IsForbidden(rejectedErr):
+			s.Notes = append(s.Notes, "workload pods refused at admission not read (a device plugin that fails to allocate goes unseen): the user may not list pods in all namespaces")
+		case rejectedErr != nil:
+			return nil, rejectedErr
+		default:
+			s.Rejected = rejected
 		}
 		holders, holderNotes, err := Holders(ctx, core, s.RefusedNodes(), opts.PageSize)
 		if err != nil {

@@ -61,18 +61,9 @@ func GPUPods(ctx context.Context, c kubernetes.Interface, o WorkloadOptions) (*s
 		}
 		return nil
 	})
-	g.Go(func() error {
-		err := readList(ctx, pods, metav1.ListOptions{FieldSelector: Failed, LabelSelector: o.LabelSelector, Limit: o.PageSize},
-			rejectedFields, nil, nil, &corev1.PodList{}, func(p *corev1.Pod, _ []byte) error {
-				if r, ok := snapshot.RejectedPodFrom(p); ok {
-					f.Rejected = append(f.Rejected, r)
-				}
-				return nil
-			})
-		if err != nil {
-			return fmt.Errorf("list failed pods%s: %w", where(o.Namespace), err)
-		}
-		return nil
+	g.Go(func() (err error) {
+		f.Rejected, err = readRejected(ctx, core, o.Namespace, o.LabelSelector, o.PageSize)
+		return err
 	})
 	rc := c.ResourceV1().RESTClient()
 	g.Go(func() (err error) {
@@ -171,9 +162,28 @@ var containerStates = fields{2: whole, 3: whole}
 
 // rejectedFields are what snapshot.RejectedPodFrom reads of a Failed pod.
 var rejectedFields = fields{
-	1: fields{1: whole, 3: whole},           // metadata: name, namespace
-	2: fields{10: whole},                    // spec: nodeName
-	3: fields{1: whole, 3: whole, 4: whole}, // status: phase, message, reason
+	1: fields{1: whole, 3: whole},                     // metadata: name, namespace
+	2: fields{10: whole},                              // spec: nodeName
+	3: fields{1: whole, 3: whole, 4: whole, 7: whole}, // status: phase, message, reason, startTime
+}
+
+// readRejected lists the Failed pods of a namespace (of every namespace
+// when it is empty) and keeps those the kubelet refused at admission
+// (snapshot.RejectedPodFrom): the workload side's read, and health's.
+func readRejected(ctx context.Context, core rest.Interface, namespace, labelSelector string, pageSize int64) ([]snapshot.RejectedPod, error) {
+	var out []snapshot.RejectedPod
+	err := readList(ctx, func() *rest.Request { return core.Get().Namespace(namespace).Resource("pods") },
+		metav1.ListOptions{FieldSelector: Failed, LabelSelector: labelSelector, Limit: pageSize},
+		rejectedFields, nil, nil, &corev1.PodList{}, func(p *corev1.Pod, _ []byte) error {
+			if r, ok := snapshot.RejectedPodFrom(p); ok {
+				out = append(out, r)
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("list failed pods%s: %w", where(namespace), err)
+	}
+	return out, nil
 }
 
 // claimFields are what snapshot.ClaimFrom reads of a ResourceClaim: its
