@@ -91,11 +91,30 @@ func build(t *testing.T, in incident) built {
 		}
 	}
 	for _, p := range in.Others {
+		if p.Rejected {
+			continue // refuse makes them, once the operands run
+		}
 		if _, err := env.Client.CoreV1().Pods(env.Namespace).Create(ctx, otherPod(b.node, p), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return b
+}
+
+// refuse makes the pods the kubelet refused at admission, once the
+// operands' pods hold their state: as in the threads, the kubelet refuses
+// them on a node whose device plugin has served a while, not before it
+// was Ready (a refusal from before is stale, pkg/health's admission).
+func (b built) refuse(t *testing.T) {
+	t.Helper()
+	for _, p := range b.in.Others {
+		if !p.Rejected {
+			continue
+		}
+		if _, err := b.env.Client.CoreV1().Pods(b.env.Namespace).Create(context.Background(), otherPod(b.node, p), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // operatorDeployment is the GPU Operator's Deployment at release version,
@@ -252,9 +271,19 @@ func otherPod(node string, p other) *corev1.Pod {
 }
 
 // settled reports whether every pod of the incident shows the status its
-// description gives, as the snapshot reads it.
-func (b built) settled(pods []corev1.Pod) bool {
-	want := len(b.in.Node.Stack) + len(b.in.Others)
+// description gives, as the snapshot reads it; refused: the pods the
+// kubelet refused are made already (refuse).
+func (b built) settled(refused bool) func(pods []corev1.Pod) bool {
+	return func(pods []corev1.Pod) bool { return b.holds(pods, refused) }
+}
+
+func (b built) holds(pods []corev1.Pod, refused bool) bool {
+	want := len(b.in.Node.Stack)
+	for _, o := range b.in.Others {
+		if refused || !o.Rejected {
+			want++
+		}
+	}
 	if len(pods) != want {
 		return false
 	}
@@ -267,8 +296,8 @@ func (b built) settled(pods []corev1.Pod) bool {
 				len(p.Status.ContainerStatuses) != len(st.ContainerStatuses) || len(p.Status.InitContainerStatuses) != len(st.InitContainerStatuses) {
 				return false
 			}
-		case p.Annotations[testcluster.PodState] != "":
-			if _, refused := snapshot.PodFrom(p).RefusedDevice(); !refused {
+		case p.Annotations[testcluster.PodState] != "": // refused at admission, for any reason
+			if p.Status.Phase != corev1.PodFailed || p.Status.Reason != p.Annotations[testcluster.RejectReason] {
 				return false
 			}
 		case p.Status.Phase != corev1.PodRunning || !snapshot.PodFrom(p).Health.Ready:
