@@ -179,8 +179,8 @@ func readHints(ctx context.Context, c kubernetes.Interface, s *snapshot.Snapshot
 // judged again once one is done. Each failure is read once — a container
 // is read again only when it has restarted since, a new failure — and at
 // most PerMinute reads start in a minute: a fleet whose nodes fail together
-// loads the kubelets no more than that; a failure left unread is tried
-// when its node is judged again.
+// loads the kubelets no more than that; a failure left unread has its node
+// judged again in the next minute, and is read then.
 type LogReader struct {
 	read      func(context.Context, []podlogs.Container) []podlogs.Log
 	perMinute int
@@ -189,7 +189,8 @@ type LogReader struct {
 	mu        sync.Mutex
 	done      map[logKey]*signature.Hint // nil: read, and no signature in it
 	reading   map[logKey]bool
-	window    time.Time // the minute the reads below started in
+	deferred  map[logKey]bool // over the minute's budget: its node judged again in the next
+	window    time.Time       // the minute the reads below started in
 	started   int
 	forbidden bool // said once: every other read would be refused alike
 }
@@ -215,7 +216,8 @@ func NewLogReader(c kubernetes.Interface, perMinute int, note func(string)) *Log
 
 // newLogReader reads with read.
 func newLogReader(read func(context.Context, []podlogs.Container) []podlogs.Log, perMinute int, note func(string)) *LogReader {
-	return &LogReader{read: read, perMinute: perMinute, note: note, done: map[logKey]*signature.Hint{}, reading: map[logKey]bool{}}
+	return &LogReader{read: read, perMinute: perMinute, note: note, done: map[logKey]*signature.Hint{}, reading: map[logKey]bool{},
+		deferred: map[logKey]bool{}}
 }
 
 // Hints adds to the result the hints of its failing containers read so
@@ -236,7 +238,19 @@ func (l *LogReader) Hints(s *snapshot.Snapshot, r *outcome.Result, again func(no
 			}
 			continue
 		}
-		if l.reading[k] || l.forbidden || l.started >= l.perMinute {
+		if l.reading[k] || l.forbidden || l.deferred[k] {
+			continue
+		}
+		if l.started >= l.perMinute {
+			// Nothing else may judge its node again: ask for it once the
+			// next minute's budget is there.
+			l.deferred[k] = true
+			time.AfterFunc(l.window.Add(time.Minute).Sub(now), func() {
+				l.mu.Lock()
+				delete(l.deferred, k)
+				l.mu.Unlock()
+				again(f.Node)
+			})
 			continue
 		}
 		l.reading[k], l.started = true, l.started+1
