@@ -145,7 +145,7 @@ func (x *Explainer) labeller(n *snapshot.Node, name string) string {
 		sandbox, mode = p.Enabled["sandboxWorkloads"], p.SandboxMode
 	}
 	config := operand.WorkloadConfigOf(n.Labels, sandbox)
-	release, _ := operand.ReleaseOf(x.s.OperatorVersion) // the pipeline says the note
+	release, _ := x.s.Release() // the pipeline says the note
 	switch release.EmptyLabel(config, mode, name) {
 	case operand.SetsTrue:
 		return " (the operator takes an empty value for unset and will set it to 'true')"

@@ -141,7 +141,7 @@ func Assess(s *snapshot.Snapshot, roster []operand.Operand, now time.Time, stuck
 
 // assessOn assesses the nodes in as many contiguous runs, side by side.
 func assessOn(runs int, s *snapshot.Snapshot, roster []operand.Operand, now time.Time, stuckAfter time.Duration) []Node {
-	release, _ := operand.ReleaseOf(s.OperatorVersion) // the pipeline says the note
+	release, _ := s.Release() // the pipeline says the note
 	c := newChain(roster, release, s.Policy)
 	c.offered = s.Offers
 	c.kubelet = newKubelet(s)

@@ -277,7 +277,7 @@ func sameRolloutIn(a, b rolloutIn) bool {
 // base is a snapshot of what every verdict reads besides nodes and pods.
 func (t *Tracker) base() *snapshot.Snapshot {
 	s := &snapshot.Snapshot{Namespace: t.opts.Namespace, DaemonSets: t.operator.DaemonSets, Policy: t.operator.Policy, NVIDIADrivers: t.operator.NVIDIADrivers,
-		OperatorVersion: t.operator.OperatorVersion, Offers: t.operator.Offers}
+		OperatorVersion: t.operator.OperatorVersion, CRDFields: t.operator.CRDFields, Offers: t.operator.Offers}
 	if t.opts.Upgrades {
 		s.Revisions, s.UpgradeEvents = t.revisions(), map[string]snapshot.Event{}
 	}

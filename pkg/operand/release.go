@@ -45,16 +45,50 @@ type Release struct {
 	// nvidia.com/cc.capable=true (assets/state-cc-manager/0500_daemonset.yaml);
 	// before v26.3, which selects on the deploy label alone.
 	CCCapableSelector bool
+	// SchemaFields are ClusterPolicy spec fields (paths below spec) that
+	// first appear in this release: its CRD
+	// (deployments/gpu-operator/crds/nvidia.com_clusterpolicies.yaml, as
+	// config/crd/bases/ has it) serves them from its .0 tag on, no tag
+	// before does, and every later tag still does (the CRD only gains
+	// fields: read at v24.9.0 to v26.7.0, every tag). The oldest release
+	// has none. ReleaseOfSchema reads them.
+	SchemaFields []string
 }
 
 // Releases are the release lines gpuops knows, oldest first: those NVIDIA
 // still supports. Each was read from its tags (vYY.M.0 to the last patch).
 var Releases = []Release{
 	{Version: "v24.9", year: 24, minor: 9, NVIDIAFSValidation: true, IMEXInit: true, CCCapableSelector: true},
-	{Version: "v25.3", year: 25, minor: 3, NVIDIAFSValidation: true, CCCapableSelector: true},
-	{Version: "v25.10", year: 25, minor: 10, NVIDIAFSValidation: true, GDRCopyValidation: true, CCCapableSelector: true},
-	{Version: "v26.3", year: 26, minor: 3, KataDevicePlugin: true},
-	{Version: "v26.7", year: 26, minor: 7, KataDevicePlugin: true, ClientLabel: true, RepairsEmpty: true},
+	{Version: "v25.3", year: 25, minor: 3, NVIDIAFSValidation: true, CCCapableSelector: true,
+		SchemaFields: []string{"driver.kernelModuleType"}},
+	{Version: "v25.10", year: 25, minor: 10, NVIDIAFSValidation: true, GDRCopyValidation: true, CCCapableSelector: true,
+		SchemaFields: []string{"driver.secretEnv", "dcgmExporter.hostPID"}},
+	{Version: "v26.3", year: 26, minor: 3, KataDevicePlugin: true,
+		SchemaFields: []string{"kataSandboxDevicePlugin", "sandboxWorkloads.mode"}},
+	{Version: "v26.7", year: 26, minor: 7, KataDevicePlugin: true, ClientLabel: true, RepairsEmpty: true,
+		SchemaFields: []string{"hostPaths.kubeletRootDir", "operator.metrics"}},
+}
+
+// ReleaseOfSchema is the release a cluster is judged as when neither the
+// operator's Deployment nor the chart's label names its version: the
+// oldest release whose ClusterPolicy CRD has the fields the served one has,
+// that is the newest release one of whose SchemaFields the served schema
+// has (has reports whether it has a path below spec), and the note that
+// says so. A schema with none of them is the oldest release gpuops knows,
+// or an older one. Helm installs the chart's CRDs once and upgrades them
+// only through the chart's upgrade hook (operator.upgradeCRD), so the
+// operator may be newer than its CRD: never older, hence "the oldest".
+func ReleaseOfSchema(has func(field string) bool) (Release, string) {
+	for i := len(Releases) - 1; i > 0; i-- {
+		r := Releases[i]
+		if j := slices.IndexFunc(r.SchemaFields, has); j >= 0 {
+			return r, fmt.Sprintf("the GPU Operator's version not found (no operator Deployment, no chart label on the ClusterPolicy): judged as %s, the oldest release whose ClusterPolicy CRD serves spec.%s as the cluster's does",
+				r.Version, r.SchemaFields[j])
+		}
+	}
+	oldest := Releases[0]
+	return oldest, fmt.Sprintf("the GPU Operator's version not found (no operator Deployment, no chart label on the ClusterPolicy): judged as %s, as the cluster's ClusterPolicy CRD serves no field a later release added (it may be older)",
+		oldest.Version)
 }
 
 // Roster is the roster with what the release's DaemonSets select besides

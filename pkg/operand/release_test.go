@@ -1,6 +1,7 @@
 package operand
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -84,5 +85,63 @@ func TestReleaseRoster(t *testing.T) {
 	}
 	if base, _ := Lookup(Real, CCManager); base.Requires != "" {
 		t.Errorf("Roster changed the catalog: %+v", base)
+	}
+}
+
+// schemaTags reads testdata/clusterpolicy-fields.txt: the tags read, and,
+// by tag, the fields its ClusterPolicy CRD serves of those some tags lack.
+func schemaTags(t *testing.T) ([]string, map[string]map[string]bool) {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/clusterpolicy-fields.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tags []string
+	served := map[string]map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		if rest, ok := strings.CutPrefix(line, "# tags: "); ok {
+			tags = strings.Fields(rest)
+			continue
+		}
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		for _, tag := range f[1:] {
+			if served[tag] == nil {
+				served[tag] = map[string]bool{}
+			}
+			served[tag][f[0]] = true
+		}
+	}
+	if len(tags) == 0 {
+		t.Fatal("testdata/clusterpolicy-fields.txt names no tag")
+	}
+	return tags, served
+}
+
+// Each release's SchemaFields are served from its .0 tag on and by no tag
+// before; the CRD of every tag read is judged as that tag's release line.
+func TestReleaseOfSchemaAtEveryTag(t *testing.T) {
+	tags, served := schemaTags(t)
+	for _, r := range Releases {
+		for _, f := range r.SchemaFields {
+			for _, tag := range tags {
+				line, _ := ReleaseOf(tag)
+				if want := line.year > r.year || line.year == r.year && line.minor >= r.minor; served[tag][f] != want {
+					t.Errorf("%s: spec.%s served at %s: %v, want %v", r.Version, f, tag, served[tag][f], want)
+				}
+			}
+		}
+	}
+	for _, tag := range tags {
+		want, _ := ReleaseOf(tag)
+		got, note := ReleaseOfSchema(func(f string) bool { return served[tag][f] })
+		if got.Version != want.Version || !strings.Contains(note, "judged as "+want.Version+", the oldest") && !strings.Contains(note, "judged as "+want.Version+", as") {
+			t.Errorf("the CRD of %s: judged as %s (%q), want %s", tag, got.Version, note, want.Version)
+		}
+	}
+	if _, note := ReleaseOfSchema(func(string) bool { return false }); !strings.Contains(note, "may be older") {
+		t.Errorf("a CRD with no field of a later release: note %q", note)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/summary"
 	"github.com/gpuops/gpuops/pkg/upgrade"
 	"github.com/gpuops/gpuops/pkg/verdict"
@@ -49,21 +50,25 @@ type Result struct {
 }
 
 // Operator is the GPU Operator's version as read and the release whose
-// rules judged the cluster (operand.ReleaseOf).
+// rules judged the cluster (snapshot.Snapshot.Release).
 type Operator struct {
-	Version  string `json:"version"`        // the operator's image tag
+	// Version is the operator's image tag (or the chart's label); empty
+	// when neither was found and the release was told from the served
+	// ClusterPolicy CRD's schema, as the note says.
+	Version  string `json:"version"`
 	JudgedAs string `json:"judgedAs"`       // the release line, vYY.M
-	Note     string `json:"note,omitempty"` // why it was judged as another release
+	Note     string `json:"note,omitempty"` // why it was judged as another release, or how it was found
 }
 
-// OperatorOf is the operator's version read (an image tag) and the release
-// it is judged as; nil for none.
-func OperatorOf(version string) *Operator {
-	if version == "" {
+// OperatorOf is the operator's version the snapshot read and the release
+// it is judged as; nil when neither the version nor the CRD's schema was
+// read.
+func OperatorOf(s *snapshot.Snapshot) *Operator {
+	if s.OperatorVersion == "" && s.CRDFields == nil {
 		return nil
 	}
-	r, note := operand.ReleaseOf(version)
-	return &Operator{Version: version, JudgedAs: r.Version, Note: note}
+	r, note := s.Release()
+	return &Operator{Version: s.OperatorVersion, JudgedAs: r.Version, Note: note}
 }
 
 // Line says it in a sentence, for the notes.

@@ -131,9 +131,9 @@ func Decide(s *snapshot.Snapshot, o Options) Scope {
 	if o.AllRules {
 		rules = operand.RulesFor(r.Roster, operand.AllRules)
 	}
-	release, _ := operand.ReleaseOf(s.OperatorVersion) // the note is Operator's
+	release, _ := s.Release() // the note is Operator's
 	sc := Scope{Options: o, Roster: release.Roster(r.Roster), Rules: rules, Notes: slices.Concat(s.Notes, r.Notes),
-		Operator: outcome.OperatorOf(s.OperatorVersion)}
+		Operator: outcome.OperatorOf(s)}
 	if sc.Operator != nil {
 		sc.Notes = append(sc.Notes, sc.Operator.Line())
 	}

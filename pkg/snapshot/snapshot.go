@@ -14,6 +14,7 @@
 package snapshot
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,11 @@ type Snapshot struct {
 	// neither was found. The judges judge by the release it names
 	// (operand.ReleaseOf).
 	OperatorVersion string
+	// CRDFields are, read only when OperatorVersion is empty, the fields
+	// of those that mark a release (operand.Release.SchemaFields) which the
+	// served ClusterPolicy CRD has: the judges then judge by the oldest
+	// release that has them (Release). Nil when not read.
+	CRDFields []string
 	// Revisions are, by DaemonSet name, the controller-revision-hash of the
 	// DaemonSet's latest ControllerRevision: its pods with another hash run
 	// an older template. Nil unless the read was for upgrades.
@@ -521,4 +527,16 @@ func LatestRevisions(rs []Revision) map[string]string {
 		out[ds] = r.Hash
 	}
 	return out
+}
+
+// Release is the GPU Operator release the judges judge by, and the note
+// that says how it was found where it is not the release the operator's
+// image tag names: from the tag (operand.ReleaseOf), else from the served
+// CRD's schema (operand.ReleaseOfSchema); the newest, silently, when
+// neither was read.
+func (s *Snapshot) Release() (operand.Release, string) {
+	if s.OperatorVersion == "" && s.CRDFields != nil {
+		return operand.ReleaseOfSchema(func(f string) bool { return slices.Contains(s.CRDFields, f) })
+	}
+	return operand.ReleaseOf(s.OperatorVersion)
 }

@@ -35,7 +35,9 @@ func Operator(ctx context.Context, c kubernetes.Interface, s *snapshot.Snapshot)
 }
 
 // readOperator reads the ClusterPolicy, the NVIDIADriver objects and the
-// operator's version (operatorVersion, beside them) into s. A resource the
+// operator's version (operatorVersion, beside them; else the chart's label
+// on the policy; else, as a release, from the served ClusterPolicy CRD's
+// schema: crdFields) into s. A resource the
 // cluster does not serve (no GPU Operator, or an older one) or the user may
 // not list is skipped with a note, not an error: the judges work without it,
 // only less precisely.
@@ -73,6 +75,19 @@ func readOperator(ctx context.Context, rc rest.Interface, s *snapshot.Snapshot) 
 		s.OperatorVersion = v.tag
 	case s.Policy != nil:
 		s.OperatorVersion = s.Policy.ChartVersion
+	}
+	if v.err == nil && s.OperatorVersion == "" && s.Policy != nil {
+		fields, err := crdFields(ctx, rc)
+		switch {
+		case apierrors.IsForbidden(err):
+			s.Notes = append(s.Notes, fmt.Sprintf("the GPU Operator's version not found and its ClusterPolicy CRD not read (judged as %s, the newest gpuops knows): the user may not get customresourcedefinitions",
+				operand.Newest().Version))
+		case apierrors.IsNotFound(err): // a policy served by no CRD of that name: nothing to tell from
+		case err != nil:
+			return fmt.Errorf("get customresourcedefinition %s: %w", clusterPolicyCRD, err)
+		default:
+			s.CRDFields = fields
+		}
 	}
 	var drivers struct{ Items []nvidiaDriver }
 	switch err := list(ctx, rc, nvidiaDrivers, &drivers); {
@@ -132,6 +147,70 @@ func operatorVersion(ctx context.Context, rc rest.Interface, namespace string) (
 		}
 	}
 	return "", nil
+}
+
+// clusterPolicyCRD is the ClusterPolicy's CustomResourceDefinition.
+const clusterPolicyCRD = "clusterpolicies.nvidia.com"
+
+// crdSchema is a node of an OpenAPI v3 schema, as far as its properties.
+type crdSchema struct {
+	Properties map[string]crdSchema
+}
+
+// crdFields are the fields of those that mark a release
+// (operand.Release.SchemaFields) which the served ClusterPolicy CRD's
+// schema has below spec, in any version it serves: one GET, made only when
+// no version was found otherwise (empty, not nil, for none). A schema that
+// spells out no field of spec (its fields kept open) tells no release:
+// nil.
+func crdFields(ctx context.Context, rc rest.Interface) ([]string, error) {
+	var crd struct {
+		Spec struct {
+			Versions []struct {
+				Served bool
+				Schema struct{ OpenAPIV3Schema crdSchema }
+			}
+		}
+	}
+	body, err := rc.Get().AbsPath("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", clusterPolicyCRD).
+		SetHeader("Accept", "application/json").Do(ctx).Raw()
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(body, &crd); err != nil {
+		return nil, err
+	}
+	spelled := false
+	for _, v := range crd.Spec.Versions {
+		spelled = spelled || v.Served && len(v.Schema.OpenAPIV3Schema.Properties["spec"].Properties) > 0
+	}
+	if !spelled {
+		return nil, nil
+	}
+	has := func(field string) bool {
+		for _, v := range crd.Spec.Versions {
+			at, ok := v.Schema.OpenAPIV3Schema.Properties["spec"]
+			for _, name := range strings.Split(field, ".") {
+				if !ok {
+					break
+				}
+				at, ok = at.Properties[name]
+			}
+			if ok && v.Served {
+				return true
+			}
+		}
+		return false
+	}
+	out := []string{}
+	for _, r := range operand.Releases {
+		for _, f := range r.SchemaFields {
+			if has(f) {
+				out = append(out, f)
+			}
+		}
+	}
+	return out, nil
 }
 
 // imageTag is the tag of an image reference: its digest when it has one,
