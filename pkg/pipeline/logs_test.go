@@ -216,3 +216,20 @@ func TestFailingContainersReadTheCausesInitContainer(t *testing.T) {
 		t.Errorf("failing containers %+v, want the driver pod's k8s-driver-manager alone", fs)
 	}
 }
+
+// A failure over the minute's budget has its node judged again once the
+// next minute's budget is there.
+func TestLogReaderDefersOverBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits a minute")
+	}
+	s := failingFleet()
+	b := newLogBook()
+	l := pipeline.NewLogReaderWith(b.read, 1, func(string) {})
+	b.judge(t, l, s, 1)
+	select {
+	case <-b.again:
+	case <-time.After(70 * time.Second):
+		t.Fatal("the failure over budget: its node was never judged again")
+	}
+}
