@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/gzip"
+	"k8s.io/client-go/rest"
 )
 
 // gunzip asks for gzipped responses itself and inflates them with
@@ -56,3 +57,18 @@ func (b *gzipBody) Read(p []byte) (int, error) {
 }
 
 func (b *gzipBody) Close() error { return b.body.Close() }
+
+// readingClient is client-go's own HTTP client for cfg, held to HTTP/1.1
+// (each LIST on a connection of its own: reading, in kube.go) and inflating
+// through gunzip unless cfg disables compression (kubectl's
+// --disable-compression). gunzip wraps the bare transport, under client-go's
+// auth and retry wrappers, as Go's transport inflates beneath them too.
+func readingClient(cfg *rest.Config) (*http.Client, error) {
+	c := rest.CopyConfig(cfg)
+	c.NextProtos = []string{"http/1.1"}
+	if !cfg.DisableCompression {
+		c.DisableCompression = true // gunzip asks for gzip itself
+		c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return gunzip{next: rt} })
+	}
+	return rest.HTTPClientFor(c)
+}

@@ -3,6 +3,7 @@ package kube
 import (
 	"bytes"
 	stdgzip "compress/gzip"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 )
 
@@ -34,6 +36,22 @@ func gzipServer(t *testing.T, body []byte) (*httptest.Server, *string) {
 	return s, accepted
 }
 
+// tlsConfig is a client config that trusts s.
+func tlsConfig(s *httptest.Server) *rest.Config {
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
+	return &rest.Config{Host: s.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}
+}
+
+// client is the reading client of cfg.
+func client(t *testing.T, cfg *rest.Config) *http.Client {
+	t.Helper()
+	c, err := readingClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func readAll(t *testing.T, c *http.Client, req *http.Request) (*http.Response, []byte) {
 	t.Helper()
 	resp, err := c.Do(req)
@@ -54,7 +72,6 @@ func readAll(t *testing.T, c *http.Client, req *http.Request) (*http.Response, [
 func TestReadingClientInflates(t *testing.T) {
 	body := bytes.Repeat([]byte("a pod, "), 10000)
 	s, accepted := gzipServer(t, body)
-	hs := &handshakeServer{Server: s}
 	for _, tc := range []struct {
 		name    string
 		disable bool
@@ -67,13 +84,13 @@ func TestReadingClientInflates(t *testing.T) {
 		{name: "own encoding", own: "gzip", want: "gzip", gzipped: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := hs.config()
+			cfg := tlsConfig(s)
 			cfg.DisableCompression = tc.disable
 			req, _ := http.NewRequest(http.MethodGet, s.URL, nil)
 			if tc.own != "" {
 				req.Header.Set("Accept-Encoding", tc.own)
 			}
-			resp, got := readAll(t, hs.client(t, cfg), req)
+			resp, got := readAll(t, client(t, cfg), req)
 			if *accepted != tc.want {
 				t.Errorf("the server was sent Accept-Encoding %q, want %q", *accepted, tc.want)
 			}
@@ -100,8 +117,7 @@ func TestReadingClientBadGzip(t *testing.T) {
 		w.Write([]byte("not gzip at all"))
 	}))
 	defer s.Close()
-	hs := &handshakeServer{Server: s}
-	resp, err := hs.client(t, nil).Get(s.URL)
+	resp, err := client(t, tlsConfig(s)).Get(s.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

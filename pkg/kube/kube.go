@@ -133,8 +133,7 @@ func protobuf(cfg *rest.Config) *rest.Config {
 // HTTP/2 they share one connection, whose frames one goroutine writes on
 // the server and one reads here, TLS included, while over HTTP/1.1 each
 // gets a connection of its own, which spreads that work over the cores of
-// both (docs/scale.md, "Mechanisms"). Its connections resume one TLS
-// session (handshake.go).
+// both (docs/scale.md, "Mechanisms").
 func reading(c *rest.Config) (kubernetes.Interface, error) {
 	cfg := protobuf(c)
 	hc, err := readingClient(cfg)

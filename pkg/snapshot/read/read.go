@@ -127,8 +127,7 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 	var errs [7]error
 	run := func(slot int, f func() error) { g.Go(func() error { errs[slot] = f(); return errs[slot] }) }
 	// The DaemonSets and then the nodes are read one after the other, on one
-	// connection (a fresh process shakes hands once less: pkg/kube,
-	// handshake.go): the filter of the nodes' labels is made of the
+	// connection (a fresh process shakes hands once less): the filter of the nodes' labels is made of the
 	// DaemonSets. The operator's objects, a chain of their own (the policy
 	// names the ConfigMaps), go beside them on another: behind them, on an
 	// API server busy with the pods' lists, each small request waited its
