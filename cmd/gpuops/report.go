@@ -69,7 +69,7 @@ func (o *reportOptions) Run(ctx context.Context) error {
 		src.Context, src.Server = o.Target()
 		report.Printer{}.Notes(o.ErrOut, r)
 		holds = fmt.Sprintf("%s, %s", words.Count(len(r.Fleet.Nodes), "node"), words.Count(r.Fleet.Findings(), "finding"))
-		err = report.HTML(&page, *r.Fleet, src)
+		err = report.HTML(&page, *r.Fleet, r.Capacity, src)
 	}
 	if err != nil {
 		return err

@@ -238,7 +238,7 @@ func RenderViews(r *outcome.Result, node string) []Rendered {
 			return nil
 		})
 	}
-	render("report.html", func(w, _ *bytes.Buffer) error { return report.HTML(w, *r.Fleet, src) })
+	render("report.html", func(w, _ *bytes.Buffer) error { return report.HTML(w, *r.Fleet, r.Capacity, src) })
 	render("contexts.report.html", func(w, notes *bytes.Buffer) error {
 		holds, err := report.ClustersHTML(w, across(r), report.Source{Namespace: r.Namespace, Selector: r.Selector})
 		notes.WriteString(holds + "\n")

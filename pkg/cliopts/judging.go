@@ -124,9 +124,10 @@ func (j *Judging) FleetFlags() []cli.Flag {
 func (j *Judging) SourceFlags() []cli.Flag { return append(j.Many.Flags(), j.From.Flags()...) }
 
 // FleetOptions are a fleet view's: every start-up rule the roster allows,
-// each finding with its reason, each node's health, the driver rollout.
+// each finding with its reason, each node's health, the driver rollout,
+// where the GPUs are.
 func FleetOptions(p *pipeline.Options) {
-	p.AllRules, p.Explain, p.Health, p.Upgrades = true, true, true, true
+	p.AllRules, p.Explain, p.Health, p.Upgrades, p.Capacity = true, true, true, true, true
 }
 
 // Complete reads --from's input, resolves the namespace (-n, else the

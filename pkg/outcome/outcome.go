@@ -17,6 +17,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/upgrade"
 	"github.com/gpuops/gpuops/pkg/verdict"
 	"github.com/gpuops/gpuops/pkg/words"
+	"github.com/gpuops/gpuops/pkg/workload"
 )
 
 // Result is everything the judges say about the nodes of one snapshot.
@@ -44,6 +45,9 @@ type Result struct {
 	Fleet *summary.Fleet
 	// Rollout is the driver upgrade, when upgrades are judged.
 	Rollout *upgrade.Rollout
+	// Capacity is where the GPUs are, grouped as Fleet, when counted
+	// (summary, report --html).
+	Capacity *workload.Capacity `json:",omitempty"`
 	// Operator is the GPU Operator's version and the release it was judged
 	// as; nil when no operator was found (judged as the newest, silently).
 	Operator *Operator

@@ -99,6 +99,10 @@ type Options struct {
 	// and pods judge them, against nodes kept with every label (the
 	// scheduler matches a pod's selectors on any).
 	Workloads bool
+	// Capacity, with Health, also counts where the GPUs are, as gpuops
+	// capacity does (outcome.Result.Capacity): the GPU pods of every
+	// namespace are read beside the snapshot.
+	Capacity bool
 }
 
 // now is the moment to judge as of.

@@ -1,22 +1,44 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/judge"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/snapshot/read"
+	"github.com/gpuops/gpuops/pkg/words"
+	"github.com/gpuops/gpuops/pkg/workload"
 )
 
 // Run reads the snapshot the options need, in one LIST per kind, and
 // judges it as of now.
 func Run(ctx context.Context, c kubernetes.Interface, o Options) (*outcome.Result, error) {
+	var s *snapshot.Snapshot
+	var gpuPods *snapshot.GPUPods
+	var podsErr, podsNote error
+	var g errgroup.Group
+	if o.Capacity && o.Health && !o.LabelsOnly {
+		g.Go(func() (err error) {
+			gpuPods, podsErr = read.GPUPods(ctx, c, read.WorkloadOptions{})
+			if apierrors.IsForbidden(podsErr) { // a right the fleet view can do without
+				podsNote, podsErr = podsErr, nil
+			}
+			return nil
+		})
+	}
 	s, err := read.Snapshot(ctx, c, o.Namespace, o.ReadOptions())
-	if err != nil {
+	_ = g.Wait()
+	// The snapshot's error first: a cluster that cannot be read says so
+	// as the judges without the capacity say it.
+	if err = cmp.Or(err, podsErr); err != nil {
 		return nil, err
 	}
 	judge.SortNodes(s) // once, for every judge of it (judge.SortedNodes)
@@ -25,7 +47,26 @@ func Run(ctx context.Context, c kubernetes.Interface, o Options) (*outcome.Resul
 	if err == nil && o.Logs && o.Health {
 		r, err = readHints(ctx, c, s, sc, r, now)
 	}
+	switch {
+	case err != nil:
+	case podsNote != nil:
+		r.Notes = append(r.Notes, "no GPU capacity: "+words.ErrorLine(podsNote))
+	case gpuPods != nil:
+		r.Capacity = workload.CapacityOf(s, healthOf(r), gpuPods, o.GroupBy)
+		r.Capacity.Notes = gpuPods.Notes
+	}
 	return r, err
+}
+
+// healthOf is each judged node's health, by node name.
+func healthOf(r *outcome.Result) map[string]*health.Node {
+	out := map[string]*health.Node{}
+	for i := range r.Nodes {
+		if h := r.Nodes[i].Health; h != nil {
+			out[r.Nodes[i].Node] = h
+		}
+	}
+	return out
 }
 
 // ReadOptions say what the judges of these options read, and no more: a

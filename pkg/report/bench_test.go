@@ -24,7 +24,7 @@ func BenchmarkHTML(b *testing.B) {
 	b.Run("html", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := report.HTML(io.Discard, f, report.Source{Taken: time.Now()}); err != nil {
+			if err := report.HTML(io.Discard, f, nil, report.Source{Taken: time.Now()}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -19,12 +19,18 @@ func (p Printer) Capacity(w, notes io.Writer, c *workload.Capacity) error {
 	if err := writeNotes(notes, c.Notes); err != nil {
 		return err
 	}
+	return writeLines(w, capacityLines(c, ""))
+}
+
+// capacityLines are the capacity's text, each line after indent: gpuops
+// capacity's, and the block of summary and report --html.
+func capacityLines(c *workload.Capacity, indent string) []string {
 	var lines []string
 	for _, pool := range c.Pools {
-		lines = append(lines, fmt.Sprintf("%s nodes=%d physical=%d", pool.Name, pool.Nodes, pool.Physical))
+		lines = append(lines, fmt.Sprintf("%s%s nodes=%d physical=%d", indent, pool.Name, pool.Nodes, pool.Physical))
 		for _, r := range pool.Resources {
-			line := fmt.Sprintf("  %s (%s) nodes=%d advertised=%d allocatable=%d allocated=%d free=%d unhealthy=%d stranded=%d",
-				r.Resource, r.Kind, r.Nodes, r.Advertised, r.Allocatable, r.Allocated, r.Free, r.Unhealthy, r.StrandedTotal())
+			line := fmt.Sprintf("%s  %s (%s) nodes=%d advertised=%d allocatable=%d allocated=%d free=%d unhealthy=%d stranded=%d",
+				indent, r.Resource, r.Kind, r.Nodes, r.Advertised, r.Allocatable, r.Allocated, r.Free, r.Unhealthy, r.StrandedTotal())
 			var by []string
 			for _, reason := range workload.Reasons {
 				if n := r.Stranded[reason]; n > 0 {
@@ -42,7 +48,7 @@ func (p Printer) Capacity(w, notes io.Writer, c *workload.Capacity) error {
 		}
 	}
 	if len(c.Pools) == 0 {
-		lines = append(lines, "no GPU node")
+		lines = append(lines, indent+"no GPU node")
 	}
-	return writeLines(w, lines)
+	return lines
 }

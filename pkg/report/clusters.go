@@ -92,7 +92,7 @@ func (p Printer) Clusters(w, notes io.Writer, cs []outcome.Cluster, view View) e
 		}
 	}
 	if total != nil {
-		out = append(out, stamped(FleetContext, append([]string{total.line()}, summaryView{total.Fleet}.lines()...))...)
+		out = append(out, stamped(FleetContext, append([]string{total.line()}, summaryView{f: total.Fleet}.lines()...))...)
 	}
 	return writeLines(w, out)
 }
@@ -162,7 +162,7 @@ func (p Printer) clustersTables(w io.Writer, parts []judgedCluster, total *fleet
 		add(pt.Context, pt.view.blocks(p.Format == Wide))
 	}
 	if total != nil {
-		add(FleetContext, append([]block{{lines: []string{total.line()}}}, summaryView{total.Fleet}.blocks(false)...))
+		add(FleetContext, append([]block{{lines: []string{total.line()}}}, summaryView{f: total.Fleet}.blocks(false)...))
 	}
 	var b strings.Builder
 	for i, m := range tables {

@@ -218,7 +218,7 @@ func TestClustersHTML(t *testing.T) {
 		}
 	}
 	var one bytes.Buffer
-	if err := report.HTML(&one, fleet, report.Source{}); err != nil {
+	if err := report.HTML(&one, fleet, nil, report.Source{}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(one.String(), `id="clusters"`) {

@@ -92,7 +92,7 @@ func TestHTMLHint(t *testing.T) {
 		Groups: []summary.Group{{Name: "a100", Nodes: 1, Operands: []summary.OperandCounts{{Operand: "driver"}}}},
 		Nodes:  []summary.Node{{Name: "gpu-1", Group: "a100", Cells: make([]summary.Cell, 1), Findings: []summary.Finding{}, Health: r.Nodes[0].Health}}}
 	var b bytes.Buffer
-	if err := report.HTML(&b, f, source); err != nil {
+	if err := report.HTML(&b, f, nil, source); err != nil {
 		t.Fatal(err)
 	}
 	s, _ := signature.Of(signature.NouveauLoaded)

@@ -12,6 +12,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/explain"
 	"github.com/gpuops/gpuops/pkg/summary"
 	"github.com/gpuops/gpuops/pkg/upgrade"
+	"github.com/gpuops/gpuops/pkg/workload"
 )
 
 // Source says where and when a snapshot was taken, for a report that may be
@@ -46,8 +47,18 @@ var fleetPage = sync.OnceValue(func() *template.Template {
 // name, group and findings. Its CSS and script are inline and its content
 // security policy forbids every fetch, so it reads the same offline, from a
 // file, attached to a ticket, or printed.
-func HTML(w io.Writer, f summary.Fleet, src Source) error {
-	return fleetPage().Execute(w, newPage(f, src))
+func HTML(w io.Writer, f summary.Fleet, c *workload.Capacity, src Source) error {
+	page := newPage(f, src)
+	if c != nil {
+		page.Capacity = &htmlCapacity{GroupBy: c.GroupBy, Lines: capacityLines(c, "")}
+	}
+	return fleetPage().Execute(w, page)
+}
+
+// htmlCapacity is where the GPUs are, as gpuops capacity prints it.
+type htmlCapacity struct {
+	GroupBy string
+	Lines   []string
 }
 
 // newPage is the page of a fleet.
@@ -116,6 +127,7 @@ type htmlPage struct {
 	Clusters        []htmlCluster            // of a run across clusters (ClustersHTML)
 	Total           htmlCluster              // the Clusters' total
 	Upgrade         *htmlUpgrade             // the driver rollout, while under way or in trouble
+	Capacity        *htmlCapacity            // where the GPUs are, when counted
 }
 
 // htmlUpgrade is the driver rollout as gpuops upgrades prints it: its

@@ -22,7 +22,7 @@ var source = report.Source{Context: "prod-eu", Server: "https://10.0.0.1:6443", 
 func page(t *testing.T) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := report.HTML(&b, fleet, source); err != nil {
+	if err := report.HTML(&b, fleet, nil, source); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -90,7 +90,7 @@ func TestHTMLNoFindings(t *testing.T) {
 	healthy := fleet
 	healthy.Nodes = healthy.Nodes[:1]
 	var b bytes.Buffer
-	if err := report.HTML(&b, healthy, source); err != nil {
+	if err := report.HTML(&b, healthy, nil, source); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), `class="verdict good"`) || !strings.Contains(b.String(), "<h2>Findings (0)</h2>") {
@@ -114,7 +114,7 @@ func TestHTMLHealth(t *testing.T) {
 				Health: &health.Node{Node: "gpu-2", Judged: true, Cause: &health.Cause{Code: "crash-loop", Operand: "driver", Message: "the driver crash-loops"}, Blocked: []string{"container-toolkit"}}},
 		}}
 	var b bytes.Buffer
-	if err := report.HTML(&b, f, source); err != nil {
+	if err := report.HTML(&b, f, nil, source); err != nil {
 		t.Fatal(err)
 	}
 	p := b.String()
@@ -145,7 +145,7 @@ func TestHTMLRollout(t *testing.T) {
 			Counts: map[string]int{upgrade.Failed: 1}},
 	}
 	var b bytes.Buffer
-	if err := report.HTML(&b, f, source); err != nil {
+	if err := report.HTML(&b, f, nil, source); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -159,7 +159,7 @@ func TestHTMLRollout(t *testing.T) {
 	}
 	f.Rollout.Counts = map[string]int{upgrade.Done: 1}
 	b.Reset()
-	if err := report.HTML(&b, f, source); err != nil {
+	if err := report.HTML(&b, f, nil, source); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), `id="upgrade"`) {

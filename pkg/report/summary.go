@@ -13,6 +13,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/summary"
 	"github.com/gpuops/gpuops/pkg/upgrade"
 	"github.com/gpuops/gpuops/pkg/words"
+	"github.com/gpuops/gpuops/pkg/workload"
 )
 
 // findingStatus is the word a finding is printed with, as audit prints
@@ -22,8 +23,22 @@ var findingStatus = map[string]string{summary.MissingFinding: "MISSING", summary
 // summaryView is the fleet grouped by its label: per group the node count
 // and, per operand, the count of each state and the broken start-up rules;
 // then only the nodes with findings, each finding with its reasons, as
-// audit --explain prints them. Name is only those nodes.
-type summaryView struct{ f summary.Fleet }
+// audit --explain prints them. Name is only those nodes. With the
+// capacity counted (c), its block follows the groups: where the GPUs are,
+// as gpuops capacity says it.
+type summaryView struct {
+	f summary.Fleet
+	c *workload.Capacity
+}
+
+// capacityBlock is the capacity's lines under a heading, none when it was
+// not counted.
+func (s summaryView) capacityBlock() []string {
+	if s.c == nil {
+		return nil
+	}
+	return append([]string{"gpus by " + s.c.GroupBy}, capacityLines(s.c, "  ")...)
+}
 
 // failing are the nodes with findings.
 func (s summaryView) failing() []summary.Node {
@@ -67,6 +82,7 @@ func (s summaryView) lines() []string {
 			out = append(out, fmt.Sprintf("  %-*s %s", width, "upgrade", verdictCounts(g.Upgrades)))
 		}
 	}
+	out = append(out, s.capacityBlock()...)
 	if r := f.Rollout; r != nil && !upgrade.Settled(r.Counts) {
 		out = append(out, rolloutLines(r, nil)...)
 	}
@@ -114,6 +130,9 @@ func (s summaryView) blocks(bool) []block {
 		}
 	}
 	out := []block{{table: &counts}}
+	if c := s.capacityBlock(); c != nil {
+		out = append(out, block{lines: c})
+	}
 	for _, t := range []*table{&rules, &upgrades, &findings} {
 		if len(t.rows) > 0 {
 			out = append(out, block{table: t})
@@ -126,12 +145,13 @@ func (s summaryView) data(o *Origin) any {
 	failing := s.failing()
 	return struct {
 		*Origin
-		OK      bool            `json:"ok"`
-		GroupBy string          `json:"groupBy"`
-		Groups  []summary.Group `json:"groups"`
-		Nodes   []summary.Node  `json:"nodes"` // with findings only
-		Rollout *rolloutTotals  `json:"rollout,omitempty"`
-	}{o, len(failing) == 0, s.f.GroupBy, nonNil(s.f.Groups), nonNil(failing), totalsOf(s.f.Rollout)}
+		OK       bool               `json:"ok"`
+		GroupBy  string             `json:"groupBy"`
+		Groups   []summary.Group    `json:"groups"`
+		Nodes    []summary.Node     `json:"nodes"` // with findings only
+		Rollout  *rolloutTotals     `json:"rollout,omitempty"`
+		Capacity *workload.Capacity `json:"capacity,omitempty"`
+	}{o, len(failing) == 0, s.f.GroupBy, nonNil(s.f.Groups), nonNil(failing), totalsOf(s.f.Rollout), s.c}
 }
 
 func (s summaryView) names() []string {

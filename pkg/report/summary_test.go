@@ -14,6 +14,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/summary"
 	"github.com/gpuops/gpuops/pkg/upgrade"
+	"github.com/gpuops/gpuops/pkg/workload"
 )
 
 func cellOf(states ...summary.State) summary.Cell {
@@ -213,5 +214,51 @@ func TestSummaryOutOfService(t *testing.T) {
 	}
 	if want := "  health            ready=1 unusable=1 order/device-plugin=1\n  out-of-service    gpuops=1 person=1\n"; !strings.Contains(b.String(), want) {
 		t.Errorf("text:\n%s\nwant the lines:\n%s", b.String(), want)
+	}
+}
+
+// TestSummaryCapacity: with the capacity counted, summary's text, table
+// and JSON and the HTML page carry gpuops capacity's block, from the same
+// value and its one renderer.
+func TestSummaryCapacity(t *testing.T) {
+	c := &workload.Capacity{GroupBy: "example.com/pool", Pools: []workload.Pool{{Name: "a100", Nodes: 2, Physical: 16, Resources: []workload.Resource{{
+		Resource: snapshot.GPUResource, Kind: workload.Whole, Nodes: 2, Advertised: 16, Allocatable: 15, Unhealthy: 1, Allocated: 4, Free: 3,
+		Stranded: map[string]int64{workload.StrandedCordoned: 8}, LargestFree: 3, LargestFreeNode: "a100-1"}}}}}
+	var capacity bytes.Buffer
+	if err := (report.Printer{Format: report.Text}).Capacity(&capacity, io.Discard, c); err != nil {
+		t.Fatal(err)
+	}
+	r := grouped(fleet)
+	r.Capacity = c
+	block := "gpus by example.com/pool\n"
+	for _, line := range strings.SplitAfter(capacity.String(), "\n") {
+		if line != "" {
+			block += "  " + line
+		}
+	}
+	for _, f := range []report.Format{report.Text, report.Table} {
+		var b bytes.Buffer
+		if err := (report.Printer{Format: f}).Result(&b, io.Discard, r, report.SummaryView); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), block) {
+			t.Errorf("summary -o %s:\n%s\nwant the block\n%s", f, b.String(), block)
+		}
+	}
+	var b bytes.Buffer
+	if err := (report.Printer{Format: report.JSON}).Result(&b, io.Discard, r, report.SummaryView); err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ Capacity *workload.Capacity }
+	if err := json.Unmarshal(b.Bytes(), &got); err != nil || got.Capacity == nil || got.Capacity.Pools[0].Resources[0].Stranded[workload.StrandedCordoned] != 8 {
+		t.Errorf("summary -o json: %v %+v", err, got.Capacity)
+	}
+	var page bytes.Buffer
+	if err := report.HTML(&page, fleet, c, source); err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(capacity.String(), "\n")
+	if !strings.Contains(page.String(), `<section id="capacity">`) || !strings.Contains(page.String(), `<p class="mono">`+first+`</p>`) {
+		t.Errorf("the page has no capacity section with %q", first)
 	}
 }

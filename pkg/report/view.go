@@ -65,7 +65,7 @@ func (v View) of(r *outcome.Result) (values, error) {
 	case MatrixView:
 		return matrixView{r}, nil
 	case SummaryView:
-		return summaryView{*r.Fleet}, nil
+		return summaryView{*r.Fleet, r.Capacity}, nil
 	case HealthView:
 		return healthView{r}, nil
 	case UpgradesView:

@@ -68,7 +68,7 @@ func writeReport(tb testing.TB, f summary.Fleet, path string) int {
 	tb.Helper()
 	var page bytes.Buffer
 	src := report.Source{Context: "generated", Server: "https://192.0.2.1:6443", Namespace: "gpu-operator", Taken: time.Now()}
-	if err := report.HTML(&page, f, src); err != nil {
+	if err := report.HTML(&page, f, nil, src); err != nil {
 		tb.Fatal(err)
 	}
 	if err := os.WriteFile(path, page.Bytes(), 0o644); err != nil {
