@@ -3,6 +3,8 @@ package gpuopstest
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,6 +51,39 @@ func (c Cluster) Want(t testing.TB, code int, args ...string) Result {
 		t.Fatalf("gpuops %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.Code, code, r.Stdout, r.Stderr)
 	}
 	return r
+}
+
+// SameFrom runs args against c and, with no cluster, with --from each of
+// from, and fails where one prints or exits otherwise, compared as v makes
+// two runs comparable (the clock's instants and ages aside: the live run is
+// later). missing, if not nil, picks the stderr lines of --from's left out:
+// what an input says it does not hold.
+func (c Cluster) SameFrom(t testing.TB, args []string, v Volatile, missing func(line string) bool, from ...string) {
+	t.Helper()
+	live := c.Run(t, args...)
+	want := v.Comparable(args, live.Stdout+"\x00"+live.Stderr)
+	for _, f := range from {
+		got := Run(t, nil, Binary(t), append(slices.Clone(args), "--from", f)...)
+		stderr := got.Stderr
+		if missing != nil {
+			stderr = strings.Join(slices.DeleteFunc(strings.SplitAfter(stderr, "\n"), missing), "")
+		}
+		if got.Code != live.Code || v.Comparable(args, got.Stdout+"\x00"+stderr) != want {
+			t.Errorf("gpuops %s --from %s: exit %d, live %d\n--- from\n%s%s\n--- live\n%s%s", strings.Join(args, " "), filepath.Base(f),
+				got.Code, live.Code, got.Stdout, got.Stderr, live.Stdout, live.Stderr)
+		}
+	}
+}
+
+// FromIsLive collects c into a bundle once and checks that each case prints
+// from it what it prints live (SameFrom).
+func (c Cluster) FromIsLive(t testing.TB, cases []Golden) {
+	t.Helper()
+	bundle := filepath.Join(t.TempDir(), "bundle.yaml")
+	c.Want(t, 0, "collect", "-o", bundle)
+	for _, g := range cases {
+		c.SameFrom(t, g.Args, Volatile{}, nil, bundle)
+	}
 }
 
 // WantError runs gpuops against the cluster and checks that it fails as a

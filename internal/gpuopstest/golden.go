@@ -220,6 +220,31 @@ func JudgeCases(node string, selector ...string) []Golden {
 	)
 }
 
+// FromCases are the JudgeCases that a bundle of one cluster answers: across
+// contexts and the guard's status read more than one cluster's objects.
+func FromCases(node string, selector ...string) []Golden {
+	return slices.DeleteFunc(JudgeCases(node, selector...), func(g Golden) bool {
+		return strings.HasPrefix(g.Name, "contexts.") || strings.HasPrefix(g.Name, "guard-status")
+	})
+}
+
+// TextAndJSON are the cases of cs that print text (no -o is text; the HTML
+// page is not), and JSON but across contexts: what an install mode keeps.
+func TextAndJSON(cs []Golden) []Golden {
+	var out []Golden
+	for _, c := range cs {
+		format := "text"
+		if i := slices.Index(c.Args, "-o"); i >= 0 && i+1 < len(c.Args) {
+			format = c.Args[i+1]
+		}
+		contexts := slices.Contains(c.Args, "--contexts")
+		if (format == "text" || format == "json" && !contexts) && !slices.Contains(c.Args, "--html") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // Contexts are the contexts of ManyContexts: the cluster twice, and one
 // whose API server does not answer.
 var Contexts = []string{"east", "west", "down"}

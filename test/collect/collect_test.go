@@ -83,41 +83,11 @@ func newLab(t *testing.T) *lab {
 // cluster), and the workload's commands.
 func cases(node, team string) [][]string {
 	var out [][]string
-	for _, g := range gpuopstest.JudgeCases(node) {
-		if strings.HasPrefix(g.Name, "contexts.") || strings.HasPrefix(g.Name, "guard-status") {
-			continue
-		}
+	for _, g := range gpuopstest.FromCases(node) {
 		out = append(out, g.Args)
 	}
 	return append(out, []string{"why", "-n", team, "train-1"}, []string{"pods"}, []string{"pods", "-n", team},
 		[]string{"capacity"}, []string{"health", "--explain", node})
-}
-
-// same runs args live and with each of from, and fails where one prints
-// or exits otherwise (the clock's instants and ages aside: the live run
-// is later).
-func (l *lab) same(t *testing.T, args []string, from ...string) {
-	t.Helper()
-	l.sameBut(t, args, gpuopstest.Volatile{}, nil, from...)
-}
-
-// sameBut is same with the stderr lines that missing picks left out of
-// --from's.
-func (l *lab) sameBut(t *testing.T, args []string, v gpuopstest.Volatile, missing func(line string) bool, from ...string) {
-	t.Helper()
-	live := l.cluster.Run(t, args...)
-	want := v.Comparable(args, live.Stdout+"\x00"+live.Stderr)
-	for _, f := range from {
-		got := gpuopstest.Run(t, nil, gpuopstest.Binary(t), append(slices.Clone(args), "--from", f)...)
-		stderr := got.Stderr
-		if missing != nil {
-			stderr = strings.Join(slices.DeleteFunc(strings.SplitAfter(stderr, "\n"), missing), "")
-		}
-		if got.Code != live.Code || v.Comparable(args, got.Stdout+"\x00"+stderr) != want {
-			t.Errorf("gpuops %s --from %s: exit %d, live %d\n--- from\n%s%s\n--- live\n%s%s", strings.Join(args, " "), filepath.Base(f),
-				got.Code, live.Code, got.Stdout, got.Stderr, live.Stdout, live.Stderr)
-		}
-	}
 }
 
 // One lab for every part: its node names are the lab spec's. First as
@@ -195,7 +165,7 @@ func (l *lab) fromIsLive(t *testing.T) {
 		t.Errorf("the bundle holds a container's environment or a Secret")
 	}
 	for _, args := range cases(l.nodes[2], l.team) {
-		l.same(t, args, yamlBundle, jsonBundle)
+		l.cluster.SameFrom(t, args, gpuopstest.Volatile{}, nil, yamlBundle, jsonBundle)
 	}
 	// stdin, and a later --now: the pod then stuck longer
 	in := gpuopstest.Run(t, nil, "sh", "-c", gpuopstest.Binary(t)+" health -o json --from - < "+yamlBundle)
@@ -231,7 +201,7 @@ func (l *lab) fromKubectlIsLive(t *testing.T) {
 	}
 	v := gpuopstest.Volatile{cfg.Clusters[cfg.Contexts[cfg.CurrentContext].Cluster].Server: "", "dump.yaml": "<cluster>", "dump-folder": "<cluster>"}
 	for _, args := range cases(l.nodes[2], l.team) {
-		l.sameBut(t, args, v, func(line string) bool { return missing.MatchString(line) }, list, folder)
+		l.cluster.SameFrom(t, args, v, func(line string) bool { return missing.MatchString(line) }, list, folder)
 	}
 }
 

@@ -138,6 +138,13 @@ func TestDRAHealth(t *testing.T) {
 			}
 		}
 	})
+	// Every judge, in text and JSON, prints from a bundle (gpuops collect)
+	// what it prints live.
+	t.Run("from is live", func(t *testing.T) {
+		sel := testcluster.LabelTestID + "=" + env.ID
+		c.FromIsLive(t, append(gpuopstest.TextAndJSON(gpuopstest.FromCases(env.NodeName("incomplete"), sel)),
+			gpuopstest.Golden{Args: args("")}, gpuopstest.Golden{Args: args("", "-o", "json")}, gpuopstest.Golden{Args: args("", "--explain")}))
+	})
 	for _, n := range nodes {
 		if n.code == "" {
 			continue

@@ -96,6 +96,7 @@ func TestVerdicts(t *testing.T) {
 			in.checkText(t, m.Nodes)
 			in.checkLiveAgrees(t)
 			in.checkGolden(t, "testdata/golden/"+m.Name)
+			in.checkFrom(t)
 			if m.Name == "default" {
 				in.recordResult(t)
 			}
@@ -360,25 +361,7 @@ func (in *install) checkGolden(t *testing.T, dir string) {
 	node := in.nodes[slices.Sorted(maps.Keys(in.nodes))[0]]
 	gpuopstest.CheckGolden(t, gpuopstest.Cluster{Kubeconfig: gpuopstest.ManyContexts(t, in.env.Kubeconfig), Namespace: in.env.Namespace}, dir,
 		gpuopstest.Volatile{in.env.Namespace: "<namespace>", in.env.ID: "<id>", in.env.RESTConfig.Host: "<server>"},
-		textAndJSON(gpuopstest.JudgeCases(node, in.selector())))
-}
-
-// textAndJSON are the cases of cs that an install mode keeps: those that
-// print text (no -o is text; the HTML page is not), and JSON but across
-// contexts.
-func textAndJSON(cs []gpuopstest.Golden) []gpuopstest.Golden {
-	var out []gpuopstest.Golden
-	for _, c := range cs {
-		format := "text"
-		if i := slices.Index(c.Args, "-o"); i >= 0 && i+1 < len(c.Args) {
-			format = c.Args[i+1]
-		}
-		contexts := slices.Contains(c.Args, "--contexts")
-		if (format == "text" || format == "json" && !contexts) && !slices.Contains(c.Args, "--html") {
-			out = append(out, c)
-		}
-	}
-	return out
+		gpuopstest.TextAndJSON(gpuopstest.JudgeCases(node, in.selector())))
 }
 
 // recorded are the nodes of the result recorded for pkg/report: one of each

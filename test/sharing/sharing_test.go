@@ -219,6 +219,12 @@ func TestSharingAndMIG(t *testing.T) {
 		})
 	}
 	t.Run("the fleet: exit 1", func(t *testing.T) { c.Want(t, 1, args("-l", sel)...) })
+	// Every judge, in text and JSON, prints from a bundle (gpuops collect)
+	// what it prints live.
+	t.Run("from is live", func(t *testing.T) {
+		c.FromIsLive(t, append(gpuopstest.TextAndJSON(gpuopstest.FromCases(env.NodeName("mig-stuck"), sel)),
+			gpuopstest.Golden{Args: args("-l", sel)}, gpuopstest.Golden{Args: args("-l", sel, "-o", "json")}, gpuopstest.Golden{Args: args("-l", sel, "--explain")}))
+	})
 
 	// serve follows an edit of the config: the node asked for replicas it
 	// does not advertise is usable once its config asks for none, and
