@@ -40,6 +40,9 @@ var (
 	// "[written] by MANAGER 3m ago" (YAML may fold the line before "by"),
 	// in JSON as "ageSeconds": 180
 	ageIn = regexp.MustCompile(`(\(|for |age[": ]+|Seconds": |by \S+ )(\d+h\d+m\d+s|\d+h\d+m|\d+h|\d+m\d+s|\d+m|\d+(\.\d+)?s|\d+)(\)|\b)`)
+	// an age before "ago" wherever the writer's name is followed by more
+	// ("written by M (not N, which writes this value) 3m ago")
+	agoAge = regexp.MustCompile(`\b(\d+h\d+m\d+s|\d+h\d+m|\d+h|\d+m\d+s|\d+m|\d+(\.\d+)?s)( ago\b)`)
 )
 
 // normalize makes out comparable across runs: each of v's keys replaced by
@@ -50,9 +53,10 @@ func (v Volatile) normalize(out string) string {
 	out = instant.ReplaceAllString(v.names(out), "<time>")
 	out = epoch.ReplaceAllString(out, "${1}<time>")
 	out = kwokContext.ReplaceAllString(out, "<cluster>")
+	out = agoAge.ReplaceAllString(ageIn.ReplaceAllString(out, "${1}<age>${4}"), "<age>${3}")
 	// The files were first recorded with the parenthesis after an age
 	// dropped; it goes on both sides, so they compare without a new recording.
-	return strings.ReplaceAll(ageIn.ReplaceAllString(out, "${1}<age>${4}"), "<age>)", "<age>")
+	return strings.ReplaceAll(out, "<age>)", "<age>")
 }
 
 // names is out with each of v's keys replaced by its value.
