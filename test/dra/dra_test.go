@@ -479,13 +479,16 @@ func TestWhyDRANodeByNode(t *testing.T) {
 
 	free := env.NodeName("free")
 	publish(t, env, env.AddNode(t, free, labels), []rehearsal.Slice{{Generation: 1, Count: 1, Devices: rehearsal.Devices("gpu", "gpu", 8)}})
+	// train runs there, and so must the DRA validator: free is usable only
+	// then, and the scheduler may bind either first.
 	env.WaitForPods(t, env.Namespace, func(pods []corev1.Pod) bool {
+		on := 0
 		for i := range pods {
-			if pods[i].Name == train.Name {
-				return testcluster.PodRunningOn(&pods[i], free)
+			if (pods[i].Name == train.Name || pods[i].Labels["app"] == validator) && testcluster.PodRunningOn(&pods[i], free) {
+				on++
 			}
 		}
-		return false
+		return on == 2
 	})
 	if a := whyJSON(t, env, "train", 0); a.State != workload.Running || a.Code != "" || a.Node != free {
 		t.Errorf("why train: %+v, want Running on %s", a, free)
