@@ -115,7 +115,7 @@ func TestBashCompletion(t *testing.T) {
 		return bash(t, env, "source <(gpuops completion bash)", "__start_gpuops", append([]string{"gpuops"}, words...)...)
 	}
 	wantCandidates(t, "commands", complete(""),
-		"audit", "capacity", "completion", "guard", "health", "help", "lab", "matrix", "optin", "optout", "order-check", "pods", "quarantine", "report", "reset", "serve", "summary", "up", "upgrades", "version", "watch", "why")
+		"audit", "capacity", "collect", "completion", "guard", "health", "help", "lab", "matrix", "optin", "optout", "order-check", "pods", "quarantine", "report", "reset", "serve", "summary", "up", "upgrades", "version", "watch", "why")
 	wantCandidates(t, "a command's prefix", complete("o"), "optin", "optout", "order-check")
 	wantCandidates(t, "operands", complete("optout", c.nodes[0], ""), operandNames()...)
 	wantCandidates(t, "an operand's prefix", complete("optin", c.nodes[0], "d"), "driver", "device-plugin", "dcgm-exporter")
