@@ -130,16 +130,7 @@ func TestLabOfAnotherSpec(t *testing.T) {
 // the user's input is exit 2 with one error line and nothing on stdout.
 func TestJudgesCannotJudge(t *testing.T) {
 	l := newTestLab(t)
-	unreachable := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(unreachable, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: x}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	unreachable := unreachableKubeconfig(t)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -163,4 +154,21 @@ current-context: c
 			wantError(t, r, tc.want)
 		})
 	}
+}
+
+// unreachableKubeconfig is a kubeconfig whose one context names a server
+// nothing listens on (port 1), for the commands' unreachable-cluster paths.
+func unreachableKubeconfig(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "unreachable")
+	if err := os.WriteFile(p, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

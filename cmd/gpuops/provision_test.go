@@ -506,13 +506,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		}
 		return p
 	}
-	unreachable := write("unreachable", `apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: x}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`)
+	unreachable := unreachableKubeconfig(t)
 	broken := write("broken", "apiVersion: v1\nkind: Config\nclusters: [oops\n")
 	missingNodeLab := strings.ReplaceAll(mustRead(t, l.file), l.noGPU, l.env.NodeName("absent"))
 
