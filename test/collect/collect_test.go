@@ -38,7 +38,7 @@ import (
 
 func TestMain(m *testing.M) { testcluster.Main(m) }
 
-// lab is the lab after `gpuops lab` (lab-node-2 breaks the start-up order)
+// lab is the lab after `gpuops lab` (its node without a GPU breaks the start-up order)
 // with a GPU pod of another namespace bound there, stuck.
 type lab struct {
 	env     *testcluster.Env
@@ -219,7 +219,7 @@ func (l *lab) mustGather(t *testing.T) {
 	gpuopstest.WriteFile(t, filepath.Join(dir, "gpu_operand_ds.yaml"), l.env.Kubectl(t, "get", "ds", "-n", ns, "-o", "yaml"))
 	gpuopstest.WriteFile(t, filepath.Join(dir, "gpu_operand_pods.status"), l.env.Kubectl(t, "get", "pods", "-n", ns, "-o", "wide"))
 	gpuopstest.WriteFile(t, filepath.Join(dir, "gpu_nodes.descr"), l.env.Kubectl(t, "describe", "nodes"))
-	gpuopstest.WriteFile(t, filepath.Join(dir, "gpu_nodes.labels"), "lab-node-0\n- kubernetes.io/hostname=lab-node-0\n")
+	gpuopstest.WriteFile(t, filepath.Join(dir, "gpu_nodes.labels"), "gpu-node-0\n- kubernetes.io/hostname=gpu-node-0\n")
 	gpuopstest.WriteFile(t, filepath.Join(dir, "must-gather.log"), "# All done!\n")
 	r := gpuopstest.Run(t, nil, gpuopstest.Binary(t), "audit", "--from", dir)
 	r.OneLineError(t, "holds no nodes: no verdict can be given without it")
@@ -292,7 +292,7 @@ func (l *lab) badInputs(t *testing.T) {
 	gpuopstest.WriteFile(t, filepath.Join(empty, "notes.txt"), "nothing\n")
 	html := filepath.Join(dir, "report.html")
 	for _, c := range []struct{ from, want string }{
-		{gpuopstest.WriteFile(t, filepath.Join(dir, "text.yaml"), "NAME STATUS\nlab-node-0 Ready\n"), "not YAML or JSON"},
+		{gpuopstest.WriteFile(t, filepath.Join(dir, "text.yaml"), "NAME STATUS\ngpu-node-0 Ready\n"), "not YAML or JSON"},
 		{gpuopstest.WriteFile(t, filepath.Join(dir, "secrets.yaml"), "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Secret, metadata: {name: s}}\n"), "holds no object gpuops reads (only v1/Secret)"},
 		{cut, "gzip: unexpected EOF"},
 		{empty, "no .yaml, .yml or .json file"},
