@@ -284,7 +284,8 @@ func (c Cluster) why(f *snapshot.GPUPods, p *snapshot.GPUPod, held map[string]ma
 			return a
 		}
 		if a.State == Running {
-			a.Message = "running on " + p.Node
+			// The headline reads "<pod> Running on <node>": the state is the verb.
+			a.Message = "on " + p.Node
 		} else {
 			a.State, a.Message = Waiting, "bound to "+p.Node+", starting"
 		}
