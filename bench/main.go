@@ -24,6 +24,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -52,6 +53,7 @@ type config struct {
 	serve       bool // measure gpuops serve under churn instead of the judges (serve.go)
 	churn       int  // changes a second, with serve
 	churnFor    time.Duration
+	workloads   int // users' pods that have not ended (workloads.go)
 	results     string
 }
 
@@ -99,6 +101,7 @@ func main() {
 	flag.BoolVar(&cfg.serve, "serve", false, "measure `gpuops serve` with every judgement on under a churn of changes, against the same informers alone (the memory floor) and the API server's watch (the latency floor), instead of the judges (bench/serve.go)")
 	flag.IntVar(&cfg.churn, "churn", 20, "with -serve: changes a second, one of them a timed probe made with kubectl")
 	flag.DurationVar(&cfg.churnFor, "churn-for", 5*time.Minute, "with -serve: how long serve is measured under the churn (the informers alone: at most a minute)")
+	flag.IntVar(&cfg.workloads, "workloads", 0, "with -offers: that many users' pods that have not ended, one in five asking GPUs, and a few stuck (bench/workloads.go), made or completed on a kept fleet; times gpuops capacity, pods and collect against their floors and health, capacity and pods --from a bundle against themselves live; with -serve, serve --workloads under a churn of pod creations and deletions")
 	flag.StringVar(&cfg.results, "results", "bench/RESULTS.md", "file the results are appended to (empty: none)")
 	flag.Parse()
 	// Checked before any setup: a bad flag found after minutes of fleet
@@ -109,6 +112,10 @@ func main() {
 	}
 	if cfg.serve && (cfg.churn < 2 || cfg.churnFor < 10*time.Second) {
 		fmt.Fprintln(os.Stderr, "bench: error: -serve: -churn of at least 2 changes a second (one is the probe) for at least 10s")
+		os.Exit(2)
+	}
+	if cfg.workloads < 0 {
+		fmt.Fprintln(os.Stderr, "bench: error: -workloads: a count of pods, 0 for none")
 		os.Exit(2)
 	}
 	if cfg.pause && !cfg.reuse {
@@ -274,6 +281,30 @@ func benchFleet(ctx context.Context, cfg config, cluster, root string, env []str
 		return rep, err
 	}
 
+	work, err := planWorkloads(fleet, cfg.workloads)
+	if err != nil {
+		return rep, err
+	}
+	bundle := ""
+	if cfg.workloads > 0 {
+		if !offers {
+			return rep, fmt.Errorf("-workloads: cluster %s's fleet was built without offers: build it with -offers", cluster)
+		}
+		logf("the workloads: %d pods planned", len(work.pods))
+		made, err := applyWorkloads(ctx, client, work)
+		if err != nil {
+			return rep, err
+		}
+		setup = append(setup, fmt.Sprintf("the workloads (-workloads %d: %d pods, the stuck few among them): %s", cfg.workloads, len(work.pods), made))
+	}
+	if cfg.workloads > 0 && !cfg.serve {
+		bundle = filepath.Join(tmp, "bundle.json")
+		start := time.Now()
+		if err := sh(ctx, env, bin("gpuops"), "-n", kube.DefaultNamespace, "collect", "-o", bundle); err != nil {
+			return rep, err
+		}
+		setup = append(setup, fmt.Sprintf("the bundle the --from contenders read: `gpuops collect -o bundle.json`, %.1f s", time.Since(start).Seconds()))
+	}
 	shape, err := fleetShape(ctx, client, kube.DefaultNamespace, fleet[0].name, offers)
 	if err != nil {
 		return rep, err
@@ -282,7 +313,10 @@ func benchFleet(ctx context.Context, cfg config, cluster, root string, env []str
 	if cfg.serve {
 		return benchServe(ctx, cfg, root, cluster, kubeconfig, client, env, bin, server, fleet, setup)
 	}
-	contenders, notes := lineUp(root, bin, fleet, offers, cfg.script, cfg.recipe)
+	if cfg.workloads == 0 {
+		work = nil // no workload side to judge
+	}
+	contenders, notes := lineUp(root, bin, fleet, work, bundle, offers, cfg.script, cfg.recipe)
 	if cfg.baseline != "" {
 		contenders = append(contenders, baselines(cfg.baseline, contenders)...)
 	}
@@ -328,6 +362,7 @@ func benchClient(kubeconfig string) (kubernetes.Interface, string, error) {
 		return nil, "", err
 	}
 	cfg.QPS, cfg.Burst = -1, 0
+	cfg.ContentType = runtime.ContentTypeProtobuf // the API server's cheaper encoding, for 50,000 pods' writes
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, "", err

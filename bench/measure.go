@@ -23,6 +23,10 @@ type contender struct {
 	want  string                  // the exact output expected of it; empty: not checked
 	check func(out []byte) string // when set, checks the output instead of want: "as expected …" or "**WRONG** …"
 	slow  bool                    // a script: its rounds may be capped (-script-rounds)
+	// against names the contender whose median its ratio is over: its own
+	// floor (the LISTs it makes), or the live judge of a --from; empty:
+	// the run's floor.
+	against string
 	// baseline is another build's judge (-baseline): one that fails is
 	// reported as failed, without ending the run.
 	baseline bool

@@ -21,7 +21,7 @@ import (
 // lineUp lists the contenders, each with the output it must print. A
 // contender that is not there yet (a gpuops command not written, an empty
 // script) is left out with a note, so the bench runs at every stage.
-func lineUp(root string, bin func(string) string, fleet []fleetNode, offers, withScript, recipe bool) ([]contender, []string) {
+func lineUp(root string, bin func(string) string, fleet []fleetNode, work *workloadFleet, bundle string, offers, withScript, recipe bool) ([]contender, []string) {
 	ns := kube.DefaultNamespace
 	audit, matrix := expectedAudit(fleet, roster(offers)), expectedMatrix(fleet, roster(offers))
 	floor, lists := []string{bin("floor"), "-n", ns}, "nodes ‖ pods"
@@ -48,8 +48,11 @@ func lineUp(root string, bin func(string) string, fleet []fleetNode, offers, wit
 	cs = append(cs,
 		contender{name: "gpuops order-check NODE (one node)", argv: []string{bin("gpuops"), "-n", ns, "order-check", fleet[0].name}, codes: []int{0}, want: "ok\n"},
 		contender{name: "gpuops audit --explain (whole nodes)", argv: []string{bin("gpuops"), "-n", ns, "audit", "--explain"}, codes: []int{0, 1}},
-		contender{name: "gpuops health (whole nodes, pod health)", argv: []string{bin("gpuops"), "-n", ns, "health"}, codes: []int{0, 1}, check: checkHealthOut},
+		contender{name: healthJudge, argv: []string{bin("gpuops"), "-n", ns, "health"}, codes: []int{0, 1}, check: checkHealthOut},
 	)
+	if work != nil {
+		cs = append(cs, work.contenders(bin, fleet, ns, bundle)...)
+	}
 	script := filepath.Join(root, "operand-audit.sh")
 	if !withScript {
 		notes = append(notes, "operand-audit.sh not measured (-script=false)")
@@ -67,7 +70,10 @@ func lineUp(root string, bin func(string) string, fleet []fleetNode, offers, wit
 }
 
 // baselineJudges are the contenders a -baseline binary runs too, by name.
-var baselineJudges = []string{"gpuops audit", "gpuops matrix", "gpuops health (whole nodes, pod health)"}
+var baselineJudges = []string{"gpuops audit", "gpuops matrix", healthJudge}
+
+// healthJudge is health's contender.
+const healthJudge = "gpuops health (whole nodes, pod health)"
 
 // baselineName is the name of a judge's contender run by the baseline
 // labelled label.
@@ -140,7 +146,6 @@ func (r report) markdown(level int) string {
 	}
 	fmt.Fprintf(&b, "%s; gpuops %s. Median of %d rounds after a warm-up; CPU is the run's user and system time and peak RSS its largest process (/usr/bin/time). Load average (1 min) %s before the rounds, %s after.\n\n",
 		r.machine, r.revision, r.rounds, r.load[0], r.load[1])
-	floor := r.floor()
 	b.WriteString("| what | median wall | × floor | median CPU | peak RSS | output |\n|---|---:|---:|---:|---:|---|\n")
 	for _, res := range r.results {
 		if res.failed != nil {
@@ -148,8 +153,12 @@ func (r report) markdown(level int) string {
 			continue
 		}
 		ratio := "—"
-		if floor > 0 {
+		if floor := r.floorOf(res); floor > 0 {
 			ratio = fmt.Sprintf("%.2f", float64(res.median())/float64(floor))
+			if res.against != "" {
+				against, _, _ := strings.Cut(res.against, " (")
+				ratio += " × " + against
+			}
 		}
 		name := res.name
 		if len(res.walls) < r.rounds {
@@ -180,6 +189,21 @@ func (r report) list(b *strings.Builder) {
 func (r report) floor() time.Duration {
 	for _, res := range r.results {
 		if res.floor {
+			return res.median()
+		}
+	}
+	return 0
+}
+
+// floorOf is the median wall a contender's ratio is over: of the
+// contender it is measured against, else of the run's floor; 0 when the
+// contender is a floor itself.
+func (r report) floorOf(c result) time.Duration {
+	if c.against == "" {
+		return r.floor()
+	}
+	for _, res := range r.results {
+		if res.name == c.against && res.failed == nil {
 			return res.median()
 		}
 	}
