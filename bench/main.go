@@ -311,10 +311,7 @@ func benchFleet(ctx context.Context, cfg config, cluster, root string, env []str
 	}
 	setup = append(setup, shape.String())
 	if cfg.serve {
-		return benchServe(ctx, cfg, root, cluster, kubeconfig, client, env, bin, server, fleet, setup)
-	}
-	if cfg.workloads == 0 {
-		work = nil // no workload side to judge
+		return benchServe(ctx, cfg, root, cluster, kubeconfig, client, env, bin, server, fleet, work, setup)
 	}
 	contenders, notes := lineUp(root, bin, fleet, work, bundle, offers, cfg.script, cfg.recipe)
 	if cfg.baseline != "" {

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,8 +30,11 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/gpuops/gpuops/internal/testcluster"
+	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/workload"
 )
 
 // The serve bench (-serve, go tool task bench:serve): gpuops serve with
@@ -51,6 +55,15 @@ import (
 // operand pod, and the dcgm-exporter deploy label flipped on a random
 // healthy GPU node (judged; the DaemonSet controller then deletes or makes
 // its pod). The flipped labels are set back at the end.
+//
+// With -workloads, serve runs with --workloads and the informers alone
+// with the same pod informer and transform; the churn is pods made and
+// deleted in the users' namespaces, one made in five asking a GPU on a
+// node that has one free (KWOK then runs them), and the probe is a pod
+// asking a GPU, made and deleted in a namespace of its own on a node health
+// calls unusable, so that it is stuck there at once (on-unusable-node) and
+// its gpuops_gpu_pods_blocked series comes and goes with it, timed from
+// the moment its create or delete was sent.
 
 // settleWindow lets a process' start-up garbage go before it is measured.
 const settleWindow = 10 * time.Second
@@ -64,6 +77,7 @@ type serveBench struct {
 	apiserver  int // pid
 	namespace  string
 	fleet      []fleetNode
+	work       *workloadFleet // -workloads: the users' pods, their churn and probe
 	rate       int
 	window     time.Duration // serve's churn
 	floorFor   time.Duration // the informers' churn
@@ -96,6 +110,7 @@ type serveFigures struct {
 	rate           int
 	window, floorW time.Duration
 	load           [2]string
+	workloads      bool // serve --workloads, its probe a pod
 }
 
 const probeTimeout = 30 * time.Second
@@ -104,7 +119,7 @@ const probeTimeout = 30 * time.Second
 // kept fleets' KWOK controllers are stopped meanwhile (with -pause-others
 // the whole fleets); this fleet's runs, since the churn's pods need their
 // simulated kubelet.
-func benchServe(ctx context.Context, cfg config, root, cluster, kubeconfig string, client kubernetes.Interface, env []string, bin func(string) string, server string, fleet []fleetNode, setup []string) (report, error) {
+func benchServe(ctx context.Context, cfg config, root, cluster, kubeconfig string, client kubernetes.Interface, env []string, bin func(string) string, server string, fleet []fleetNode, work *workloadFleet, setup []string) (report, error) {
 	rep := report{nodes: len(fleet), when: time.Now().UTC(), machine: machine(server), revision: cfg.revision(ctx, root), setup: setup}
 	rep.running, rep.pending = expectedPods(fleet)
 	if others := others(cfg.clusters(), cluster); cfg.pause && len(others) > 0 {
@@ -130,7 +145,7 @@ func benchServe(ctx context.Context, cfg config, root, cluster, kubeconfig strin
 	if err != nil {
 		return rep, err
 	}
-	b, err := newServeBench(cfg, kubeconfig, client, env, bin("gpuops"), bin("informers"), pid, fleet)
+	b, err := newServeBench(cfg, kubeconfig, client, env, bin("gpuops"), bin("informers"), pid, fleet, work)
 	if err != nil {
 		return rep, err
 	}
@@ -141,7 +156,7 @@ func benchServe(ctx context.Context, cfg config, root, cluster, kubeconfig strin
 	return rep, err
 }
 
-func newServeBench(cfg config, kubeconfig string, client kubernetes.Interface, env []string, gpuops, informers string, apiserver int, fleet []fleetNode) (*serveBench, error) {
+func newServeBench(cfg config, kubeconfig string, client kubernetes.Interface, env []string, gpuops, informers string, apiserver int, fleet []fleetNode, work *workloadFleet) (*serveBench, error) {
 	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return nil, err
@@ -154,22 +169,26 @@ func newServeBench(cfg config, kubeconfig string, client kubernetes.Interface, e
 	}
 	return &serveBench{
 		client: client, watcher: w, env: env, gpuops: gpuops, informers: informers, apiserver: apiserver,
-		namespace: kube.DefaultNamespace, fleet: fleet, rate: cfg.churn, window: cfg.churnFor,
+		namespace: kube.DefaultNamespace, fleet: fleet, work: work, rate: cfg.churn, window: cfg.churnFor,
 		floorFor: min(cfg.churnFor, time.Minute), probeLabel: operand.Lab.DCGMExporter().LabelKey(),
 	}, nil
 }
 
 // run measures the informers, then serve, on the same churn.
 func (b *serveBench) run(ctx context.Context) (*serveFigures, error) {
-	f := &serveFigures{nodes: len(b.fleet), rate: b.rate, window: b.window, floorW: b.floorFor, load: [2]string{loadAverage(), ""}}
+	f := &serveFigures{nodes: len(b.fleet), rate: b.rate, window: b.window, floorW: b.floorFor, load: [2]string{loadAverage(), ""}, workloads: b.work != nil}
+	informers, serve := []string{}, []string{"serve", "--listen", "127.0.0.1:0", "--all-rules", "--reports", "--quarantine=dry-run"}
+	if f.workloads {
+		informers, serve = append(informers, "-workloads"), append(serve, "--workloads")
+	}
 	var err error
 	logf("serve: the informers alone (the memory floor), %s of churn", b.floorFor)
-	f.floor, err = b.process(ctx, b.floorFor, nil, b.informers)
+	f.floor, err = b.process(ctx, b.floorFor, nil, b.informers, informers...)
 	if err != nil {
 		return nil, fmt.Errorf("the informers: %w", err)
 	}
 	logf("serve: gpuops serve, %s of churn at %d changes a second", b.window, b.rate)
-	f.serve, err = b.process(ctx, b.window, f, b.gpuops, "serve", "--listen", "127.0.0.1:0", "--all-rules", "--reports", "--quarantine=dry-run")
+	f.serve, err = b.process(ctx, b.window, f, b.gpuops, serve...)
 	if err != nil {
 		return nil, fmt.Errorf("gpuops serve: %w", err)
 	}
@@ -324,8 +343,12 @@ func (b *serveBench) churn(ctx context.Context, window time.Duration, url string
 	}
 	defer c.restore(context.WithoutCancel(ctx))
 	var watched *probeWatch
+	kind := b.labelProbe()
+	if b.work != nil {
+		kind = b.podProbe()
+	}
 	if probes != nil {
-		if watched, err = b.watchProbes(ctx); err != nil {
+		if watched, err = b.watchProbes(ctx, kind); err != nil {
 			return 0, err
 		}
 	}
@@ -336,7 +359,7 @@ func (b *serveBench) churn(ctx context.Context, window time.Duration, url string
 	if probes != nil {
 		background--
 		wg.Go(func() {
-			n, err := b.probe(ctx, url, watched, probes)
+			n, err := b.probe(ctx, url, kind, watched, probes)
 			mu.Lock()
 			made += n
 			if failed == nil {
@@ -387,7 +410,18 @@ type churner struct {
 	mu      sync.Mutex
 	off     map[string]bool // healthy nodes whose dcgm-exporter label is "false" now
 	n       int
+	// With the workloads: the nodes users' pods run on, the GPU nodes and
+	// the GPUs each has free, and the churn's pods alive, oldest first.
+	users, gpuNodes []string
+	free            map[string]int64
+	offers          map[string]corev1.ResourceName
+	live            []workloadPod
 }
+
+// churnAlive is how many of the churn's pods live before it deletes one:
+// a pod is deleted seconds after it was made, never before its create
+// was sent (at most 64 changes are in flight).
+const churnAlive = 200
 
 func (b *serveBench) churner(ctx context.Context) (*churner, error) {
 	c := &churner{b: b, rng: rand.New(rand.NewPCG(1, 2)), off: map[string]bool{}}
@@ -407,7 +441,49 @@ func (b *serveBench) churner(ctx context.Context) (*churner, error) {
 	if len(c.pods) == 0 || len(c.healthy) == 0 {
 		return nil, errors.New("the fleet has no operand pods or no healthy GPU node: not settled?")
 	}
+	if b.work != nil {
+		c.free, c.offers = map[string]int64{}, map[string]corev1.ResourceName{}
+		for _, f := range b.fleet {
+			if f.schedulable() {
+				c.users = append(c.users, f.name)
+			}
+			if name, n := f.offered(); n > b.work.allocated[f.name][name] {
+				c.gpuNodes = append(c.gpuNodes, f.name)
+				c.free[f.name], c.offers[f.name] = n-b.work.allocated[f.name][name], name
+			}
+		}
+	}
 	return c, nil
+}
+
+// nextPod is the next background change with the workloads: a pod made
+// (one in five asking a GPU of a node that has one free), or the oldest
+// of the churn's deleted.
+func (c *churner) nextPod(n int) func(context.Context) error {
+	pods := c.b.client.CoreV1().Pods
+	if n%2 == 1 && len(c.live) > churnAlive {
+		p := c.live[0]
+		c.live = c.live[1:]
+		if p.asks != "" {
+			c.free[p.node] += p.count
+		}
+		return func(ctx context.Context) error {
+			return pods(p.namespace).Delete(ctx, p.name, *metav1.NewDeleteOptions(0))
+		}
+	}
+	p := workloadPod{name: fmt.Sprintf("churn-%07d", n), namespace: workloadNamespaces[n%len(workloadNamespaces)], node: c.users[c.rng.IntN(len(c.users))]}
+	if n/2%5 == 0 {
+		for range len(c.gpuNodes) {
+			node := c.gpuNodes[c.rng.IntN(len(c.gpuNodes))]
+			if c.free[node] > 0 {
+				p.node, p.asks, p.count = node, c.offers[node], 1
+				c.free[node]--
+				break
+			}
+		}
+	}
+	c.live = append(c.live, p)
+	return func(ctx context.Context) error { _, err := createPod(ctx, c.b.client, p.object()); return err }
 }
 
 // next is the next background change.
@@ -416,6 +492,9 @@ func (c *churner) next() func(context.Context) error {
 	defer c.mu.Unlock()
 	c.n++
 	n := c.n
+	if c.b.work != nil {
+		return c.nextPod(n)
+	}
 	nodes := c.b.client.CoreV1().Nodes()
 	switch n % 3 {
 	case 0:
@@ -441,7 +520,8 @@ func (c *churner) next() func(context.Context) error {
 // restore sets back the dcgm-exporter label of every node the churn
 // touched: two changes of one node in flight at once may land in either
 // order, so what the churn meant last is not always what the node holds (a
-// fleet was left a pod short, and the next run waited for it).
+// fleet was left a pod short, and the next run waited for it); and
+// deletes the churn's pods still alive.
 func (c *churner) restore(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -450,6 +530,17 @@ func (c *churner) restore(ctx context.Context) {
 			logf("serve: set %s back on %s: %v", c.b.probeLabel, node, err)
 		}
 	}
+	var g errgroup.Group
+	g.SetLimit(64)
+	for _, p := range c.live {
+		g.Go(func() error {
+			if err := c.b.client.CoreV1().Pods(p.namespace).Delete(ctx, p.name, *metav1.NewDeleteOptions(0)); err != nil && !apierrors.IsNotFound(err) {
+				logf("serve: delete the churn's pod %s: %v", p.key(), err)
+			}
+			return nil
+		})
+	}
+	g.Wait() //nolint:errcheck // each logs its own
 }
 
 type nodePatcher interface {
@@ -469,19 +560,19 @@ type probeWatch struct {
 	cond *sync.Cond
 }
 
-func (b *serveBench) watchProbes(ctx context.Context) (*probeWatch, error) {
+func (b *serveBench) watchProbes(ctx context.Context, kind probeKind) (*probeWatch, error) {
 	w := &probeWatch{seen: map[string]map[string]time.Time{}}
 	w.cond = sync.NewCond(&w.mu)
 	context.AfterFunc(ctx, func() { w.mu.Lock(); w.cond.Broadcast(); w.mu.Unlock() })
 	var synced sync.WaitGroup
-	for _, node := range b.probed() {
-		lw := cache.NewListWatchFromClient(b.watcher.CoreV1().RESTClient(), "nodes", "", fields.OneTermEqualSelector("metadata.name", node))
+	for _, target := range kind.targets {
+		lw, obj, value := kind.watch(target)
 		synced.Add(1)
-		go watchtools.UntilWithSync(ctx, lw, &corev1.Node{}, //nolint:errcheck // ends with ctx
+		go watchtools.UntilWithSync(ctx, lw, obj, //nolint:errcheck // ends with ctx
 			func(cache.Store) (bool, error) { synced.Done(); return false, nil },
 			func(e watch.Event) (bool, error) {
-				if n, ok := e.Object.(*corev1.Node); ok {
-					w.saw(node, n.Labels[b.probeLabel])
+				if v, ok := value(e); ok {
+					w.saw(target, v)
 				}
 				return false, nil
 			})
@@ -523,35 +614,118 @@ func (w *probeWatch) wait(ctx context.Context, node, value string) time.Time {
 	return time.Time{}
 }
 
-// probed are the nodes the probes flip: those that ask for every operand
-// and run none.
-func (b *serveBench) probed() []string {
-	var out []string
-	for _, f := range b.fleet {
-		if f.role == tainted {
-			out = append(out, f.name)
-		}
-	}
-	return out
+// probeKind is what the probe flips, one target a second in turn ("on":
+// its series shows in serve's /metrics), and how the bench's own watch
+// sees it ("true" while on).
+type probeKind struct {
+	targets []string
+	// initially is whether a target is on as the fleet has it.
+	initially func(ctx context.Context, target string) (bool, error)
+	// flip makes the change and returns when it was sent.
+	flip func(ctx context.Context, target string, on bool) (time.Time, error)
+	// series is the line serve's /metrics shows while the target is on.
+	series func(target string) string
+	// watch is the bench's watch of a target and the value an event shows.
+	watch func(target string) (*cache.ListWatch, runtime.Object, func(watch.Event) (string, bool))
+	// reset leaves the target as the fleet has it.
+	reset func(ctx context.Context, target string) error
 }
 
-// probe flips the probe label, one node a second in turn, with kubectl,
-// until ctx ends, and times each flip into f; it returns how many it made.
-func (b *serveBench) probe(ctx context.Context, url string, w *probeWatch, f *serveFigures) (int, error) {
-	nodes := b.probed()
+// labelProbe flips the probe label with kubectl on the nodes that ask for
+// every operand and run none.
+func (b *serveBench) labelProbe() probeKind {
+	var nodes []string
+	for _, f := range b.fleet {
+		if f.role == tainted {
+			nodes = append(nodes, f.name)
+		}
+	}
+	return probeKind{
+		targets: nodes,
+		initially: func(ctx context.Context, node string) (bool, error) {
+			n, err := b.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+			return err == nil && n.Labels[b.probeLabel] == "true", err
+		},
+		flip: func(ctx context.Context, node string, on bool) (time.Time, error) {
+			return b.kubectlLabel(ctx, node, strconv.FormatBool(on))
+		},
+		series: func(node string) string {
+			return fmt.Sprintf("gpuops_operand_missing{node=%q,operand=%q} 1\n", node, operand.Lab.DCGMExporter().Name)
+		},
+		watch: func(node string) (*cache.ListWatch, runtime.Object, func(watch.Event) (string, bool)) {
+			lw := cache.NewListWatchFromClient(b.watcher.CoreV1().RESTClient(), "nodes", "", fields.OneTermEqualSelector("metadata.name", node))
+			return lw, &corev1.Node{}, func(e watch.Event) (string, bool) {
+				n, ok := e.Object.(*corev1.Node)
+				if !ok {
+					return "", false
+				}
+				return n.Labels[b.probeLabel], true
+			}
+		},
+		reset: func(ctx context.Context, node string) error {
+			return patchLabel(ctx, b.client.CoreV1().Nodes(), node, b.probeLabel, "true")
+		},
+	}
+}
+
+// podProbe makes and deletes a pod asking a GPU, bound to the fleet's
+// first node that advertises plain GPUs while health calls it unusable
+// (its sharing config not applied): stuck there at once, on-unusable-node.
+// One node, one pod: its series counts it alone.
+func (b *serveBench) podProbe() probeKind {
+	var node string
+	for _, f := range b.fleet {
+		if code, _ := f.offerCause(); code == health.SharingNotApplied {
+			node = f.name
+			break
+		}
+	}
+	p := workloadPod{name: "probe", namespace: probeNamespace, node: node, asks: snapshot.GPUResource, count: 1}
+	pods := b.client.CoreV1().Pods(probeNamespace)
+	gone := func(ctx context.Context) error {
+		if err := pods.Delete(ctx, p.name, *metav1.NewDeleteOptions(0)); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		return nil
+	}
+	return probeKind{
+		targets:   []string{node},
+		initially: func(ctx context.Context, _ string) (bool, error) { return false, gone(ctx) },
+		flip: func(ctx context.Context, _ string, on bool) (time.Time, error) {
+			sent := time.Now()
+			if !on {
+				return sent, gone(ctx)
+			}
+			_, err := createPod(ctx, b.client, p.object())
+			return sent, err
+		},
+		series: func(string) string {
+			return fmt.Sprintf("gpuops_gpu_pods_blocked{cause=%q,namespace=%q} 1\n", workload.OnUnusableNode, probeNamespace)
+		},
+		watch: func(string) (*cache.ListWatch, runtime.Object, func(watch.Event) (string, bool)) {
+			lw := cache.NewListWatchFromClient(b.watcher.CoreV1().RESTClient(), "pods", probeNamespace, fields.OneTermEqualSelector("metadata.name", p.name))
+			return lw, &corev1.Pod{}, func(e watch.Event) (string, bool) {
+				return strconv.FormatBool(e.Type != watch.Deleted), e.Type != watch.Bookmark && e.Type != watch.Error
+			}
+		},
+		reset: func(ctx context.Context, _ string) error { return gone(ctx) },
+	}
+}
+
+// probe flips the kind's targets, one a second in turn, until ctx ends,
+// and times each flip into f; it returns how many it made.
+func (b *serveBench) probe(ctx context.Context, url string, kind probeKind, w *probeWatch, f *serveFigures) (int, error) {
 	on := map[string]bool{}
-	for _, n := range nodes {
-		node, err := b.client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
-		if err != nil {
+	for _, t := range kind.targets {
+		var err error
+		if on[t], err = kind.initially(ctx, t); err != nil {
 			return 0, err
 		}
-		on[n] = node.Labels[b.probeLabel] == "true"
 	}
-	// Left as the fleet has them: asking for every operand.
 	defer func() {
-		for _, n := range nodes {
-			if err := patchLabel(context.WithoutCancel(ctx), b.client.CoreV1().Nodes(), n, b.probeLabel, "true"); err != nil {
-				logf("serve: set %s back on %s: %v", b.probeLabel, n, err)
+		for _, t := range kind.targets {
+			if err := kind.reset(context.WithoutCancel(ctx), t); err != nil {
+				logf("serve: set %s back: %v", t, err)
 			}
 		}
 	}()
@@ -564,11 +738,11 @@ func (b *serveBench) probe(ctx context.Context, url string, w *probeWatch, f *se
 			return made, nil
 		case <-tick.C:
 		}
-		node := nodes[i%len(nodes)]
-		on[node] = !on[node]
-		value := strconv.FormatBool(on[node])
-		w.forget(node, value)
-		sent, err := b.kubectlLabel(ctx, node, value)
+		target := kind.targets[i%len(kind.targets)]
+		on[target] = !on[target]
+		value := strconv.FormatBool(on[target])
+		w.forget(target, value)
+		sent, err := kind.flip(ctx, target, on[target])
 		if ctx.Err() != nil {
 			return made, nil
 		}
@@ -576,10 +750,9 @@ func (b *serveBench) probe(ctx context.Context, url string, w *probeWatch, f *se
 			return made, err
 		}
 		made++
-		series := fmt.Sprintf("gpuops_operand_missing{node=%q,operand=%q} 1\n", node, operand.Lab.DCGMExporter().Name)
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-		shown, err := b.scrapeUntil(pctx, url, series, on[node], f)
-		watched := w.wait(pctx, node, value)
+		shown, err := b.scrapeUntil(pctx, url, kind.series(target), on[target], f)
+		watched := w.wait(pctx, target, value)
 		cancel()
 		if ctx.Err() != nil {
 			return made, nil
@@ -661,10 +834,15 @@ const (
 
 func (f *serveFigures) markdown(level int) string {
 	var s strings.Builder
-	fmt.Fprintf(&s, "\n%s `gpuops serve` under churn: %s (%d nodes)\n\n", strings.Repeat("#", level), f.name, f.nodes)
-	fmt.Fprintf(&s, "serve with every judgement on (`--all-rules --reports --quarantine=dry-run`; health, the rollout, the offers), "+
-		"%d changes a second for %s (the informers alone: %s); one a second a probe made with `kubectl label`, timed from when kubectl sent its PATCH. "+
-		"Load average (1 min) %s before, %s after.\n\n", f.rate, f.window, f.floorW, f.load[0], f.load[1])
+	serve, flags, probe := "`gpuops serve`", "", "a probe made with `kubectl label`, timed from when kubectl sent its PATCH"
+	if f.workloads {
+		serve, flags = "`gpuops serve --workloads`", " --workloads"
+		probe = "a probe: a pod asking a GPU made or deleted on a node health calls unusable (`gpuops_gpu_pods_blocked{cause=\"on-unusable-node\"}`), timed from when its request was sent; the rest pods made and deleted (one made in five asking a GPU)"
+	}
+	fmt.Fprintf(&s, "\n%s %s under churn: %s (%d nodes)\n\n", strings.Repeat("#", level), serve, f.name, f.nodes)
+	fmt.Fprintf(&s, "serve with every judgement on (`--all-rules --reports --quarantine=dry-run%s`; health, the rollout, the offers), "+
+		"%d changes a second for %s (the informers alone: %s); one a second %s. "+
+		"Load average (1 min) %s before, %s after.\n\n", flags, f.rate, f.window, f.floorW, probe, f.load[0], f.load[1])
 	s.WriteString("| | `gpuops serve` | the informers alone (floor) | ratio |\n|---|---:|---:|---:|\n")
 	fmt.Fprintf(&s, "| start to ready (/readyz; floor: synced) | %.2f s | %.2f s | %.2f |\n", f.serve.ready.Seconds(), f.floor.ready.Seconds(), f.serve.ready.Seconds()/f.floor.ready.Seconds())
 	fmt.Fprintf(&s, "| steady RSS (median under churn) | %d MB | %d MB | %.2f |\n", f.serve.rss>>20, f.floor.rss>>20, float64(f.serve.rss)/float64(f.floor.rss))
@@ -677,7 +855,7 @@ func (f *serveFigures) markdown(level int) string {
 	if f.serve.batches > 0 {
 		fmt.Fprintf(&s, "| batches judged, mean judging time | %d, %.2f ms | — | |\n", f.serve.batches, float64(f.serve.judged.Microseconds())/1000/float64(f.serve.batches))
 	}
-	s.WriteString("\n| probe (kubectl label) → | p50 | p99 | max | n |\n|---|---:|---:|---:|---:|\n")
+	s.WriteString("\n| probe → | p50 | p99 | max | n |\n|---|---:|---:|---:|---:|\n")
 	fmt.Fprintf(&s, "| its series in serve's /metrics | %s | %s | %s | %d |\n", ms(percentile(f.toMetric, .5)), ms(percentile(f.toMetric, .99)), ms(percentile(f.toMetric, 1)), len(f.toMetric))
 	fmt.Fprintf(&s, "| the API server's watch (floor) | %s | %s | %s | %d |\n", ms(percentile(f.toWatch, .5)), ms(percentile(f.toWatch, .99)), ms(percentile(f.toWatch, 1)), len(f.toWatch))
 	fmt.Fprintf(&s, "\n- a /metrics scrape took %s (median; the resolution of the serve latency, which counts to the end of the scrape that showed it)\n", ms(percentile(f.scrapes, .5)))
@@ -715,8 +893,13 @@ func (f *serveFigures) targets() string {
 		}
 		return "**not met**"
 	}
-	return fmt.Sprintf("steady %d MB, peak %d MB ≤ 150 MB: %s; steady %.2f× the floor ≤ %.1f×: %s; p99 %s ≤ 1 s: %s; p99 %.2f× the watch's ≤ %.0f×: %s",
-		f.serve.rss>>20, f.serve.peak>>20, check(f.serve.rss <= rssTarget && f.serve.peak <= rssTarget),
+	// The 150 MB is serve's without the workloads: with them, the pods of
+	// the whole cluster are watched, and the floor is the target.
+	absolute := fmt.Sprintf("steady %d MB, peak %d MB ≤ 150 MB: %s; ", f.serve.rss>>20, f.serve.peak>>20, check(f.serve.rss <= rssTarget && f.serve.peak <= rssTarget))
+	if f.workloads {
+		absolute = ""
+	}
+	return fmt.Sprintf("%ssteady %.2f× the floor ≤ %.1f×: %s; p99 %s ≤ 1 s: %s; p99 %.2f× the watch's ≤ %.0f×: %s", absolute,
 		float64(f.serve.rss)/float64(f.floor.rss), floorRatioTarget, check(float64(f.serve.rss) <= floorRatioTarget*float64(f.floor.rss)),
 		ms(p99), check(p99 <= p99Target), float64(p99)/float64(watch99), watchRatioTarget, check(float64(p99) <= watchRatioTarget*float64(watch99)))
 }

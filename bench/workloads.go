@@ -141,12 +141,12 @@ func (f fleetNode) offered() (corev1.ResourceName, int64) {
 func (f fleetNode) schedulable() bool { return f.role == gpu || f.role == noGPU }
 
 // planWorkloads lays out n running pods on the fleet, one in five asking
-// GPUs, and the stuck few; none when n is 0.
+// GPUs, and the stuck few; nil when n is 0.
 func planWorkloads(fleet []fleetNode, n int) (*workloadFleet, error) {
-	w := &workloadFleet{allocated: map[string]map[corev1.ResourceName]int64{}}
 	if n == 0 {
-		return w, nil
+		return nil, nil
 	}
+	w := &workloadFleet{allocated: map[string]map[corev1.ResourceName]int64{}}
 	var nodes, gpuNodes []fleetNode
 	left := map[string]int64{}
 	for _, f := range fleet {

@@ -21,16 +21,17 @@ import (
 
 func main() {
 	namespace := flag.String("n", kube.DefaultNamespace, "namespace of the operand DaemonSets and their pods")
+	workloads := flag.Bool("workloads", false, "also the informers of serve --workloads: every pod of the cluster with the transform that keeps GPU pods, the refused pods, claims, classes and pod Warnings")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *namespace); err != nil {
+	if err := run(ctx, *namespace, *workloads); err != nil {
 		fmt.Fprintf(os.Stderr, "informers: error: %v\n", err)
 		os.Exit(2)
 	}
 }
 
-func run(ctx context.Context, namespace string) error {
+func run(ctx context.Context, namespace string, workloads bool) error {
 	cl, err := kube.Connect(kube.NewFlags()) // $KUBECONFIG, as gpuops reads it
 	if err != nil {
 		return err
@@ -42,7 +43,7 @@ func run(ctx context.Context, namespace string) error {
 	// What serve watches and keeps: its options as its Validate sets them.
 	t, err := live.New(client, live.Options{Options: pipeline.Options{
 		Namespace: namespace, Roster: pipeline.AutoRoster, AllRules: true, StuckAfter: pipeline.DefaultStuckAfter,
-		Explain: true, Health: true, Upgrades: true,
+		Explain: true, Health: true, Upgrades: true, Workloads: workloads,
 	}})
 	if err != nil {
 		return err
