@@ -123,7 +123,7 @@ func (o *relabelOptions) Run(ctx context.Context) error {
 	}
 	opts := o.options()
 	opts.BreakOrder = opts.Force
-	var res *provision.Result
+	var res *provision.Relabelled
 	if o.on {
 		res, err = provision.OptIn(ctx, cl.Kube, lab.Namespace, o.r, opts)
 	} else {

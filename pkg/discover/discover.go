@@ -5,8 +5,10 @@
 // node-status-exporter, sandbox and vGPU operands) and every DaemonSet of one
 // operand: precompiled drivers (nvidia-driver-daemonset-<kernel>-<os>, one per
 // kernel) and drivers made from NVIDIADriver resources
-// (nvidia-<type>-driver-<os>-<hash>, one per node pool). It is pure: the
-// DaemonSets come from the snapshot (one LIST).
+// (nvidia-<type>-driver-<os>-<hash>, one per node pool). For picks the
+// roster to judge with (Picked): those operands on a GPU Operator install,
+// the lab's five elsewhere, less what the ClusterPolicy switches off. It is
+// pure: the DaemonSets and the ClusterPolicy come from the snapshot.
 package discover
 
 import (

@@ -20,16 +20,16 @@ const (
 	Discover        // the operands of the namespace's DaemonSets, always
 )
 
-// Result is the roster to judge with, and what to tell the user about it.
-type Result struct {
+// Picked is the roster to judge with, and what to tell the user about it.
+type Picked struct {
 	Roster []operand.Operand
 	Notes  []string
 }
 
 // For picks the roster as choice says and switches off the operands the
 // namespace's ClusterPolicy switches off (Operand.Off).
-func For(s *snapshot.Snapshot, choice Choice) Result {
-	var r Result
+func For(s *snapshot.Snapshot, choice Choice) Picked {
+	var r Picked
 	discover := choice == Discover
 	if choice == Auto {
 		if why := Install(s); why != "" {

@@ -11,7 +11,7 @@ import (
 )
 
 // offs lists "operand: why" for every operand of the roster that is off.
-func offs(r discover.Result) []string {
+func offs(r discover.Picked) []string {
 	var out []string
 	for _, o := range r.Roster {
 		if o.Off != "" {
@@ -86,14 +86,14 @@ func TestChoice(t *testing.T) {
 		return dss
 	}
 	validator := snapshot.DaemonSet{Name: "nvidia-operator-validator", NodeSelector: map[string]string{operand.LabelPrefix + "operator-validator": "true"}}
-	names := func(r discover.Result) []string {
+	names := func(r discover.Picked) []string {
 		var out []string
 		for _, o := range r.Roster {
 			out = append(out, o.Name)
 		}
 		return out
 	}
-	labNames := names(discover.Result{Roster: operand.Lab})
+	labNames := names(discover.Picked{Roster: operand.Lab})
 	withValidator := append(slices.Clone(labNames), "operator-validator")
 	for _, tc := range []struct {
 		name   string

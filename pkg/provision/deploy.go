@@ -37,8 +37,8 @@ type Relabel struct {
 	DryRun bool
 }
 
-// Result is what a relabelling planned and did.
-type Result struct {
+// Relabelled is what a relabelling planned and did.
+type Relabelled struct {
 	Plan *plan.Plan
 	// Changes are the plan's DaemonSets' desiredNumberScheduled, read once
 	// settled before the first write and after the last; none on a dry run.
@@ -47,7 +47,7 @@ type Result struct {
 
 // OptOut sets the operand's deploy label to "false" (SPEC step 5) and writes
 // out/optout.txt with the desired counts of the operand's own DaemonSet.
-func OptOut(ctx context.Context, c kubernetes.Interface, ns string, ws workspace.Workspace, r Relabel, opts Options) (*Result, error) {
+func OptOut(ctx context.Context, c kubernetes.Interface, ns string, ws workspace.Workspace, r Relabel, opts Options) (*Relabelled, error) {
 	r.On = false
 	res, err := SetDeploy(ctx, c, ns, r, opts)
 	if err != nil || r.DryRun {
@@ -62,7 +62,7 @@ func OptOut(ctx context.Context, c kubernetes.Interface, ns string, ws workspace
 }
 
 // OptIn sets the operand's deploy label to "true" (SPEC step 7).
-func OptIn(ctx context.Context, c kubernetes.Interface, ns string, r Relabel, opts Options) (*Result, error) {
+func OptIn(ctx context.Context, c kubernetes.Interface, ns string, r Relabel, opts Options) (*Relabelled, error) {
 	r.On = true
 	return SetDeploy(ctx, c, ns, r, opts)
 }
@@ -75,7 +75,7 @@ func OptIn(ctx context.Context, c kubernetes.Interface, ns string, r Relabel, op
 // carries every other label gpuops owns on the node unchanged, as
 // server-side apply removes what an applier stops sending. Nothing is
 // written before every check has passed.
-func SetDeploy(ctx context.Context, c kubernetes.Interface, ns string, r Relabel, opts Options) (*Result, error) {
+func SetDeploy(ctx context.Context, c kubernetes.Interface, ns string, r Relabel, opts Options) (*Relabelled, error) {
 	o, err := operand.Lookup(operand.Lab, r.Operand)
 	if err != nil {
 		return nil, err
@@ -110,7 +110,7 @@ func SetDeploy(ctx context.Context, c kubernetes.Interface, ns string, r Relabel
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Plan: p}
+	res := &Relabelled{Plan: p}
 	if err := p.Refusal(); err != nil {
 		if !opts.BreakOrder {
 			return res, err

@@ -22,8 +22,8 @@ import (
 	"github.com/gpuops/gpuops/pkg/workspace"
 )
 
-// UpResult is what up read back from the cluster once it had settled.
-type UpResult struct {
+// Provisioned is what up read back from the cluster once the lab had settled.
+type Provisioned struct {
 	Desired string   // the driver DaemonSet's desiredNumberScheduled
 	Skipped []string // GPU nodes on which no driver pod runs, in natural order
 }
@@ -34,7 +34,7 @@ type UpResult struct {
 // settled, then writes out/roster.txt and out/driver.txt from the live API.
 // Everything is checked before anything is changed; a second Up with nothing
 // changed modifies no object.
-func Up(ctx context.Context, c kubernetes.Interface, lab *labspec.Lab, assets Assets, ws workspace.Workspace, opts Options) (*UpResult, error) {
+func Up(ctx context.Context, c kubernetes.Interface, lab *labspec.Lab, assets Assets, ws workspace.Workspace, opts Options) (*Provisioned, error) {
 	roster := operand.Lab
 	manifests, err := render.Operands(assets.Kustomize, roster, lab.Namespace)
 	if err != nil {
@@ -260,7 +260,7 @@ func change(before, after, verb string) string {
 
 // readDriver reads, once settled, the driver DaemonSet's desiredNumberScheduled
 // (by JSONPath, as kubectl would) and which GPU nodes run no driver pod.
-func readDriver(ctx context.Context, c kubernetes.Interface, ns string, roster []operand.Operand) (*UpResult, error) {
+func readDriver(ctx context.Context, c kubernetes.Interface, ns string, roster []operand.Operand) (*Provisioned, error) {
 	driver, err := operand.Lookup(roster, operand.Driver)
 	if err != nil {
 		return nil, err
@@ -274,7 +274,7 @@ func readDriver(ctx context.Context, c kubernetes.Interface, ns string, roster [
 	if err != nil {
 		return nil, err
 	}
-	res := &UpResult{Desired: desired}
+	res := &Provisioned{Desired: desired}
 	present := judge.NewPresence(s.Pods)
 	for _, n := range judge.SortedNodes(s) {
 		if present.On(n.Name, driver) == 0 {
