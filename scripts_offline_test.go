@@ -86,7 +86,7 @@ func (f *fakeCluster) set(t *testing.T, nodes []corev1.Node, pods []corev1.Pod) 
 	os.Remove(filepath.Join(f.dir, "calls"))
 }
 
-func (f *fakeCluster) run(t *testing.T, env []string, script string, args ...string) gpuopstest.Result {
+func (f *fakeCluster) run(t *testing.T, env []string, script string, args ...string) gpuopstest.Output {
 	t.Helper()
 	return gpuopstest.Run(t, append(f.env, env...), filepath.Join(f.dir, script), args...)
 }

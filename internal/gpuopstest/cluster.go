@@ -37,14 +37,14 @@ func (c Cluster) Args(args ...string) []string {
 }
 
 // Run runs gpuops against the cluster (Run).
-func (c Cluster) Run(t testing.TB, args ...string) Result {
+func (c Cluster) Run(t testing.TB, args ...string) Output {
 	t.Helper()
 	return Run(t, c.Env, Binary(t), c.Args(args...)...)
 }
 
 // Want runs gpuops against the cluster and stops the test unless it exits
 // with code, showing what it printed.
-func (c Cluster) Want(t testing.TB, code int, args ...string) Result {
+func (c Cluster) Want(t testing.TB, code int, args ...string) Output {
 	t.Helper()
 	r := c.Run(t, args...)
 	if r.Code != code {
@@ -105,7 +105,7 @@ func (c Cluster) Command(t testing.TB, args ...string) *exec.Cmd {
 // OneLineError checks the contract of a failed command: exit 2, nothing on
 // stdout, and one line on stderr, "error: " and then a message containing
 // want: no stack trace, no library logging.
-func (r Result) OneLineError(t testing.TB, want string) {
+func (r Output) OneLineError(t testing.TB, want string) {
 	t.Helper()
 	if r.Code != 2 || r.Stdout != "" || strings.Count(r.Stderr, "\n") != 1 || !strings.HasPrefix(r.Stderr, "error: ") || !strings.Contains(r.Stderr, want) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2, no stdout, one line 'error: …%s…'", r.Code, r.Stdout, r.Stderr, want)
@@ -115,7 +115,7 @@ func (r Result) OneLineError(t testing.TB, want string) {
 // Kubectl runs kubectl (the lab's, on PATH) against the cluster, for a run
 // the test expects may fail (a webhook's refusal); testcluster's
 // Env.Kubectl is the one for runs that must succeed.
-func (c Cluster) Kubectl(t testing.TB, args ...string) Result {
+func (c Cluster) Kubectl(t testing.TB, args ...string) Output {
 	t.Helper()
 	return Run(t, c.Env, "kubectl", c.Args(args...)...)
 }

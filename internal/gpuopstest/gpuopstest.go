@@ -20,8 +20,8 @@ import (
 	gpuops "github.com/gpuops/gpuops"
 )
 
-// Result is what one run printed and how it exited.
-type Result struct {
+// Output is what one run printed and how it exited.
+type Output struct {
 	Stdout, Stderr string
 	Code           int
 }
@@ -65,7 +65,7 @@ func InstallScripts(t testing.TB, dir string) {
 
 // Run runs a program with extra environment variables (KEY=VALUE) on top of
 // the test's. A run that could not start or was killed fails the test.
-func Run(t testing.TB, env []string, name string, args ...string) Result {
+func Run(t testing.TB, env []string, name string, args ...string) Output {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), env...)
@@ -76,7 +76,7 @@ func Run(t testing.TB, env []string, name string, args ...string) Result {
 	if err != nil && (!errors.As(err, &exit) || exit.ExitCode() < 0) {
 		t.Fatalf("%s %q: %v\n%s", name, args, err, stderr.String())
 	}
-	return Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: cmd.ProcessState.ExitCode()}
+	return Output{Stdout: stdout.String(), Stderr: stderr.String(), Code: cmd.ProcessState.ExitCode()}
 }
 
 // WriteFile writes content to path, making its folder, and returns path.

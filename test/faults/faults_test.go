@@ -206,7 +206,7 @@ func TestAPIServerStoppedBeforeCommands(t *testing.T) {
 		{"audit"}, {"audit", "--explain", "-o", "json"}, {"matrix", "--discover"}, {"order-check", "--all-rules", node},
 		{"up", "--lab", spec, "--workdir", work}, {"optout", "--workdir", work, node, "driver"}, {"optin", node, "driver"}, {"reset"},
 	}
-	results := make([]gpuopstest.Result, len(commands))
+	results := make([]gpuopstest.Output, len(commands))
 	var wg sync.WaitGroup
 	server.Stop(t)
 	for i, args := range commands { // at once: the pause stays short

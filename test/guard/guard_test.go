@@ -46,8 +46,8 @@ func TestGuard(t *testing.T) {
 		"broken": {operand.DevicePlugin},
 	})
 	full, pair, broken := n["full"], n["pair"], n["broken"]
-	label := func(node string, args ...string) func(as ...string) gpuopstest.Result {
-		return func(as ...string) gpuopstest.Result {
+	label := func(node string, args ...string) func(as ...string) gpuopstest.Output {
+		return func(as ...string) gpuopstest.Output {
 			return gpuopstest.On(env).Kubectl(t, append(append(as, "label", "--overwrite", "node", node), args...)...)
 		}
 	}

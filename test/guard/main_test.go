@@ -29,7 +29,7 @@ import (
 
 func TestMain(m *testing.M) { testcluster.Main(m) }
 
-func ok(t *testing.T, what string, r gpuopstest.Result) gpuopstest.Result {
+func ok(t *testing.T, what string, r gpuopstest.Output) gpuopstest.Output {
 	t.Helper()
 	if r.Code != 0 {
 		t.Fatalf("%s: exit %d\nstdout %s\nstderr %s", what, r.Code, r.Stdout, r.Stderr)

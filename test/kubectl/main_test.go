@@ -116,7 +116,7 @@ func noKubeconfig(t *testing.T) []string {
 }
 
 // run runs the gpuops binary with extra environment variables.
-func run(t *testing.T, env []string, args ...string) gpuopstest.Result {
+func run(t *testing.T, env []string, args ...string) gpuopstest.Output {
 	t.Helper()
 	return gpuopstest.Run(t, env, gpuopstest.Binary(t), args...)
 }
@@ -131,7 +131,7 @@ func kubectlPath(t *testing.T) string {
 }
 
 // wantOK checks a run that succeeded with exactly stdout and nothing on stderr.
-func wantOK(t *testing.T, what string, r gpuopstest.Result, stdout string) {
+func wantOK(t *testing.T, what string, r gpuopstest.Output, stdout string) {
 	t.Helper()
 	if r.Code != 0 || r.Stdout != stdout || r.Stderr != "" {
 		t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 0, stdout %q", what, r.Code, r.Stdout, r.Stderr, stdout)
@@ -140,7 +140,7 @@ func wantOK(t *testing.T, what string, r gpuopstest.Result, stdout string) {
 
 // wantError checks the contract of a failed command: exit 2, nothing on
 // stdout, one line on stderr, "error: ..." containing each of want.
-func wantError(t *testing.T, what string, r gpuopstest.Result, want ...string) {
+func wantError(t *testing.T, what string, r gpuopstest.Output, want ...string) {
 	t.Helper()
 	ok := r.Code == 2 && r.Stdout == "" && strings.Count(r.Stderr, "\n") == 1 && strings.HasPrefix(r.Stderr, "error: ")
 	for _, w := range want {

@@ -16,7 +16,7 @@ func TestKubectlPlugin(t *testing.T) {
 	t.Parallel()
 	j := newJudged(t)
 	env := []string{"PATH=" + pluginPath(t), "HOME=" + t.TempDir()}
-	kubectl := func(args ...string) gpuopstest.Result {
+	kubectl := func(args ...string) gpuopstest.Output {
 		return gpuopstest.Run(t, env, "kubectl", args...)
 	}
 

@@ -31,7 +31,7 @@ func TestAcrossClusters(t *testing.T) {
 }
 
 // stamped splits text output by its "<context>: " stamps.
-func stamped(t *testing.T, r gpuopstest.Result) map[string]string {
+func stamped(t *testing.T, r gpuopstest.Output) map[string]string {
 	t.Helper()
 	parts := map[string]string{}
 	for line := range strings.Lines(r.Stdout) {
@@ -52,7 +52,7 @@ func lastLine(s string) string {
 
 // checkNotJudged checks a run whose context down could not be judged: exit
 // 2, and one error line naming it, last on stderr.
-func checkNotJudged(t *testing.T, r gpuopstest.Result, of int) {
+func checkNotJudged(t *testing.T, r gpuopstest.Output, of int) {
 	t.Helper()
 	if r.Code != 2 {
 		errorf(t, r, "exit %d, want 2: a context could not be judged", r.Code)
@@ -72,7 +72,7 @@ func testText(t *testing.T, f *fleet) {
 			}
 			three := f.gpuops.Run(t, with(j.args, "--contexts", contextsList(healthy, broken, down))...)
 			checkNotJudged(t, three, 3)
-			for _, r := range []gpuopstest.Result{two, three} {
+			for _, r := range []gpuopstest.Output{two, three} {
 				parts := stamped(t, r)
 				for _, c := range []string{healthy, broken} {
 					if alone := f.alone(t, c, j.args...); parts[c] != alone.Stdout {
@@ -105,7 +105,7 @@ func testText(t *testing.T, f *fleet) {
 }
 
 // entries decodes {"clusters":[…]}.
-func entries(t *testing.T, r gpuopstest.Result) (clusters []map[string]any, fleet map[string]any) {
+func entries(t *testing.T, r gpuopstest.Output) (clusters []map[string]any, fleet map[string]any) {
 	t.Helper()
 	var doc struct {
 		Clusters []map[string]any `json:"clusters"`
@@ -402,7 +402,7 @@ func testBadInput(t *testing.T, f *fleet) {
 // reportItems decodes a List of ClusterReports, each without its
 // metadata and its results' timestamps (the time of each run's read), by
 // the context its annotation names.
-func reportItems(t *testing.T, r gpuopstest.Result) map[string][]any {
+func reportItems(t *testing.T, r gpuopstest.Output) map[string][]any {
 	t.Helper()
 	var list struct {
 		Kind  string           `json:"kind"`

@@ -110,7 +110,7 @@ func mergedKubeconfig(t *testing.T, a, b *testcluster.Env) string {
 }
 
 // alone runs a command on one context, as a user does without --contexts.
-func (f *fleet) alone(t *testing.T, context string, args ...string) gpuopstest.Result {
+func (f *fleet) alone(t *testing.T, context string, args ...string) gpuopstest.Output {
 	t.Helper()
 	return f.gpuops.Run(t, append(args, "--context", context)...)
 }
@@ -141,7 +141,7 @@ func with(args []string, more ...string) []string {
 	return append(append([]string{}, args...), more...)
 }
 
-func errorf(t *testing.T, r gpuopstest.Result, format string, args ...any) {
+func errorf(t *testing.T, r gpuopstest.Output, format string, args ...any) {
 	t.Helper()
 	t.Errorf(format+"\nstdout:\n%s\nstderr:\n%s", append(args, r.Stdout, r.Stderr)...)
 }

@@ -136,13 +136,13 @@ func (f *fleet) waitForPods(t *testing.T) {
 }
 
 // gpuops runs a judge on the fleet's nodes.
-func (f *fleet) gpuops(t *testing.T, args ...string) gpuopstest.Result {
+func (f *fleet) gpuops(t *testing.T, args ...string) gpuopstest.Output {
 	t.Helper()
 	return f.cluster().Run(t, append(args, "--discover", "-l", testcluster.LabelTestID+"="+f.env.ID)...)
 }
 
 // order1 runs order-check of one node (it takes no selector).
-func (f *fleet) order1(t *testing.T, node string, args ...string) gpuopstest.Result {
+func (f *fleet) order1(t *testing.T, node string, args ...string) gpuopstest.Output {
 	t.Helper()
 	return f.cluster().Run(t, append([]string{"order-check", node, "--discover"}, args...)...)
 }

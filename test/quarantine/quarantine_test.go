@@ -376,7 +376,7 @@ func TestBadInput(t *testing.T) {
 			stop := time.AfterFunc(patience, func() { _ = cmd.Process.Kill() })
 			_ = cmd.Run()
 			stop.Stop()
-			gpuopstest.Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: cmd.ProcessState.ExitCode()}.OneLineError(t, tc.want)
+			gpuopstest.Output{Stdout: stdout.String(), Stderr: stderr.String(), Code: cmd.ProcessState.ExitCode()}.OneLineError(t, tc.want)
 			f.written(t, a, b).unchanged(t, before)
 		})
 	}

@@ -274,7 +274,7 @@ func (in *install) auditJSON(t *testing.T, code int, args ...string) auditJSON {
 	return decodeAudit(t, in.judge(t, append([]string{"audit", "-o", "json"}, args...)...), code)
 }
 
-func decodeAudit(t *testing.T, r gpuopstest.Result, code int) auditJSON {
+func decodeAudit(t *testing.T, r gpuopstest.Output, code int) auditJSON {
 	t.Helper()
 	var a auditJSON
 	if err := json.Unmarshal([]byte(r.Stdout), &a); err != nil || r.Code != code {
@@ -284,7 +284,7 @@ func decodeAudit(t *testing.T, r gpuopstest.Result, code int) auditJSON {
 }
 
 // judge runs a whole-cluster judge on the install's nodes.
-func (in *install) judge(t *testing.T, args ...string) gpuopstest.Result {
+func (in *install) judge(t *testing.T, args ...string) gpuopstest.Output {
 	t.Helper()
 	return gpuopstest.On(in.env).Run(t, append(args, "-l", in.selector())...)
 }

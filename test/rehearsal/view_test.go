@@ -145,7 +145,7 @@ func (g *gpuopsView) checkCommand(spec string) {
 	t := g.t
 	file := gpuopstest.WriteFile(t, filepath.Join(t.TempDir(), "lab.yaml"), spec)
 	dir := t.TempDir()
-	lab := func(scenario string) gpuopstest.Result {
+	lab := func(scenario string) gpuopstest.Output {
 		return gpuopstest.Cluster{Kubeconfig: g.env.Kubeconfig}.Run(t, "lab", "--lab", file, "--workdir", dir, "--scenario", scenario)
 	}
 	r := lab("nope")
