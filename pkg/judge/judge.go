@@ -168,8 +168,8 @@ func AuditFailed(audits []NodeAudit) bool {
 	return slices.ContainsFunc(audits, func(a NodeAudit) bool { return !a.OK() })
 }
 
-// OrderVerdict is the order check of one node.
-type OrderVerdict struct {
+// NodeOrder is the order check of one node (as NodeAudit is its audit).
+type NodeOrder struct {
 	Node     string   `json:"node"`
 	Findings []string `json:"findings"` // empty when the node is in a sensible order
 	// Rules are the rules judged, broken or not: what a report with one
@@ -178,10 +178,10 @@ type OrderVerdict struct {
 }
 
 // OK reports whether no rule is broken on the node.
-func (v OrderVerdict) OK() bool { return len(v.Findings) == 0 }
+func (v NodeOrder) OK() bool { return len(v.Findings) == 0 }
 
 // String is the lab's one-word verdict: the first finding, or "ok".
-func (v OrderVerdict) String() string {
+func (v NodeOrder) String() string {
 	if v.OK() {
 		return "ok"
 	}
@@ -196,31 +196,31 @@ func (e *NodeNotFoundError) Error() string { return fmt.Sprintf("node %q not fou
 // Order checks one node against the rules: a rule is broken when a pod of its
 // operand is present on the node and no pod of the operand it needs is, unless
 // the rule is excused there (the host provides the needed one).
-func Order(s *snapshot.Snapshot, node string, roster []operand.Operand, rules []operand.Rule) (OrderVerdict, error) {
+func Order(s *snapshot.Snapshot, node string, roster []operand.Operand, rules []operand.Rule) (NodeOrder, error) {
 	i := slices.IndexFunc(s.Nodes, func(n snapshot.Node) bool { return n.Name == node })
 	if i < 0 {
-		return OrderVerdict{}, &NodeNotFoundError{Node: node}
+		return NodeOrder{}, &NodeNotFoundError{Node: node}
 	}
 	c, err := newOrderCheck(roster, rules)
 	if err != nil {
-		return OrderVerdict{}, err
+		return NodeOrder{}, err
 	}
 	return c.judge(NewPresence(s.Pods), s.Nodes[i]), nil
 }
 
 // OrderAll is Order for every node of the snapshot, in natural name order,
 // indexing the pods once.
-func OrderAll(s *snapshot.Snapshot, roster []operand.Operand, rules []operand.Rule) ([]OrderVerdict, error) {
+func OrderAll(s *snapshot.Snapshot, roster []operand.Operand, rules []operand.Rule) ([]NodeOrder, error) {
 	return NewIndex(s).OrderAll(roster, rules)
 }
 
 // OrderAll is the package's OrderAll of the indexed snapshot.
-func (x Index) OrderAll(roster []operand.Operand, rules []operand.Rule) ([]OrderVerdict, error) {
+func (x Index) OrderAll(roster []operand.Operand, rules []operand.Rule) ([]NodeOrder, error) {
 	c, err := newOrderCheck(roster, rules)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]OrderVerdict, len(x.Nodes))
+	out := make([]NodeOrder, len(x.Nodes))
 	for i, n := range x.Nodes {
 		out[i] = c.judge(x.Presence, n)
 	}
@@ -249,8 +249,8 @@ func newOrderCheck(roster []operand.Operand, rules []operand.Rule) (orderCheck, 
 	return c, nil
 }
 
-func (c orderCheck) judge(pres Presence, n snapshot.Node) OrderVerdict {
-	v := OrderVerdict{Node: n.Name, Findings: []string{}, Rules: c.rules}
+func (c orderCheck) judge(pres Presence, n snapshot.Node) NodeOrder {
+	v := NodeOrder{Node: n.Name, Findings: []string{}, Rules: c.rules}
 	for i, r := range c.rules {
 		if pres.On(n.Name, c.dep[i]) > 0 && pres.On(n.Name, c.need[i]) == 0 && !r.Excused(n.Labels, c.need[i]) {
 			v.Findings = append(v.Findings, r.Finding)

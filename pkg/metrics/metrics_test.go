@@ -29,7 +29,7 @@ func node(name string, asked, missing, findings, present []string, reasons ...ex
 	v := &verdict.Verdict{
 		Node:    name,
 		Audit:   judge.NodeAudit{Node: name, Missing: missing, Asked: asked},
-		Order:   judge.OrderVerdict{Node: name, Findings: findings},
+		Order:   judge.NodeOrder{Node: name, Findings: findings},
 		Row:     judge.MatrixRow{Node: name, Present: judge.NewPresent(present, present...)},
 		Explain: &explain.Report{},
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 func v(missing, findings []string) *verdict.Verdict {
-	out := &verdict.Verdict{Node: "n", Audit: judge.NodeAudit{Node: "n", Missing: missing}, Order: judge.OrderVerdict{Node: "n", Findings: findings},
+	out := &verdict.Verdict{Node: "n", Audit: judge.NodeAudit{Node: "n", Missing: missing}, Order: judge.NodeOrder{Node: "n", Findings: findings},
 		Explain: &explain.Report{}}
 	for _, m := range missing {
 		out.Explain.Missing = append(out.Explain.Missing, explain.Missing{Node: "n", Operand: m, Reasons: []explain.Reason{{Code: explain.PodPending, Message: "pod p is Pending on the node"}}})

@@ -190,7 +190,7 @@ func (sc Scope) verdicts(s *snapshot.Snapshot, now time.Time) (*outcome.Result, 
 	// The start-up order and the matrix beside the audit on a whole fleet
 	// (judge.Runs): on one core they were the tail of an audit at 5,000
 	// nodes.
-	var orders []judge.OrderVerdict
+	var orders []judge.NodeOrder
 	var m judge.Matrix
 	var err error
 	orderAndMatrix := func() {

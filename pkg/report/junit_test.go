@@ -106,7 +106,7 @@ func TestAuditJUnit(t *testing.T) {
 
 func TestOrderJUnit(t *testing.T) {
 	rules := operand.RulesFor(operand.Lab, operand.AllRules)
-	v := judge.OrderVerdict{Node: "n-10", Findings: []string{"device-plugin-without-toolkit"}, Rules: rules}
+	v := judge.NodeOrder{Node: "n-10", Findings: []string{"device-plugin-without-toolkit"}, Rules: rules}
 	var b bytes.Buffer
 	if err := (report.Printer{Format: report.JUnit}).Result(&b, io.Discard, ordered(v), report.OrderView); err != nil {
 		t.Fatal(err)

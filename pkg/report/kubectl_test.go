@@ -57,12 +57,12 @@ func TestAuditNameStuck(t *testing.T) {
 }
 
 func TestOrderNameWideNoHeaders(t *testing.T) {
-	broken := judge.OrderVerdict{Node: "n-10", Findings: []string{operand.DeviceRule.Finding}, Rules: operand.AllRules[:2]}
-	fine := judge.OrderVerdict{Node: "n-2", Findings: []string{}, Rules: operand.AllRules[:2]}
+	broken := judge.NodeOrder{Node: "n-10", Findings: []string{operand.DeviceRule.Finding}, Rules: operand.AllRules[:2]}
+	fine := judge.NodeOrder{Node: "n-2", Findings: []string{}, Rules: operand.AllRules[:2]}
 	for _, tc := range []struct {
 		name string
 		p    report.Printer
-		v    judge.OrderVerdict
+		v    judge.NodeOrder
 		want string
 	}{
 		{"name", report.Printer{Format: report.Name}, broken, "node/n-10\n"},

@@ -40,7 +40,7 @@ func (o orderView) data(or *Origin) any {
 	v := o.v.Order
 	return struct {
 		*Origin
-		judge.OrderVerdict
+		judge.NodeOrder
 		OK      bool   `json:"ok"`
 		Verdict string `json:"verdict"`
 	}{or, v, v.OK(), v.String()}

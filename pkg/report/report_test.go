@@ -30,8 +30,8 @@ var (
 		},
 		TotalPods: 2,
 	}
-	finding = judge.OrderVerdict{Node: "n-10", Findings: []string{"device-plugin-without-toolkit"}}
-	healthy = judge.OrderVerdict{Node: "n-2", Findings: []string{}}
+	finding = judge.NodeOrder{Node: "n-10", Findings: []string{"device-plugin-without-toolkit"}}
+	healthy = judge.NodeOrder{Node: "n-2", Findings: []string{}}
 )
 
 func render(t *testing.T, p report.Printer, what string) string {

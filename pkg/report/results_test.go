@@ -60,7 +60,7 @@ func audited(audits []judge.NodeAudit, why *explain.Report) *outcome.Result {
 }
 
 // ordered is order-check's result of its one node.
-func ordered(o judge.OrderVerdict) *outcome.Result {
+func ordered(o judge.NodeOrder) *outcome.Result {
 	return &outcome.Result{Node: o.Node, Named: true, Nodes: []verdict.Verdict{{Node: o.Node, Order: o}}}
 }
 

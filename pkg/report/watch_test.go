@@ -21,7 +21,7 @@ func node(name string, missing []string, findings []string, present ...string) *
 	v := &verdict.Verdict{
 		Node:    name,
 		Audit:   judge.NodeAudit{Node: name, Missing: missing, Asked: []string{"driver", "container-toolkit"}},
-		Order:   judge.OrderVerdict{Node: name, Findings: findings},
+		Order:   judge.NodeOrder{Node: name, Findings: findings},
 		Row:     judge.MatrixRow{Node: name, Present: judge.NewPresent([]string{"driver", "toolkit", "device-plugin"}, present...)},
 		Explain: &explain.Report{Missing: []explain.Missing{}, Warnings: []explain.Warning{}, Unexpected: []explain.Unexpected{}},
 	}

@@ -64,7 +64,7 @@ func labVerdict(name string, missing []string) *verdict.Verdict {
 		asked = append(asked, o.Name)
 	}
 	return &verdict.Verdict{Node: name, Audit: judge.NodeAudit{Node: name, Asked: asked, Missing: missing},
-		Order: judge.OrderVerdict{Node: name, Rules: operand.RulesFor(operand.Lab, operand.AllRules)}}
+		Order: judge.NodeOrder{Node: name, Rules: operand.RulesFor(operand.Lab, operand.AllRules)}}
 }
 
 // fleetBatch is the first batch of n lab nodes.

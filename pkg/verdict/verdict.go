@@ -18,9 +18,9 @@ import (
 // Verdict is everything the judges say about one node.
 type Verdict struct {
 	Node  string
-	Audit judge.NodeAudit    // operands asked for (Asked) and those not running (Missing)
-	Order judge.OrderVerdict // broken rules of the start-up order
-	Row   judge.MatrixRow    // which operands run there
+	Audit judge.NodeAudit // operands asked for (Asked) and those not running (Missing)
+	Order judge.NodeOrder // broken rules of the start-up order
+	Row   judge.MatrixRow // which operands run there
 	// Explain is why, when asked for: a node with nothing to explain shares
 	// one empty report with the others of its batch (a report inline was
 	// 120 of a verdict's 400 bytes, held for every node by serve). Read it
