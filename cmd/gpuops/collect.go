@@ -39,7 +39,8 @@ func collectCommand(e cliopts.Env) *cli.Command {
 		Description: "Reads what every judge reads, one LIST per kind (whole objects; the pods of every namespace in one,\n" +
 			"of which it keeps the operator namespace's, the GPU pods and those the kubelet refused): nodes, the\n" +
 			"operator namespace's pods, DaemonSets and ControllerRevisions, the GPU Operator's Deployment, the\n" +
-			"ClusterPolicy, NVIDIADrivers, the ConfigMaps the policy names, the DRA driver's ResourceSlices,\n" +
+			"ClusterPolicy and its CRD (the schema's field names: the release when nothing else names it),\n" +
+			"NVIDIADrivers, the ConfigMaps the policy names, the DRA driver's ResourceSlices,\n" +
 			"ResourceClaims and DeviceClasses, the Warning Events on pods and the driver upgrade controller's on\n" +
 			"nodes, the ReplicaSets of GPU pods' namespaces. Writes one Kubernetes List whose first item, a\n" +
 			"gpuops.io Bundle, says gpuops' version, when, the server's version and what could not be read and why\n" +

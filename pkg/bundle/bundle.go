@@ -58,6 +58,9 @@ var Kinds = []Kind{
 	{"resource.k8s.io/v1", "DeviceClass", "deviceclasses", false},
 	{"nvidia.com/v1", "ClusterPolicy", "clusterpolicies", false},
 	{"nvidia.com/v1alpha1", "NVIDIADriver", "nvidiadrivers", false},
+	// the ClusterPolicy's own, whose schema tells the operator's release
+	// when nothing else does (read.ClusterPolicyCRD)
+	{"apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", false},
 }
 
 // KindOf is the kind of objects of apiVersion and kind, if gpuops reads it.

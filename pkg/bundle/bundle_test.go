@@ -64,6 +64,9 @@ func TestServeKubectlOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, dir, "gpu_nodes.descr", "Name: a\nnot: [yaml")
+	// must-gather holds the operator's pod twice: alone, and among the
+	// namespace's; served once
+	write(t, dir, "gpu_operator_pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p1, namespace: gpu-operator}\nspec: {nodeName: a}\nstatus: {phase: Running}\n")
 	b, err := bundle.Load(dir, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +105,12 @@ func TestServeKubectlOutput(t *testing.T) {
 			t.Fatalf("controllerrevisions: %v, want NotHeld", err)
 		}
 	}
-	if got, want := s.Missing(), []string{"controllerrevisions.apps in namespace gpu-operator"}; !reflect.DeepEqual(got, want) {
+	// a kind gpuops does not read is not held either, not "not served": the
+	// cluster may serve it
+	if _, err := c.CoreV1().Secrets("gpu-operator").Get(ctx, "s", metav1.GetOptions{}); !bundle.IsNotHeld(err) {
+		t.Fatalf("a secret: %v, want NotHeld", err)
+	}
+	if got, want := s.Missing(), []string{"controllerrevisions.apps in namespace gpu-operator", "secrets s in namespace gpu-operator"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("missing %q, want %q", got, want)
 	}
 }

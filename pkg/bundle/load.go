@@ -30,6 +30,10 @@ type Bundle struct {
 	Marked map[Kind]bool
 	// Skipped counts the objects of kinds gpuops does not read, by kind.
 	Skipped map[string]int
+	// seen are the objects kept, by kind and namespace/name: an object
+	// two files hold is kept once, as must-gather holds the operator's pod
+	// in gpu_operator_pod.yaml and again in gpu_operand_pods.yaml.
+	seen map[Kind]map[string]bool
 }
 
 // mustGatherMarks are the files NVIDIA's must-gather writes for a kind the
@@ -52,7 +56,7 @@ func mustKind(apiVersion, kind string) Kind {
 // YAML or JSON documents, each an object or a List of them. An input that
 // is not YAML or JSON, or holds nothing gpuops reads, is an error.
 func Load(src string, stdin io.Reader) (*Bundle, error) {
-	b := &Bundle{Objects: map[Kind][]Object{}, Marked: map[Kind]bool{}, Skipped: map[string]int{}}
+	b := &Bundle{Objects: map[Kind][]Object{}, Marked: map[Kind]bool{}, Skipped: map[string]int{}, seen: map[Kind]map[string]bool{}}
 	if src == "-" {
 		r := bufio.NewReader(stdin)
 		if magic, _ := r.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
@@ -199,6 +203,16 @@ func (b *Bundle) add(name string, doc Object) error {
 		b.Skipped[strings.TrimPrefix(apiVersion+"/"+kind, "/")]++
 		return nil
 	}
+	if b.seen[k] == nil {
+		b.seen[k] = map[string]bool{}
+	}
+	// the first read is kept: the files are read in lexical order, so
+	// which one is the same every time
+	key := namespaceOf(doc) + "/" + nameOf(doc)
+	if key != "/" && b.seen[k][key] {
+		return nil
+	}
+	b.seen[k][key] = true
 	b.Objects[k] = append(b.Objects[k], doc)
 	return nil
 }

@@ -68,8 +68,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	apiVersion, ns, resource, name, sub, ok := parsePath(r.URL.Path)
 	k, known := resourceKind(apiVersion, resource)
-	if !ok || !known || sub != "" && sub != "log" {
+	if !ok || sub != "" && sub != "log" {
 		status(w, apierrors.NewNotFound(schemaResource("", resource), name))
+		return
+	}
+	if !known {
+		// A kind no input holds, which the cluster may serve all the same:
+		// said as missing, not as "not served", which a reader takes for
+		// "none" and would judge by without a word.
+		status(w, s.notHeld(unknownKind(apiVersion, resource), ns, name, sub))
 		return
 	}
 	if err := s.access(k, ns, name, sub); err != nil {
@@ -143,6 +150,17 @@ func (s *Server) access(k Kind, ns, name, sub string) error {
 	} else if s.b.Header == nil && sub == "" && s.b.Has(k) {
 		return nil
 	}
+	return s.notHeld(k, ns, name, sub)
+}
+
+// unknownKind names a resource gpuops does not read, for notHeld.
+func unknownKind(apiVersion, resource string) Kind {
+	return Kind{APIVersion: apiVersion, Kind: resource, Resource: resource, Namespaced: true}
+}
+
+// notHeld records a request the input does not hold in Missing and is
+// the answer to it.
+func (s *Server) notHeld(k Kind, ns, name, sub string) error {
 	what := k.Qualified()
 	switch {
 	case sub != "":

@@ -73,6 +73,7 @@ func Collect(ctx context.Context, c kubernetes.Interface, o Options) (*bundle.He
 		func() error { return r.list(kind("ClusterPolicy"), "", "", "", "", nil) },
 		func() error { return r.list(kind("NVIDIADriver"), "", "", "", "", nil) },
 		func() error { return r.configMaps(ns) },
+		func() error { return r.policyCRD() },
 		func() error {
 			return r.list(kind("ResourceSlice"), "", "", "spec.driver="+snapshot.DRADriverName, "the GPU DRA driver's", nil)
 		},
@@ -152,14 +153,7 @@ func (r *reader) record(k bundle.Kind, ns, name, only string, err error) error {
 // each lists k page by page as JSON and calls fn on each item, with its
 // apiVersion and kind set.
 func (r *reader) each(k bundle.Kind, ns, labelSel, fieldSel string, fn func(bundle.Object)) error {
-	path := "/api/" + k.APIVersion
-	if k.Group() != "" {
-		path = "/apis/" + k.APIVersion
-	}
-	if ns != "" && k.Namespaced {
-		path += "/namespaces/" + url.PathEscape(ns)
-	}
-	path += "/" + k.Resource
+	path := resourcePath(k, ns)
 	cont, total := "", 0
 	for {
 		req := r.rc.Get().AbsPath(path).SetHeader("Accept", "application/json").Param("limit", strconv.Itoa(r.o.PageSize))
@@ -199,6 +193,18 @@ func (r *reader) each(k bundle.Kind, ns, labelSel, fieldSel string, fn func(bund
 	}
 }
 
+// resourcePath is where k is listed, in namespace ns ("": every one).
+func resourcePath(k bundle.Kind, ns string) string {
+	path := "/api/" + k.APIVersion
+	if k.Group() != "" {
+		path = "/apis/" + k.APIVersion
+	}
+	if ns != "" && k.Namespaced {
+		path += "/namespaces/" + url.PathEscape(ns)
+	}
+	return path + "/" + k.Resource
+}
+
 // add keeps an object, trimmed of what no judge reads and may be secret.
 func (r *reader) add(k bundle.Kind, o bundle.Object) {
 	bundle.Scrub(o, k.Kind == "Node")
@@ -224,25 +230,74 @@ func (r *reader) configMaps(ns string) error {
 			names = append(names, named...)
 		}
 	}
-	k := kind("ConfigMap")
 	slices.Sort(names)
 	for _, name := range slices.Compact(names) {
-		var o bundle.Object
-		body, err := r.rc.Get().AbsPath("/api/v1/namespaces", ns, "configmaps", name).SetHeader("Accept", "application/json").Do(r.ctx).Raw()
-		if err == nil {
-			err = json.Unmarshal(body, &o)
-		}
-		switch {
-		case err == nil:
-			r.add(k, o)
-		case apierrors.IsNotFound(err):
-			err = nil // read: it does not exist
-		}
-		if err := r.record(k, ns, name, "", err); err != nil {
+		if err := r.get(kind("ConfigMap"), ns, name, "", nil); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// get gets one object by name, trimmed by keep (nil: kept whole), and
+// records the read: one that does not exist is recorded as read, so that
+// --from finds it missing as the cluster did.
+func (r *reader) get(k bundle.Kind, ns, name, only string, keep func(bundle.Object) bundle.Object) error {
+	var o bundle.Object
+	body, err := r.rc.Get().AbsPath(resourcePath(k, ns), name).SetHeader("Accept", "application/json").Do(r.ctx).Raw()
+	if err == nil {
+		err = json.Unmarshal(body, &o)
+	}
+	switch {
+	case err == nil && keep != nil:
+		r.add(k, keep(o))
+	case err == nil:
+		r.add(k, o)
+	case apierrors.IsNotFound(err):
+		err = nil // read: it does not exist
+	}
+	return r.record(k, ns, name, only, err)
+}
+
+// policyCRD gets the ClusterPolicy's CRD when there is a policy: a judge
+// reads its schema for the operator's release when neither the operator's
+// Deployment nor the chart's label names it (read.ClusterPolicyCRD). Its
+// schema's field names alone are kept: the descriptions are most of it.
+func (r *reader) policyCRD() error {
+	if !slices.ContainsFunc(r.items, func(o bundle.Object) bool { return o["kind"] == "ClusterPolicy" }) {
+		return nil
+	}
+	return r.get(kind("CustomResourceDefinition"), "", read.ClusterPolicyCRD, "its schema's field names", schemaNames)
+}
+
+// schemaNames is a CRD with, of each version, its name, whether it is
+// served and its schema's tree of properties, nothing else.
+func schemaNames(crd bundle.Object) bundle.Object {
+	var props func(schema any) bundle.Object
+	props = func(schema any) bundle.Object {
+		m, _ := schema.(bundle.Object)
+		p, _ := m["properties"].(bundle.Object)
+		if p == nil {
+			return bundle.Object{}
+		}
+		out := bundle.Object{}
+		for name, sub := range p {
+			out[name] = props(sub)
+		}
+		return bundle.Object{"properties": out}
+	}
+	spec, _ := crd["spec"].(bundle.Object)
+	versions, _ := spec["versions"].([]any)
+	kept := make([]any, 0, len(versions))
+	for _, v := range versions {
+		v, _ := v.(bundle.Object)
+		schema, _ := v["schema"].(bundle.Object)
+		kept = append(kept, bundle.Object{"name": v["name"], "served": v["served"],
+			"schema": bundle.Object{"openAPIV3Schema": props(schema["openAPIV3Schema"])}})
+	}
+	meta, _ := crd["metadata"].(bundle.Object)
+	return bundle.Object{"apiVersion": crd["apiVersion"], "kind": crd["kind"], "metadata": bundle.Object{"name": meta["name"]},
+		"spec": bundle.Object{"group": spec["group"], "versions": kept}}
 }
 
 // events lists what the judges read of Events: the Warnings on pods of

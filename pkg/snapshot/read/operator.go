@@ -80,11 +80,11 @@ func readOperator(ctx context.Context, rc rest.Interface, s *snapshot.Snapshot) 
 		fields, err := crdFields(ctx, rc)
 		switch {
 		case apierrors.IsForbidden(err):
-			s.Notes = append(s.Notes, fmt.Sprintf("the GPU Operator's version not found and its ClusterPolicy CRD not read (judged as %s, the newest gpuops knows): the user may not get customresourcedefinitions",
-				operand.Newest().Version))
+			s.Notes = append(s.Notes, fmt.Sprintf("the GPU Operator's version not found and its ClusterPolicy CRD not read (judged as %s, the newest gpuops knows): %s",
+				operand.Newest().Version, refused(err, "get", "customresourcedefinitions")))
 		case apierrors.IsNotFound(err): // a policy served by no CRD of that name: nothing to tell from
 		case err != nil:
-			return fmt.Errorf("get customresourcedefinition %s: %w", clusterPolicyCRD, err)
+			return fmt.Errorf("get customresourcedefinition %s: %w", ClusterPolicyCRD, err)
 		default:
 			s.CRDFields = fields
 		}
@@ -149,8 +149,9 @@ func operatorVersion(ctx context.Context, rc rest.Interface, namespace string) (
 	return "", nil
 }
 
-// clusterPolicyCRD is the ClusterPolicy's CustomResourceDefinition.
-const clusterPolicyCRD = "clusterpolicies.nvidia.com"
+// ClusterPolicyCRD is the ClusterPolicy's CustomResourceDefinition: the
+// one CRD a judge reads, and so the one a bundle holds (pkg/collect).
+const ClusterPolicyCRD = "clusterpolicies.nvidia.com"
 
 // crdSchema is a node of an OpenAPI v3 schema, as far as its properties.
 type crdSchema struct {
@@ -172,7 +173,7 @@ func crdFields(ctx context.Context, rc rest.Interface) ([]string, error) {
 			}
 		}
 	}
-	body, err := rc.Get().AbsPath("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", clusterPolicyCRD).
+	body, err := rc.Get().AbsPath("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", ClusterPolicyCRD).
 		SetHeader("Accept", "application/json").Do(ctx).Raw()
 	if err != nil {
 		return nil, err
