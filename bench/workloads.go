@@ -394,9 +394,9 @@ func runningStatus(p *corev1.Pod, i int) corev1.PodStatus {
 //
 // The bench sets the Running status itself rather than waiting for KWOK's
 // pod-ready stage: KWOK takes its pod stages 32 at a time beside the
-// fleet's other work, about 30 pods a second on the bench's machine, so
-// 50,000 pods would take half an hour; a status written with the pod's
-// IPs, Ready, is one KWOK's stages then leave alone.
+// fleet's other work, at the pace waitPods sees the operand pods come up,
+// at which 50,000 pods would take most of an hour; a status written
+// Running and Ready is one KWOK's stages then leave alone.
 func applyWorkloads(ctx context.Context, c kubernetes.Interface, w *workloadFleet) (string, error) {
 	start := time.Now()
 	have, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: workloadLabel, ResourceVersion: "0"})
