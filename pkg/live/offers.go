@@ -93,10 +93,14 @@ func (t *Tracker) namesConfig(cm string) bool {
 
 // devicePools are the DRA driver's pools on the named nodes; nil when the
 // slices are not watched (the devices then go unjudged, as after a read
-// that could not list them).
+// that could not list them), and nil when no DaemonSet runs the DRA kubelet
+// plugin: the one-shot read lists them only then (read.Options.DRA), and
+// serve judges what health, capacity, pods and why read, or the devices
+// of a DRA driver the operator does not run would count here and not
+// there.
 func (t *Tracker) devicePools(names []string) map[string][]snapshot.DevicePool {
 	st := t.store(ResourceSlices)
-	if st == nil {
+	if st == nil || !t.runsDRA.Load() {
 		return nil
 	}
 	pools := map[string][]snapshot.DevicePool{}
