@@ -29,7 +29,7 @@ import (
 // its key); the pods the kubelet refused at admission; the ResourceClaims
 // and DeviceClasses that settle which pods are GPU pods; the Warning Events
 // on pods. They are judged by the one-shot commands' own functions
-// (workload.CapacityOf, workload.PodsOf) against the nodes and the health
+// (workload.Inputs' Capacity and PodsOf) against the nodes and the health
 // the tracker holds: at most once a workloadsEvery after a change, and
 // every workloadsAgain without one, for the pods whose wait turns into a
 // finding with time alone.
@@ -253,11 +253,8 @@ func (t *Tracker) judgeWorkloads(now time.Time) {
 	healthOf := maps.Clone(t.work.health)
 	t.work.mu.Unlock()
 
-	w := Workloads{
-		Capacity: workload.CapacityOf(s, healthOf, f, t.opts.GroupBy),
-		Pods: workload.PodsOf(f, nil, workload.Cluster{Nodes: s.Nodes, Health: healthOf, Pools: s.DevicePools, Warnings: warnings, Now: now,
-			StuckAfter: t.opts.StuckAfter}),
-	}
+	in := &workload.Inputs{Snapshot: s, Health: healthOf, Pods: f, Warnings: warnings}
+	w := Workloads{Capacity: in.Capacity(t.opts.GroupBy), Pods: in.PodsOf(nil, now, t.opts.StuckAfter)}
 	for _, h := range t.hooks {
 		if h.Workloads != nil {
 			h.Workloads(w)

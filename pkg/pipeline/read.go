@@ -52,7 +52,7 @@ func Run(ctx context.Context, c kubernetes.Interface, o Options) (*outcome.Resul
 	case podsNote != nil:
 		r.Notes = append(r.Notes, "no GPU capacity: "+words.ErrorLine(podsNote))
 	case gpuPods != nil:
-		r.Capacity = workload.CapacityOf(s, healthOf(r), gpuPods, o.GroupBy)
+		r.Capacity = (&workload.Inputs{Snapshot: s, Health: healthOf(r), Pods: gpuPods}).Capacity(o.GroupBy)
 		r.Capacity.Notes = gpuPods.Notes
 	}
 	return r, err

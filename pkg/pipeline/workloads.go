@@ -15,49 +15,35 @@ import (
 	"github.com/gpuops/gpuops/pkg/workload"
 )
 
-// workloads is the workload side of a cluster read once: the nodes and
-// their health as the options judge them, and the GPU pods of every
-// namespace.
-type workloads struct {
-	s       *snapshot.Snapshot
-	health  map[string]*health.Node
-	gpuPods *snapshot.GPUPods // its notes are what the commands note: the roster's are the node judges' to say
-}
-
 // readWorkloads reads the nodes (judged for health as o says; with every
 // label when allLabels, as the scheduler matches selectors on any) and
 // the GPU pods side by side, with more beside them when more is set, and
-// judges each node's health as of now.
-func readWorkloads(ctx context.Context, c kubernetes.Interface, o Options, allLabels bool, more func() error) (*workloads, error) {
+// judges each node's health as of now. The GPU pods' notes are what the
+// commands note: the roster's are the node judges' to say.
+func readWorkloads(ctx context.Context, c kubernetes.Interface, o Options, allLabels bool, more func() error) (*workload.Inputs, error) {
 	o.Health = true
 	ro := o.ReadOptions()
 	if allLabels {
 		ro.NodeLabels = nil
 	}
-	w := &workloads{}
+	w := &workload.Inputs{}
 	var g errgroup.Group
-	g.Go(func() (err error) { w.s, err = read.Snapshot(ctx, c, o.Namespace, ro); return err })
-	g.Go(func() (err error) { w.gpuPods, err = read.GPUPods(ctx, c, read.WorkloadOptions{}); return err })
+	g.Go(func() (err error) { w.Snapshot, err = read.Snapshot(ctx, c, o.Namespace, ro); return err })
+	g.Go(func() (err error) { w.Pods, err = read.GPUPods(ctx, c, read.WorkloadOptions{}); return err })
 	if more != nil {
 		g.Go(more)
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	judge.SortNodes(w.s)
-	sc := Decide(w.s, o)
-	hs := health.Assess(w.s, sc.Roster, o.now(), o.StuckAfter)
-	w.health = make(map[string]*health.Node, len(hs))
+	judge.SortNodes(w.Snapshot)
+	sc := Decide(w.Snapshot, o)
+	hs := health.Assess(w.Snapshot, sc.Roster, o.now(), o.StuckAfter)
+	w.Health = make(map[string]*health.Node, len(hs))
 	for i := range hs {
-		w.health[hs[i].Node] = &hs[i]
+		w.Health[hs[i].Node] = &hs[i]
 	}
 	return w, nil
-}
-
-// cluster is what the why judge reads of the workloads besides the pods,
-// with the pods' Warnings, judged as of now.
-func (w *workloads) cluster(warnings map[string][]snapshot.Warning, o Options) workload.Cluster {
-	return workload.Cluster{Nodes: w.s.Nodes, Health: w.health, Pools: w.s.DevicePools, Warnings: warnings, Now: o.now(), StuckAfter: o.StuckAfter}
 }
 
 // Capacity says where the cluster's GPUs are (gpuops capacity): the nodes
@@ -68,8 +54,8 @@ func Capacity(ctx context.Context, c kubernetes.Interface, o Options) (*workload
 	if err != nil {
 		return nil, err
 	}
-	out := workload.CapacityOf(w.s, w.health, w.gpuPods, o.GroupBy)
-	out.Notes = w.gpuPods.Notes
+	out := w.Capacity(o.GroupBy)
+	out.Notes = w.Pods.Notes
 	return out, nil
 }
 
@@ -93,18 +79,19 @@ func Why(ctx context.Context, c kubernetes.Interface, o Options, ns string, t wo
 	if err != nil {
 		return nil, err
 	}
+	w.Warnings = warnings
 	owns := func(name, owner string) bool { return t.Owns(name, owner, replicaSets) }
-	r := &workload.WhyReport{Target: t.String(), Namespace: ns, Notes: slices.Concat(w.gpuPods.Notes, notes)}
+	r := &workload.WhyReport{Target: t.String(), Namespace: ns, Notes: slices.Concat(w.Pods.Notes, notes)}
 	var pods []snapshot.GPUPod
-	for _, p := range w.gpuPods.Pods {
+	for _, p := range w.Pods.Pods {
 		if p.Namespace == ns && owns(p.Name, p.Owner) {
 			pods = append(pods, p)
 		}
 	}
-	r.Answers = workload.Why(w.gpuPods, pods, w.cluster(warnings, o))
-	for _, rj := range w.gpuPods.Rejected {
+	r.Answers = workload.Why(w.Pods, pods, w.Cluster(o.now(), o.StuckAfter))
+	for _, rj := range w.Pods.Rejected {
 		if rj.Namespace == ns && t.Kind == "Pod" && rj.Name == t.Name {
-			r.Answers = append(r.Answers, workload.WhyRejected(w.gpuPods, rj))
+			r.Answers = append(r.Answers, workload.WhyRejected(w.Pods, rj))
 		}
 	}
 	if len(r.Answers) > 0 {
@@ -160,10 +147,8 @@ func Pods(ctx context.Context, c kubernetes.Interface, o Options, ns, selector s
 	if err != nil {
 		return nil, err
 	}
-	if listed == nil {
-		listed = w.gpuPods
-	}
-	r := workload.PodsOf(w.gpuPods, listed, w.cluster(warnings, o))
-	r.Notes = slices.Concat(w.gpuPods.Notes, notes)
+	w.Warnings = warnings
+	r := w.PodsOf(listed, o.now(), o.StuckAfter)
+	r.Notes = slices.Concat(w.Pods.Notes, notes)
 	return r, nil
 }
