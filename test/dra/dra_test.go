@@ -105,7 +105,7 @@ func TestDRAHealth(t *testing.T) {
 		for k, v := range n.labels {
 			labels[k] = v
 		}
-		publish(t, env, env.AddNode(t, env.NodeName(n.name), labels), n.slices)
+		gpuopstest.Publish(t, env, env.AddNode(t, env.NodeName(n.name), labels), n.slices)
 	}
 	settle(t, env)
 
@@ -195,7 +195,7 @@ func TestDRAServe(t *testing.T) {
 			gpusNode = node
 		}
 	}
-	publish(t, env, gpusNode, []rehearsal.Slice{{Generation: 1, Count: 1, Devices: rehearsal.Devices("gpu", "gpu", 8)}})
+	gpuopstest.Publish(t, env, gpusNode, []rehearsal.Slice{{Generation: 1, Count: 1, Devices: rehearsal.Devices("gpu", "gpu", 8)}})
 	env.WaitForPods(t, env.Namespace, func(pods []corev1.Pod) bool {
 		running := 0
 		for i := range pods {
@@ -230,7 +230,7 @@ func TestDRAServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.WaitFor(t, gpus, health.DevicesNotPublished)
-	publish(t, env, gpusNode, []rehearsal.Slice{{Generation: 2, Count: 1, Devices: rehearsal.Devices("gpu", "gpu", 8, rehearsal.FatalXID)}})
+	gpuopstest.Publish(t, env, gpusNode, []rehearsal.Slice{{Generation: 2, Count: 1, Devices: rehearsal.Devices("gpu", "gpu", 8, rehearsal.FatalXID)}})
 	f.WaitFor(t, gpus, health.DevicesTainted)
 	got, err := env.Client.ResourceV1().ResourceSlices().Get(ctx, published, metav1.GetOptions{})
 	if err != nil {
@@ -246,7 +246,7 @@ func TestDRAServe(t *testing.T) {
 // stack creates the DRA stack's DaemonSets (and the sandbox's vfio
 // manager), the validator's pods claiming a GPU of the test's class.
 func stack(t *testing.T, env *testcluster.Env) {
-	class := deviceClass(t, env)
+	class := gpuopstest.DeviceClass(t, env)
 	for _, name := range append(slices.Clone(draStack), "vfio-manager") {
 		o, err := operand.Lookup(operand.Real, name)
 		if err != nil {
@@ -272,23 +272,6 @@ func healthJSON(t *testing.T, c gpuopstest.Cluster, code int, args ...string) []
 	return got.Nodes
 }
 
-// deviceClass creates the test's device class of whole GPUs, as the
-// operator's gpu.nvidia.com (manifests/state-dra-driver/0400_deviceclass-gpu.yaml),
-// under a name of the test's own: device classes are cluster-scoped.
-func deviceClass(t *testing.T, env *testcluster.Env) string {
-	name := "t-" + env.ID + "." + snapshot.DRADriverName
-	dc := &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: resourcev1.DeviceClassSpec{
-		Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
-			Expression: "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"}}}}}
-	if _, err := env.Client.ResourceV1().DeviceClasses().Create(context.Background(), dc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = env.Client.ResourceV1().DeviceClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-	return name
-}
-
 // claimGPU makes the pods claim one GPU of the class, as the DRA validator's
 // do (manifests/state-dra-validation/0400_resourceclaimtemplate.yaml,
 // 0500_daemonset.yaml: claim validation-gpu, init container gpu-validation).
@@ -304,20 +287,6 @@ func claimGPU(t *testing.T, env *testcluster.Env, spec *corev1.PodSpec, class st
 	claims := []corev1.ResourceClaim{{Name: "validation-gpu"}}
 	spec.InitContainers = []corev1.Container{{Name: "gpu-validation", Image: "registry.example/fake:1", Resources: corev1.ResourceRequirements{Claims: claims}}}
 	spec.Containers[0].Resources.Claims = claims
-}
-
-// publish creates the node's slices as the kubelet plugin's ResourceSlice
-// controller does (rehearsal.ResourceSlice).
-func publish(t *testing.T, env *testcluster.Env, node *corev1.Node, slices []rehearsal.Slice) {
-	for i, s := range slices {
-		rs := rehearsal.ResourceSlice(node, i, s)
-		if _, err := env.Client.ResourceV1().ResourceSlices().Create(context.Background(), rs, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = env.Client.ResourceV1().ResourceSlices().Delete(context.Background(), rs.Name, metav1.DeleteOptions{})
-		})
-	}
 }
 
 // settle waits until every pod is where the scheduler leaves it: each
@@ -353,34 +322,6 @@ func settle(t *testing.T, env *testcluster.Env) {
 	})
 }
 
-// claimPod creates a ResourceClaim asking n devices of the class and a pod
-// holding it, bound to node when one is named (spec.nodeName: the
-// scheduler leaves it alone and no kubelet runs it), else placed by the
-// scheduler on the node its hostname selector names (onto any node when
-// empty).
-func claimPod(t *testing.T, env *testcluster.Env, name, class string, n int64, node, selects string) *corev1.Pod {
-	t.Helper()
-	ctx := context.Background()
-	claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name + "-gpu"}, Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
-		Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{
-			DeviceClassName: class, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: n}}}}}}
-	if _, err := env.Client.ResourceV1().ResourceClaims(env.Namespace).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{NodeName: node,
-		ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &claim.Name}},
-		Containers: []corev1.Container{{Name: "main", Image: "registry.example/cuda:1",
-			Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}}}}}}
-	if selects != "" {
-		p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: selects}
-	}
-	created, err := env.Client.CoreV1().Pods(env.Namespace).Create(ctx, p, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return created
-}
-
 // whyJSON runs gpuops why on the pod as a user of the DRA stack in the
 // test's namespace does, and returns its one answer.
 func whyJSON(t *testing.T, env *testcluster.Env, pod string, code int) workload.Answer {
@@ -408,7 +349,7 @@ func whyJSON(t *testing.T, env *testcluster.Env, pod string, code int) workload.
 func TestWhyDRANodeByNode(t *testing.T) {
 	env := testcluster.New(t)
 	stack(t, env)
-	class := "t-" + env.ID + "." + snapshot.DRADriverName // stack's (deviceClass)
+	class := "t-" + env.ID + "." + snapshot.DRADriverName // stack's (gpuopstest.DeviceClass)
 	labels := map[string]string{operand.GPUPresent: "true"}
 	for _, o := range draStack {
 		labels[operand.LabelPrefix+o] = "true"
@@ -420,11 +361,11 @@ func TestWhyDRANodeByNode(t *testing.T) {
 		"incomplete": {{Generation: 2, Count: 2, Devices: rehearsal.Devices("gpu", "gpu", 4)}},
 	}
 	for name, slices := range dra {
-		publish(t, env, env.AddNode(t, env.NodeName(name), labels), slices)
+		gpuopstest.Publish(t, env, env.AddNode(t, env.NodeName(name), labels), slices)
 	}
 	full := env.NodeName("full")
 	validator, plugin := daemonSet(t, operand.DRAValidator), daemonSet(t, operand.DRADriver)
-	claimPod(t, env, "holder", class, 3, "", full)
+	gpuopstest.ClaimPod(t, env, "holder", class, 3, "", full)
 	// The DRA validator holds a device of each node it runs on: full's
 	// fourth, tainted's one untainted.
 	env.WaitForPods(t, env.Namespace, func(pods []corev1.Pod) bool {
@@ -446,7 +387,7 @@ func TestWhyDRANodeByNode(t *testing.T) {
 		}
 		return ok
 	})
-	train := claimPod(t, env, "train", class, 2, "", "")
+	train := gpuopstest.ClaimPod(t, env, "train", class, 2, "", "")
 	said := env.Unscheduled(t, train.Name)
 	if !strings.Contains(said, "cannot allocate all claims") {
 		t.Fatalf("the scheduler said %q, want cannot allocate all claims", said)
@@ -478,7 +419,7 @@ func TestWhyDRANodeByNode(t *testing.T) {
 	}
 
 	free := env.NodeName("free")
-	publish(t, env, env.AddNode(t, free, labels), []rehearsal.Slice{{Generation: 1, Count: 1, Devices: rehearsal.Devices("gpu", "gpu", 8)}})
+	gpuopstest.Publish(t, env, env.AddNode(t, free, labels), []rehearsal.Slice{{Generation: 1, Count: 1, Devices: rehearsal.Devices("gpu", "gpu", 8)}})
 	// train runs there, and so must the DRA validator: free is usable only
 	// then, and the scheduler may bind either first.
 	env.WaitForPods(t, env.Namespace, func(pods []corev1.Pod) bool {
@@ -496,7 +437,7 @@ func TestWhyDRANodeByNode(t *testing.T) {
 
 	t.Run("device class unknown", func(t *testing.T) {
 		missing := "t-" + env.ID + ".nope.example.com"
-		claimPod(t, env, "lost", missing, 1, "", "")
+		gpuopstest.ClaimPod(t, env, "lost", missing, 1, "", "")
 		said := env.Unscheduled(t, "lost")
 		a := whyJSON(t, env, "lost", 1)
 		if a.Code != workload.DeviceClassUnknown || !strings.Contains(a.Message, "asks device class "+missing+", which does not exist") ||
@@ -510,7 +451,7 @@ func TestWhyDRANodeByNode(t *testing.T) {
 		// registered (kubernetes v1.37.2 pkg/kubelet/kuberuntime/kuberuntime_manager.go,
 		// pkg/kubelet/cm/dra/manager.go, pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go).
 		gone := env.NodeName("gone")
-		p := claimPod(t, env, "prep", class, 1, gone, "")
+		p := gpuopstest.ClaimPod(t, env, "prep", class, 1, gone, "")
 		msg := "Failed to prepare dynamic resources: prepare dynamic resources: DRA driver gpu.nvidia.com is not registered"
 		env.Warning(t, p, gone, snapshot.FailedPrepareDynamicResources, msg, 3, time.Now())
 		a := whyJSON(t, env, "prep", 1)

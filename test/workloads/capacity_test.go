@@ -10,11 +10,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/rehearsal"
+	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/summary"
 	"github.com/gpuops/gpuops/pkg/workload"
 )
@@ -103,11 +106,15 @@ func TestCapacityIsTheHandCount(t *testing.T) {
 
 // TestServeWorkloadsAgrees: on one cluster (a node with unhealthy GPUs all
 // taken, a cordoned one, a shared one, pods of two namespaces: running,
-// waiting for GPUs, asking more than any node has), serve --workloads
-// exports what gpuops capacity and gpuops pods say: gpuops_gpus is
-// capacity's every count per pool, resource and state, and
-// gpuops_gpu_pods_blocked pods' stuck pods by namespace and cause. They are
-// one pipeline, and never disagree.
+// waiting for GPUs, asking more than any node has; a DRA pod whose claim
+// waits for devices a node publishes), serve --workloads exports what
+// gpuops capacity and gpuops pods say: gpuops_gpus is capacity's every
+// count per pool, resource and state, and gpuops_gpu_pods_blocked pods'
+// stuck pods by namespace and cause. They are one pipeline, and never
+// disagree: not while no DaemonSet of the namespace runs the DRA kubelet
+// plugin (the one-shot read then lists no ResourceSlice, and serve counts
+// none it watches), nor once one does (both judge the DRA pod node by
+// node).
 func TestServeWorkloadsAgrees(t *testing.T) {
 	env := testcluster.New(t)
 	a100 := map[string]string{operand.GPUProductLabel: "A100", operand.GPUCountLabel: "8"}
@@ -123,6 +130,15 @@ func TestServeWorkloadsAgrees(t *testing.T) {
 	create(t, env, other, pod("waits-too", "", gpu, 1))
 	env.Unscheduled(t, "waits")
 	env.Unscheduled(t, "asks-16")
+	// The DRA node publishes 2 GPUs; one is claimed by a pod that runs
+	// there, and a pod claiming 2 waits.
+	class := gpuopstest.DeviceClass(t, env)
+	dra := env.AddNode(t, env.NodeName("dra"), nil)
+	gpuopstest.Publish(t, env, dra, []rehearsal.Slice{{Generation: 1, Count: 1, Devices: rehearsal.Devices("gpu", "gpu", 2)}})
+	gpuopstest.ClaimPod(t, env, "dra-holder", class, 1, "", dra.Name)
+	runs(t, env, "dra-holder", dra.Name)
+	gpuopstest.ClaimPod(t, env, "dra-waits", class, 2, "", "")
+	env.Unscheduled(t, "dra-waits")
 
 	c := gpuopstest.On(env)
 	s := c.Serve(t, "serve", "--workloads", "--stuck-after", "1ns")
@@ -147,7 +163,7 @@ func TestServeWorkloadsAgrees(t *testing.T) {
 	blocked := func() map[string]float64 {
 		var got workload.PodsReport
 		// pods' -n is the pods' namespace: without it, every namespace, as serve judges them.
-		r := gpuopstest.Cluster{Kubeconfig: env.Kubeconfig}.Want(t, 1, "pods", "-o", "json", "--stuck-after", "1ns")
+		r := gpuopstest.Cluster{Kubeconfig: env.Kubeconfig}.Want(t, 1, "pods", "--operator-namespace", env.Namespace, "-o", "json", "--stuck-after", "1ns")
 		if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil {
 			t.Fatalf("pods -o json: %v\n%s", err, r.Stdout)
 		}
@@ -170,25 +186,49 @@ func TestServeWorkloadsAgrees(t *testing.T) {
 		}
 		return gpus, pods
 	}
-	wantGPUs, wantPods := capacity(), blocked()
-	// The whole cluster is compared: what earlier tests left counts on both sides.
-	if len(wantPods) < 2 || wantGPUs["A100 nvidia.com/gpu stranded"] < 8 || wantGPUs["A100 nvidia.com/gpu unhealthy"] < 2 {
-		t.Fatalf("the cluster is not as built: capacity %v, pods %v", wantGPUs, wantPods)
-	}
-	var gotGPUs, gotPods map[string]float64
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, gpuopstest.Patience, true, func(context.Context) (bool, error) {
-		m, err := s.TryScrape()
+	agree := func(when string) (gpus, pods map[string]float64) {
+		t.Helper()
+		wantGPUs, wantPods := capacity(), blocked()
+		var gotGPUs, gotPods map[string]float64
+		err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, gpuopstest.Patience, true, func(context.Context) (bool, error) {
+			m, err := s.TryScrape()
+			if err != nil {
+				return false, nil
+			}
+			gotGPUs, gotPods = served(m)
+			return maps.Equal(gotGPUs, wantGPUs) && maps.Equal(gotPods, wantPods), nil
+		})
 		if err != nil {
-			return false, nil
+			t.Fatalf("%s, serve --workloads never said what capacity and pods say:\n serve    %v\n          %v\n one-shot %v\n          %v",
+				when, gotGPUs, gotPods, wantGPUs, wantPods)
 		}
-		gotGPUs, gotPods = served(m)
-		return maps.Equal(gotGPUs, wantGPUs) && maps.Equal(gotPods, wantPods), nil
-	})
-	if err != nil {
-		t.Fatalf("serve --workloads never said what capacity and pods say:\n serve    %v\n          %v\n one-shot %v\n          %v", gotGPUs, gotPods, wantGPUs, wantPods)
+		// The one-shot commands again: they say now what serve said.
+		if g, p := capacity(), blocked(); !maps.Equal(g, gotGPUs) || !maps.Equal(p, gotPods) {
+			t.Errorf("%s, serve --workloads %v %v\ncapacity and pods %v %v", when, gotGPUs, gotPods, g, p)
+		}
+		return gotGPUs, gotPods
 	}
-	// The one-shot commands again: they say now what serve said.
-	if g, p := capacity(), blocked(); !maps.Equal(g, gotGPUs) || !maps.Equal(p, gotPods) {
-		t.Errorf("serve --workloads %v %v\ncapacity and pods %v %v", gotGPUs, gotPods, g, p)
+	ns := env.Namespace + " "
+	draGPUs := summary.NoGroup + " " + snapshot.DRADriverName + " allocated"
+	gpus, pods := agree("without the DRA kubelet plugin")
+	// The whole cluster is compared: what earlier tests left counts on both sides.
+	if len(pods) < 3 || gpus["A100 nvidia.com/gpu stranded"] < 8 || gpus["A100 nvidia.com/gpu unhealthy"] < 2 ||
+		pods[ns+workload.ResourceNotOffered] != 1 || gpus[draGPUs] != 0 {
+		t.Fatalf("the cluster is not as built: capacity %v, pods %v", gpus, pods)
+	}
+	// The kubelet plugin's DaemonSet, on no node: what the read and the
+	// watch look for (snapshot.RunsDRA) is its deploy label.
+	o, err := operand.Lookup(operand.Real, operand.DRADriver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugin := testcluster.DaemonSet(env.Namespace, o.DaemonSet, map[string]string{o.LabelKey(): "true"}, "16Mi")
+	if _, err := env.Client.AppsV1().DaemonSets(env.Namespace).Create(context.Background(), plugin, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gpus, pods = agree("with the DRA kubelet plugin")
+	if pods[ns+workload.AllAllocated] != 1 || pods[ns+workload.ResourceNotOffered] != 0 || gpus[draGPUs] != 1 {
+		t.Fatalf("the DRA node not counted: capacity %v, pods %v", gpus, pods)
 	}
 }
+
