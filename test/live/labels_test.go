@@ -38,7 +38,7 @@ func TestNewSelectorLabelReadsTheNodesAgain(t *testing.T) {
 		return running == len(operand.Lab)
 	})
 
-	client, rec := recordedClient(t, f.env)
+	client, rec := f.env.RecordedClient(t)
 	opts := pipeline.Options{Namespace: f.env.Namespace, NodeSelector: testcluster.LabelTestID + "=" + f.env.ID, Explain: true}
 	j, err := live.New(client, live.Options{Options: opts})
 	if err != nil {
@@ -59,10 +59,8 @@ func TestNewSelectorLabelReadsTheNodesAgain(t *testing.T) {
 		t.Fatalf("first batch: %+v", b)
 	}
 	nodeWatches := func() int {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
 		n := 0
-		for _, r := range rec.reqs {
+		for _, r := range rec.Requests() {
 			if strings.HasSuffix(r.URL.Path, "/nodes") && r.URL.Query().Get("sendInitialEvents") == "true" {
 				n++
 			}

@@ -2,15 +2,11 @@ package live_test
 
 import (
 	"context"
-	"net/http"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/live"
@@ -19,32 +15,6 @@ import (
 	"github.com/gpuops/gpuops/pkg/summary"
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
-
-type recorder struct {
-	mu   sync.Mutex
-	reqs []*http.Request
-	next http.RoundTripper
-}
-
-func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	r.mu.Lock()
-	r.reqs = append(r.reqs, req)
-	r.mu.Unlock()
-	return r.next.RoundTrip(req)
-}
-
-// recordedClient is a client of env whose requests rec records.
-func recordedClient(t *testing.T, env *testcluster.Env) (kubernetes.Interface, *recorder) {
-	t.Helper()
-	rec := &recorder{}
-	cfg := rest.CopyConfig(env.RESTConfig)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { rec.next = rt; return rec })
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return client, rec
-}
 
 // TestFirstVerdictIsTheOneShotVerdict starts the live tracker in process
 // on a settled fleet with a finding of each kind: its first verdict is what
@@ -75,7 +45,7 @@ func TestFirstVerdictIsTheOneShotVerdict(t *testing.T) {
 		return running == 9 && len(pods) == 9
 	})
 
-	client, rec := recordedClient(t, f.env)
+	client, rec := f.env.RecordedClient(t)
 	selector := testcluster.LabelTestID + "=" + f.env.ID
 	opts := pipeline.Options{Namespace: f.env.Namespace, NodeSelector: selector, AllRules: true, Explain: true, StuckAfter: pipeline.DefaultStuckAfter,
 		GroupBy: summary.DefaultGroupBy}
@@ -122,10 +92,8 @@ func TestFirstVerdictIsTheOneShotVerdict(t *testing.T) {
 		t.Errorf("the healthy node: %+v, want group %s", got, h100)
 	}
 
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
 	streamed := map[string]bool{}
-	for _, r := range rec.reqs {
+	for _, r := range rec.Requests() {
 		q := r.URL.Query()
 		resource := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
 		// The ClusterPolicy, NVIDIADrivers and the operator's Deployment

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,10 +13,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
+	"github.com/gpuops/gpuops/pkg/cliopts"
 	"github.com/gpuops/gpuops/pkg/operand"
+	"github.com/gpuops/gpuops/pkg/pipeline"
 	"github.com/gpuops/gpuops/pkg/rehearsal"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/summary"
@@ -232,3 +236,61 @@ func TestServeWorkloadsAgrees(t *testing.T) {
 	}
 }
 
+// TestSummaryReadsThePodsAsCapacity: summary's and report --html's block of
+// where the GPUs are (pipeline.Run with the fleet views' options) reads the
+// pods of every namespace as gpuops capacity does: the same LISTs, each
+// narrowed on the server by a field selector (read.GPUPods, which trims
+// them as they arrive), never a LIST of every pod; and it counts what
+// capacity counts.
+func TestSummaryReadsThePodsAsCapacity(t *testing.T) {
+	env := testcluster.New(t)
+	node := env.NodeName("a")
+	env.AddNode(t, node, map[string]string{operand.GPUProductLabel: "A100", operand.GPUCountLabel: "8"}, devices(gpu, 8, 8))
+	create(t, env, env.Namespace, pod("train", node, gpu, 2))
+	runs(t, env, "train", node)
+
+	opts := pipeline.Options{Namespace: env.Namespace, NodeSelector: testcluster.LabelTestID + "=" + env.ID, Roster: pipeline.DiscoverRoster,
+		GroupBy: pipeline.DefaultGroupBy, StuckAfter: pipeline.DefaultStuckAfter}
+	cliopts.FleetOptions(&opts)
+	// podLists are the LISTs of the pods of every namespace that read
+	// makes, each as its query, sorted.
+	podLists := func(read func(kubernetes.Interface) error) []string {
+		client, rec := env.RecordedClient(t)
+		if err := read(client); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range rec.Requests() {
+			if r.URL.Path == "/api/v1/pods" {
+				q := r.URL.Query()
+				q.Del("limit") // the page size, not what is read
+				out = append(out, q.Encode())
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	var fleet, capacity *workload.Capacity
+	fleetLists := podLists(func(c kubernetes.Interface) error {
+		r, err := pipeline.Run(context.Background(), c, opts)
+		if r != nil {
+			fleet = r.Capacity
+		}
+		return err
+	})
+	capacityLists := podLists(func(c kubernetes.Interface) (err error) {
+		capacity, err = pipeline.Capacity(context.Background(), c, opts)
+		return err
+	})
+	if !slices.Equal(fleetLists, capacityLists) {
+		t.Errorf("the fleet view lists the pods of every namespace\n%q\ncapacity\n%q", fleetLists, capacityLists)
+	}
+	for _, q := range fleetLists {
+		if !strings.Contains(q, "fieldSelector=") {
+			t.Errorf("a LIST of every pod not narrowed by a field selector: %s", q)
+		}
+	}
+	if fleet == nil || !reflect.DeepEqual(fleet, capacity) || len(capacity.Pools) != 1 || capacity.Pools[0].Resources[0].Allocated != 2 {
+		t.Errorf("the fleet view's capacity %+v, capacity's %+v (want A100: 2 of 8 allocated)", fleet, capacity)
+	}
+}
