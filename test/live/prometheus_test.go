@@ -18,12 +18,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
+	"github.com/gpuops/gpuops/pkg/summary"
+	"github.com/gpuops/gpuops/pkg/workload"
 )
 
 // prometheus is a real Prometheus (hack/build-tools.sh builds it from
@@ -259,4 +262,108 @@ func TestFuseAlertOnRealPrometheus(t *testing.T) {
 	if prom.count(t, "gpuops_quarantine_fuse_tripped == 0") != 1 {
 		t.Errorf("%s resolved, but Prometheus has no fuse holding", name)
 	}
+}
+
+// evaluatedSince waits until Prometheus has evaluated the shipped rules
+// (their group, gpuops) after since: what it shows of the alerts then
+// stands on the series it held at since.
+func (p *prometheus) evaluatedSince(t *testing.T, since time.Time) {
+	t.Helper()
+	p.waitFor(t, "an evaluation of the rules after "+since.Format(time.RFC3339Nano), func() bool {
+		var r struct {
+			Data struct {
+				Groups []struct {
+					Name           string
+					LastEvaluation time.Time
+				}
+			}
+		}
+		if !p.get(t, "/api/v1/rules", &r) {
+			return false
+		}
+		for _, g := range r.Data.Groups {
+			if g.Name == "gpuops" && g.LastEvaluation.After(since) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// TestWorkloadAlertsOnRealPrometheus: Prometheus scrapes gpuops serve
+// --workloads and evaluates the shipped rule file. A GPU pod waiting because
+// the node's GPUs are all allocated is blocked, and no alert names it (the
+// fleet is merely full); the node's free GPUs are free, not stranded. A
+// stray label that leaves the device plugin without its toolkit makes the
+// node unusable: the pod running there is blocked by the stack
+// (on-unusable-node) and GpuopsGPUPodsBlockedByStack is pending for its
+// namespace, and the node's free GPUs are stranded and GpuopsGPUsStranded
+// is pending for its pool (they fire only after 5 minutes and an hour);
+// the label put back, both resolve.
+func TestWorkloadAlertsOnRealPrometheus(t *testing.T) {
+	f := newFleet(t)
+	ns, pool, gpu := f.env.Namespace, "A100", string(snapshot.GPUResource)
+	a := f.gpuNode(t, "a", testcluster.WithCapacity(corev1.ResourceList{snapshot.GPUResource: resource.MustParse("8")}))
+	f.env.LabelNode(t, a, summary.DefaultGroupBy, pool)
+	big := testcluster.GPUPod("big", "", 8)
+	big.Spec.NodeSelector = map[string]string{corev1.LabelHostname: a}
+	for _, p := range []*corev1.Pod{testcluster.GPUPod("train", a, 2), big} {
+		if _, err := f.env.Client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := serve(t, append(slices.Clone(f.args), "--workloads", "--stuck-after", "2s")...)
+	gpus := func(state string) map[string]string {
+		return map[string]string{"pool": pool, "resource": gpu, "state": state}
+	}
+	full := map[string]string{"namespace": ns, "cause": workload.AllAllocated}
+	srv.WaitFor(t, "big blocked, all allocated; 6 GPUs free, none stranded", func(m gpuopstest.Scrape) bool {
+		free, _ := m.Value("gpuops_gpus", gpus("free"))
+		stranded, _ := m.Value("gpuops_gpus", gpus("stranded"))
+		return m.IsOne("gpuops_gpu_pods_blocked", full) && free == 6 && stranded == 0 && m.IsOne("gpuops_node_usable", map[string]string{"node": a})
+	})
+	prom := startPrometheus(t, strings.TrimPrefix(srv.URL, "http://"))
+	prom.waitFor(t, "the blocked pod in Prometheus", func() bool {
+		return prom.count(t, fmt.Sprintf(`gpuops_gpu_pods_blocked{namespace=%q,cause=%q} == 1`, ns, workload.AllAllocated)) == 1
+	})
+	prom.evaluatedSince(t, time.Now())
+	const blocked, stranded = "GpuopsGPUPodsBlockedByStack", "GpuopsGPUsStranded"
+	alerts := prom.alerts(t)
+	if x := find(alerts, blocked, map[string]string{"namespace": ns}); x != nil {
+		t.Errorf("%s %s for a pod waiting on a full node: %+v", blocked, x.State, x)
+	}
+	if x := find(alerts, stranded, map[string]string{"pool": pool}); x != nil {
+		t.Errorf("%s %s for free GPUs on a usable node: %+v", stranded, x.State, x)
+	}
+
+	if err := f.env.Client.CoreV1().Pods(ns).Delete(context.Background(), big.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.env.LabelNode(t, a, toolkit.LabelKey(), "false")
+	onUnusable := map[string]string{"namespace": ns, "cause": workload.OnUnusableNode}
+	var stuck, idle *alert
+	prom.waitFor(t, blocked+" and "+stranded+" pending", func() bool {
+		alerts := prom.alerts(t)
+		stuck, idle = find(alerts, blocked, onUnusable), find(alerts, stranded, gpus("stranded"))
+		return stuck != nil && idle != nil
+	})
+	want := []struct {
+		got                *alert
+		name, summary, url string
+	}{
+		{stuck, blocked, "1 GPU pods of namespace " + ns + " blocked by the GPU stack: " + workload.OnUnusableNode, "#gpuopsgpupodsblockedbystack"},
+		{idle, stranded, "6 " + gpu + " stranded in pool " + pool + " for an hour", "#gpuopsgpusstranded"},
+	}
+	for _, w := range want {
+		if w.got.State != "pending" || w.got.Labels["severity"] != "warning" || w.got.Annotations["summary"] != w.summary ||
+			!strings.HasSuffix(w.got.Annotations["runbook_url"], "docs/metrics.md"+w.url) {
+			t.Errorf("%s: %+v, want pending (it fires only after its for:), severity warning, summary %q, its runbook", w.name, w.got, w.summary)
+		}
+	}
+
+	f.env.LabelNode(t, a, toolkit.LabelKey(), "true")
+	prom.waitFor(t, blocked+" and "+stranded+" resolved", func() bool {
+		alerts := prom.alerts(t)
+		return find(alerts, blocked, map[string]string{"namespace": ns}) == nil && find(alerts, stranded, map[string]string{"pool": pool}) == nil
+	})
 }
