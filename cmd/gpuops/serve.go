@@ -45,7 +45,10 @@ func serveCommand(e cliopts.Env) *cli.Command {
 			"the verdicts as Prometheus metrics (gpuops_operand_missing, gpuops_order_violation,\n" +
 			"gpuops_node_usable, gpuops_driver_upgrade_node, ...; see docs/metrics.md). A resource the user may\n" +
 			"not list (ControllerRevisions, Events) is left unwatched with a line on stderr. gpuops_node_pool names\n" +
-			"each GPU node's pool, its value of the --group-by label, as summary groups the nodes.\n" +
+			"each GPU node's pool, its value of the --group-by label, as summary groups the nodes. With --workloads\n" +
+			"it also watches every pod of the cluster and exports the workload side as capacity and pods judge it,\n" +
+			"through the same functions: where the GPUs are (gpuops_gpus) and the stuck GPU pods by namespace and\n" +
+			"cause (gpuops_gpu_pods_blocked), with the alerts GpuopsGPUPodsBlockedByStack and GpuopsGPUsStranded.\n" +
 			"/readyz answers 503 until the first full verdict. In a pod it uses the pod's service account.\n" +
 			"It runs until SIGTERM or Ctrl-C (exit 0); a failed watch is retried and logged on stderr.",
 		Flags: []cli.Flag{
