@@ -99,6 +99,10 @@ func TestServeKubectlOutput(t *testing.T) {
 	if pods, err := c.CoreV1().Pods("team").List(ctx, metav1.ListOptions{}); err != nil || len(pods.Items) != 1 {
 		t.Fatalf("pods of a namespace: %v %+v", err, pods)
 	}
+	// a dump of some namespaces' pods says nothing of another's
+	if _, err := c.CoreV1().Pods("other").List(ctx, metav1.ListOptions{}); !bundle.IsNotHeld(err) {
+		t.Fatalf("pods of a namespace the input holds none of: %v, want NotHeld", err)
+	}
 	for range 2 {
 		_, err = c.AppsV1().ControllerRevisions("gpu-operator").List(ctx, metav1.ListOptions{})
 		if !bundle.IsNotHeld(err) {
@@ -110,7 +114,7 @@ func TestServeKubectlOutput(t *testing.T) {
 	if _, err := c.CoreV1().Secrets("gpu-operator").Get(ctx, "s", metav1.GetOptions{}); !bundle.IsNotHeld(err) {
 		t.Fatalf("a secret: %v, want NotHeld", err)
 	}
-	if got, want := s.Missing(), []string{"controllerrevisions.apps in namespace gpu-operator", "secrets s in namespace gpu-operator"}; !reflect.DeepEqual(got, want) {
+	if got, want := s.Missing(), []string{"pods in namespace other", "controllerrevisions.apps in namespace gpu-operator", "secrets s in namespace gpu-operator"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("missing %q, want %q", got, want)
 	}
 }

@@ -243,3 +243,14 @@ func (b *Bundle) finish(src string, err error) error {
 // cluster has none (a kubectl dump without a header: a kind it does not
 // hold was not dumped).
 func (b *Bundle) Has(k Kind) bool { return len(b.Objects[k]) > 0 || b.Marked[k] }
+
+// HasIn reports, for a namespaced kind, whether the input holds objects
+// of k in namespace ns: a dump of one namespace's pods (must-gather's of
+// the operator's) says nothing of another's, so that a pod looked for
+// there is not held rather than not found. ns "" is every namespace (Has).
+func (b *Bundle) HasIn(k Kind, ns string) bool {
+	if !k.Namespaced || ns == "" {
+		return b.Has(k)
+	}
+	return slices.ContainsFunc(b.Objects[k], func(o Object) bool { return namespaceOf(o) == ns })
+}

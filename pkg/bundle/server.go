@@ -36,7 +36,8 @@ func IsNotHeld(err error) bool { return apierrors.ReasonForError(err) == NotHeld
 // object by name; a PartialObjectMetadataList when asked for one. What the
 // bundle's header says was refused or not served is refused again with
 // the same reason; what it did not read, or a kubectl dump does not hold a
-// single object of, is NotHeld.
+// single object of (in the namespace asked: Bundle.HasIn), and a kind
+// gpuops does not read, are NotHeld.
 type Server struct {
 	b       *Bundle
 	mu      sync.Mutex
@@ -147,7 +148,7 @@ func (s *Server) access(k Kind, ns, name, sub string) error {
 				return nil
 			}
 		}
-	} else if s.b.Header == nil && sub == "" && s.b.Has(k) {
+	} else if s.b.Header == nil && sub == "" && s.b.HasIn(k, ns) {
 		return nil
 	}
 	return s.notHeld(k, ns, name, sub)

@@ -156,7 +156,7 @@ func (r *reader) each(k bundle.Kind, ns, labelSel, fieldSel string, fn func(bund
 	path := resourcePath(k, ns)
 	cont, total := "", 0
 	for {
-		req := r.rc.Get().AbsPath(path).SetHeader("Accept", "application/json").Param("limit", strconv.Itoa(r.o.PageSize))
+		req := r.rc.Get().AbsPath(path).Param("limit", strconv.Itoa(r.o.PageSize))
 		if labelSel != "" {
 			req = req.Param("labelSelector", labelSel)
 		}
@@ -166,7 +166,7 @@ func (r *reader) each(k bundle.Kind, ns, labelSel, fieldSel string, fn func(bund
 		if cont != "" {
 			req = req.Param("continue", cont)
 		}
-		body, err := req.Do(r.ctx).Raw()
+		body, err := read.JSON(r.ctx, req)
 		if err != nil {
 			return err
 		}
@@ -244,7 +244,7 @@ func (r *reader) configMaps(ns string) error {
 // --from finds it missing as the cluster did.
 func (r *reader) get(k bundle.Kind, ns, name, only string, keep func(bundle.Object) bundle.Object) error {
 	var o bundle.Object
-	body, err := r.rc.Get().AbsPath(resourcePath(k, ns), name).SetHeader("Accept", "application/json").Do(r.ctx).Raw()
+	body, err := read.JSON(r.ctx, r.rc.Get().AbsPath(resourcePath(k, ns), name))
 	if err == nil {
 		err = json.Unmarshal(body, &o)
 	}

@@ -130,9 +130,8 @@ func operatorVersion(ctx context.Context, rc rest.Interface, namespace string) (
 			}
 		}
 	}
-	body, err := rc.Get().AbsPath("/apis/apps/v1/namespaces", namespace, "deployments").
-		Param("labelSelector", OperatorSelector).
-		SetHeader("Accept", "application/json").Do(ctx).Raw()
+	body, err := JSON(ctx, rc.Get().AbsPath("/apis/apps/v1/namespaces", namespace, "deployments").
+		Param("labelSelector", OperatorSelector))
 	if err != nil {
 		return "", err
 	}
@@ -173,8 +172,7 @@ func crdFields(ctx context.Context, rc rest.Interface) ([]string, error) {
 			}
 		}
 	}
-	body, err := rc.Get().AbsPath("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", ClusterPolicyCRD).
-		SetHeader("Accept", "application/json").Do(ctx).Raw()
+	body, err := JSON(ctx, rc.Get().AbsPath("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", ClusterPolicyCRD))
 	if err != nil {
 		return nil, err
 	}
@@ -229,11 +227,24 @@ func imageTag(image string) string {
 
 // list GETs a list of custom resources as JSON (they have no protobuf).
 func list(ctx context.Context, rc rest.Interface, path string, into any) error {
-	body, err := rc.Get().AbsPath(path).SetHeader("Accept", "application/json").Do(ctx).Raw()
+	body, err := JSON(ctx, rc.Get().AbsPath(path))
 	if err != nil {
 		return err
 	}
 	return json.Unmarshal(body, into)
+}
+
+// JSON makes req, asking for JSON, and returns the body, or the error as
+// the server's Status says it: Raw's own error is made of the status code
+// alone, so that the reason (--from's NotHeld, pkg/bundle) and the message
+// would be lost.
+func JSON(ctx context.Context, req *rest.Request) ([]byte, error) {
+	res := req.SetHeader("Accept", "application/json").Do(ctx)
+	body, err := res.Raw()
+	if err != nil {
+		return nil, res.Error()
+	}
+	return body, nil
 }
 
 type clusterPolicy struct {
