@@ -416,6 +416,7 @@ type churner struct {
 	free            map[string]int64
 	offers          map[string]corev1.ResourceName
 	live            []workloadPod
+	prefix          string // of the churn's pod names: a create cut short at the end of one churn may land after its clean-up
 }
 
 // churnAlive is how many of the churn's pods live before it deletes one:
@@ -442,12 +443,14 @@ func (b *serveBench) churner(ctx context.Context) (*churner, error) {
 		return nil, errors.New("the fleet has no operand pods or no healthy GPU node: not settled?")
 	}
 	if b.work != nil {
+		c.prefix = fmt.Sprintf("churn-%x", time.Now().Unix()&0xffffff)
 		c.free, c.offers = map[string]int64{}, map[string]corev1.ResourceName{}
 		for _, f := range b.fleet {
 			if f.schedulable() {
 				c.users = append(c.users, f.name)
 			}
-			if name, n := f.offered(); n > b.work.allocated[f.name][name] {
+			// Not a DRA node: a pod there would need its claim allocated.
+			if name, n := f.offered(); n > b.work.allocated[f.name][name] && name != snapshot.DRADriverName {
 				c.gpuNodes = append(c.gpuNodes, f.name)
 				c.free[f.name], c.offers[f.name] = n-b.work.allocated[f.name][name], name
 			}
@@ -471,7 +474,7 @@ func (c *churner) nextPod(n int) func(context.Context) error {
 			return pods(p.namespace).Delete(ctx, p.name, *metav1.NewDeleteOptions(0))
 		}
 	}
-	p := workloadPod{name: fmt.Sprintf("churn-%07d", n), namespace: workloadNamespaces[n%len(workloadNamespaces)], node: c.users[c.rng.IntN(len(c.users))]}
+	p := workloadPod{name: fmt.Sprintf("%s-%07d", c.prefix, n), namespace: workloadNamespaces[n%len(workloadNamespaces)], node: c.users[c.rng.IntN(len(c.users))]}
 	if n/2%5 == 0 {
 		for range len(c.gpuNodes) {
 			node := c.gpuNodes[c.rng.IntN(len(c.gpuNodes))]

@@ -12,6 +12,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,10 +32,10 @@ import (
 // spread over the fleet's schedulable nodes in a handful of namespaces,
 // one in five asking GPUs as its node offers them (nvidia.com/gpu on a
 // plain node, the shared name on a time-slicing node, the MIG profile on a
-// MIG node), never more than the node has left; bound by spec.nodeName and
-// Running. The DRA nodes get pods asking no GPU: a pod holding a claim
-// would need the claim's allocation written as the scheduler's DRA plugin
-// writes it, which the bench does not model. Beside them a realistic few
+// MIG node, a ResourceClaim of the DRA driver's class on a DRA node, its
+// allocation written as the scheduler's DRA plugin writes it: the node's
+// devices by name), never more than the node has left; bound by
+// spec.nodeName and Running. Beside them a realistic few
 // stuck: pods the scheduler cannot place (its own PodScheduled=False
 // condition, as the real scheduler of the bench's cluster writes it), pods
 // the kubelet refused at admission, and Warning Events on running pods
@@ -101,8 +103,9 @@ const (
 // workloadPod is one planned pod.
 type workloadPod struct {
 	name, namespace, node string
-	asks                  corev1.ResourceName // a device resource, or "" for none
+	asks                  corev1.ResourceName // a device resource, the DRA driver's name (a claim), or "" for none
 	count                 int64
+	first                 int64 // a claim's first device of its node's (gpu-<first>, …)
 	state                 podState
 	warned                bool // carries a Warning Event
 }
@@ -117,15 +120,19 @@ type workloadFleet struct {
 	allocated map[string]map[corev1.ResourceName]int64
 }
 
-// offered is the device resource a node's pods ask and how many it has:
-// none on a node health calls unusable (its pods would be stuck there, as
-// they are not meant to be) or without the device plugin's GPUs.
+// offered is the device resource a node's pods ask and how many it has
+// (the DRA driver's name on a DRA node: its claims' devices): none on a
+// node health calls unusable (its pods would be stuck there, as they are
+// not meant to be) or without GPUs.
 func (f fleetNode) offered() (corev1.ResourceName, int64) {
-	if f.role != gpu || f.offer == dra {
+	if f.role != gpu {
 		return "", 0
 	}
 	if code, _ := f.offerCause(); code != "" {
 		return "", 0
+	}
+	if f.offer == dra {
+		return snapshot.DRADriverName, gpusPerNode
 	}
 	n := f.object(true, false)
 	for name, q := range n.Status.Allocatable {
@@ -185,8 +192,8 @@ func planWorkloads(fleet []fleetNode, n int) (*workloadFleet, error) {
 				if left[g.name] == 0 {
 					continue
 				}
-				name, _ := g.offered()
-				p.node, p.asks, p.count = g.name, name, min(int64(1)<<(i/5%3), left[g.name])
+				name, have := g.offered()
+				p.node, p.asks, p.count, p.first = g.name, name, min(int64(1)<<(i/5%3), left[g.name]), have-left[g.name]
 				left[g.name] -= p.count
 				if w.allocated[g.name] == nil {
 					w.allocated[g.name] = map[corev1.ResourceName]int64{}
@@ -284,10 +291,12 @@ func (w *workloadFleet) expectedCapacity(fleet []fleetNode) map[string]capacityT
 				}
 			}
 			t := out[snapshot.DRADriverName]
+			held := w.allocated[f.name][snapshot.DRADriverName]
 			t.advertised += int64(len(devices))
 			t.allocatable += int64(len(devices)) - tainted
 			t.unhealthy += tainted
-			t.free += int64(len(devices)) - tainted
+			t.allocated += held
+			t.free += int64(len(devices)) - tainted - held
 			out[snapshot.DRADriverName] = t
 		}
 	}
@@ -336,7 +345,14 @@ func (w workloadPod) object() *corev1.Pod {
 	app := w.namespace + "-worker"
 	limits := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(workloadCPU), corev1.ResourceMemory: resource.MustParse(workloadMemory)}
 	var tolerations []corev1.Toleration
-	if w.asks != "" {
+	var claims []corev1.PodResourceClaim
+	var uses []corev1.ResourceClaim
+	switch w.asks {
+	case "":
+	case snapshot.DRADriverName:
+		name := w.claimName()
+		claims, uses = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &name}}, []corev1.ResourceClaim{{Name: "gpu"}}
+	default:
 		limits[w.asks] = *resource.NewQuantity(w.count, resource.DecimalSI)
 		tolerations = []corev1.Toleration{{Key: snapshot.GPUResource, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
 	}
@@ -348,10 +364,10 @@ func (w workloadPod) object() *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Name: w.name, Namespace: w.namespace,
 			Labels: map[string]string{workloadLabel: "true", "app.kubernetes.io/name": app, "app.kubernetes.io/part-of": w.namespace}},
 		Spec: corev1.PodSpec{
-			NodeName: w.node, Tolerations: tolerations,
+			NodeName: w.node, Tolerations: tolerations, ResourceClaims: claims,
 			Containers: []corev1.Container{{Name: "main", Image: "registry.example/" + w.namespace + "/" + app + ":2.4.1",
 				Command: []string{"python", "-m", "worker"}, Args: []string{"--config=/etc/worker/config.yaml"}, Env: env,
-				Resources:    corev1.ResourceRequirements{Requests: limits, Limits: limits},
+				Resources:    corev1.ResourceRequirements{Requests: limits, Limits: limits, Claims: uses},
 				VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/worker"}, {Name: "scratch", MountPath: "/scratch"}}}},
 			Volumes: []corev1.Volume{
 				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: app}}}},
@@ -363,6 +379,59 @@ func (w workloadPod) object() *corev1.Pod {
 		p.Annotations = r.Annotations
 	}
 	return p
+}
+
+// matches reports whether the pod (and its claim) are as planned: on its
+// node, asking what the plan asks.
+func (w workloadPod) matches(p *corev1.Pod, claim *resourcev1.ResourceClaim) bool {
+	want := w.object()
+	if p.Spec.NodeName != want.Spec.NodeName || !apiequality.Semantic.DeepEqual(p.Spec.Containers[0].Resources, want.Spec.Containers[0].Resources) {
+		return false
+	}
+	if w.asks != snapshot.DRADriverName {
+		return true
+	}
+	if claim == nil || claim.Spec.Devices.Requests[0].Exactly == nil || claim.Spec.Devices.Requests[0].Exactly.Count != w.count {
+		return false
+	}
+	a := claim.Status.Allocation
+	return a == nil || (len(a.Devices.Results) > 0 && a.Devices.Results[0].Pool == w.node && a.Devices.Results[0].Device == fmt.Sprintf("gpu-%d", w.first))
+}
+
+// draClass is the DRA driver's DeviceClass, as its chart makes it
+// (NVIDIA/k8s-dra-driver-gpu deployments/helm deviceclass-gpu.yaml; the
+// selector test/dra's class has).
+func draClass() *resourcev1.DeviceClass {
+	return &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: snapshot.DRADriverName}, Spec: resourcev1.DeviceClassSpec{
+		Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+			Expression: "device.driver == '" + snapshot.DRADriverName + "' && device.attributes['" + snapshot.DRADriverName + "'].type == 'gpu'"}}}}}
+}
+
+func (w workloadPod) claimName() string { return w.name + "-gpu" }
+
+// claim is the pod's ResourceClaim of count GPUs of the driver's class.
+func (w workloadPod) claim() *resourcev1.ResourceClaim {
+	return &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: w.claimName(), Namespace: w.namespace, Labels: map[string]string{workloadLabel: "true"}},
+		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{
+			DeviceClassName: snapshot.DRADriverName, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: w.count}}}}}}
+}
+
+// allocate writes the claim's allocation as the scheduler's DRA plugin
+// does once it has picked the devices (its node's, gpu-<first> on, from
+// the pool its slice publishes, named after the node), reserved for the
+// pod.
+func (w workloadPod) allocate(ctx context.Context, c kubernetes.Interface, claim *resourcev1.ResourceClaim, pod *corev1.Pod) error {
+	var results []resourcev1.DeviceRequestAllocationResult
+	for d := range w.count {
+		results = append(results, resourcev1.DeviceRequestAllocationResult{Request: "gpu", Driver: snapshot.DRADriverName, Pool: w.node,
+			Device: fmt.Sprintf("gpu-%d", w.first+d)})
+	}
+	claim.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: results}}
+	claim.Status.ReservedFor = []resourcev1.ResourceClaimConsumerReference{{Resource: "pods", Name: pod.Name, UID: pod.UID}}
+	if _, err := c.ResourceV1().ResourceClaims(w.namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{FieldManager: "gpuops-bench"}); err != nil {
+		return fmt.Errorf("allocate claim %s/%s: %w", w.namespace, claim.Name, err)
+	}
+	return nil
 }
 
 // runningStatus is what a kubelet writes of a pod it runs, as KWOK's
@@ -403,9 +472,13 @@ func applyWorkloads(ctx context.Context, c kubernetes.Interface, w *workloadFlee
 	if err != nil {
 		return "", err
 	}
-	existing := map[string]*corev1.Pod{}
-	for i := range have.Items {
-		existing[have.Items[i].Namespace+"/"+have.Items[i].Name] = &have.Items[i]
+	haveClaims, err := c.ResourceV1().ResourceClaims("").List(ctx, metav1.ListOptions{LabelSelector: workloadLabel, ResourceVersion: "0"})
+	if err != nil {
+		return "", err
+	}
+	existing, claims := byKey[corev1.Pod](have.Items), byKey[resourcev1.ResourceClaim](haveClaims.Items)
+	if _, err := c.ResourceV1().DeviceClasses().Create(ctx, draClass(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("create DeviceClass %s: %w", snapshot.DRADriverName, err)
 	}
 	for _, ns := range append(slices.Clone(workloadNamespaces), probeNamespace) {
 		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
@@ -414,7 +487,7 @@ func applyWorkloads(ctx context.Context, c kubernetes.Interface, w *workloadFlee
 		}
 	}
 	var mu sync.Mutex
-	var created, started, deleted, warned int
+	var created, started, deleted, warned, allocated int
 	count := func(n *int) { mu.Lock(); *n++; mu.Unlock() }
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(64)
@@ -422,13 +495,35 @@ func applyWorkloads(ctx context.Context, c kubernetes.Interface, w *workloadFlee
 	for i, p := range w.pods {
 		planned[p.key()] = true
 		pod := existing[p.key()]
+		var claim *resourcev1.ResourceClaim
+		if p.asks == snapshot.DRADriverName {
+			planned[p.namespace+"/"+p.claimName()] = true
+			claim = claims[p.namespace+"/"+p.claimName()]
+		}
 		g.Go(func() error {
+			var err error
+			// One made to another plan (by an older bench) is not made again
+			// under the same name: KWOK's late deletion of the old pod would
+			// take the new one.
+			if pod != nil && !p.matches(pod, claim) {
+				return fmt.Errorf("pod %s is not as this bench plans it (made by another version?): delete the namespaces %s first", p.key(), strings.Join(workloadNamespaces, " "))
+			}
+			if p.asks == snapshot.DRADriverName && claim == nil {
+				if claim, err = c.ResourceV1().ResourceClaims(p.namespace).Create(gctx, p.claim(), metav1.CreateOptions{FieldManager: "gpuops-bench"}); err != nil {
+					return fmt.Errorf("create claim %s/%s: %w", p.namespace, p.claimName(), err)
+				}
+			}
 			if pod == nil {
-				var err error
 				if pod, err = createPod(gctx, c, p.object()); err != nil {
 					return err
 				}
 				count(&created)
+			}
+			if claim != nil && claim.Status.Allocation == nil {
+				if err := p.allocate(gctx, c, claim, pod); err != nil {
+					return err
+				}
+				count(&allocated)
 			}
 			if p.state == runs && pod.Status.Phase != corev1.PodRunning {
 				if err := setRunning(gctx, c, pod, i); err != nil {
@@ -445,19 +540,13 @@ func applyWorkloads(ctx context.Context, c kubernetes.Interface, w *workloadFlee
 			return nil
 		})
 	}
-	for key, pod := range existing {
-		if planned[key] {
-			continue
-		}
-		g.Go(func() error {
-			err := c.CoreV1().Pods(pod.Namespace).Delete(gctx, pod.Name, *metav1.NewDeleteOptions(0))
-			if err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("delete pod %s: %w", key, err)
-			}
-			count(&deleted)
-			return nil
-		})
-	}
+	deleteUnplanned(g, existing, planned, func(p *corev1.Pod) error {
+		count(&deleted)
+		return c.CoreV1().Pods(p.Namespace).Delete(gctx, p.Name, *metav1.NewDeleteOptions(0))
+	})
+	deleteUnplanned(g, claims, planned, func(claim *resourcev1.ResourceClaim) error {
+		return c.ResourceV1().ResourceClaims(claim.Namespace).Delete(gctx, claim.Name, metav1.DeleteOptions{})
+	})
 	if err := g.Wait(); err != nil {
 		return "", err
 	}
@@ -465,8 +554,37 @@ func applyWorkloads(ctx context.Context, c kubernetes.Interface, w *workloadFlee
 	if err := w.waitStuck(ctx, c); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%d pods created, %d set Running, %d not planned deleted, %d Warning Events in place (made where missing) in %.1f s; the stuck refused %.1f s later",
-		created, started, deleted, warned, written.Seconds(), (time.Since(start) - written).Seconds()), nil
+	return fmt.Sprintf("%d pods created, %d set Running, %d claims allocated, %d not planned deleted, %d Warning Events in place (made where missing) in %.1f s; the stuck refused %.1f s later",
+		created, started, allocated, deleted, warned, written.Seconds(), (time.Since(start) - written).Seconds()), nil
+}
+
+// byKey indexes listed objects by namespace/name.
+func byKey[T any, P interface {
+	*T
+	metav1.Object
+}](items []T) map[string]P {
+	out := make(map[string]P, len(items))
+	for i := range items {
+		o := P(&items[i])
+		out[o.GetNamespace()+"/"+o.GetName()] = o
+	}
+	return out
+}
+
+// deleteUnplanned deletes, in g, the bench's objects the plan does not
+// hold (one gone already is no error).
+func deleteUnplanned[P metav1.Object](g *errgroup.Group, have map[string]P, planned map[string]bool, del func(P) error) {
+	for key, o := range have {
+		if planned[key] {
+			continue
+		}
+		g.Go(func() error {
+			if err := del(o); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("delete %s: %w", key, err)
+			}
+			return nil
+		})
+	}
 }
 
 // createPod creates the pod, retrying while its namespace's default
