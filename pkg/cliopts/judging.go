@@ -248,7 +248,7 @@ func ExitOf(r *outcome.Result, cs []outcome.Cluster, failed func(*outcome.Result
 	found := r != nil && failed(r)
 	if cs != nil {
 		var err error
-		if found, err = clusters.Verdict(cs, failed); err != nil {
+		if found, err = clusters.AnyFailed(cs, failed); err != nil {
 			return err
 		}
 	}

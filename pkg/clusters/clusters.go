@@ -1,7 +1,7 @@
 // Package clusters judges many kubeconfig contexts in one run (--contexts,
 // --all-contexts, --context-match): each with its own connection (its own
 // auth and API server; each request bounded by --request-timeout) and its
-// own verdict from pipeline.Run (its own ClusterPolicy and roster), at most
+// own result from pipeline.Run (its own ClusterPolicy and roster), at most
 // --parallel at once. One cluster's failure never stops the others: it is
 // that cluster's error entry, an outcome.Cluster as its result is
 // (pkg/report prints every cluster's part).
@@ -174,10 +174,11 @@ func judge(ctx context.Context, t Target, opts pipeline.Options) outcome.Cluster
 	return c
 }
 
-// Verdict is a run's outcome: its error when a cluster could not be judged
-// (exit 2: such a cluster is never counted as healthy), naming each one;
-// else whether failed says a cluster's result is a finding.
-func Verdict(cs []outcome.Cluster, failed func(*outcome.Result) bool) (bool, error) {
+// AnyFailed is what a run's outcome comes to: its error when a cluster
+// could not be judged (exit 2: such a cluster is never counted as healthy),
+// naming each one; else whether failed says a cluster's result is a
+// finding.
+func AnyFailed(cs []outcome.Cluster, failed func(*outcome.Result) bool) (bool, error) {
 	var notJudged []string
 	for _, c := range cs {
 		if c.Err != nil {

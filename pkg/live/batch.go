@@ -342,7 +342,7 @@ func (t *Tracker) judgeInto(out map[string]*verdict.Verdict, names []string, now
 	if t.opts.Logs != nil {
 		t.opts.Logs.Logged(s)
 	}
-	r, err := sc.Verdicts(s, now)
+	r, err := sc.JudgeNodes(s, now)
 	if err != nil {
 		return err
 	}

@@ -147,7 +147,7 @@ func Decide(s *snapshot.Snapshot, o Options) Scope {
 // Judge judges every node of the snapshot in the scope as of now: the
 // verdicts, and with GroupBy the fleet view of them.
 func (sc Scope) Judge(s *snapshot.Snapshot, now time.Time) (*outcome.Result, error) {
-	r, s, err := sc.verdicts(s, now)
+	r, s, err := sc.judgeNodes(s, now)
 	if err != nil || sc.GroupBy == "" {
 		return r, err
 	}
@@ -157,19 +157,20 @@ func (sc Scope) Judge(s *snapshot.Snapshot, now time.Time) (*outcome.Result, err
 	return r, nil
 }
 
-// Verdicts are Judge's verdicts without the fleet view, which the live
-// judge, keeping verdicts, would throw away. It calls it with a snapshot of
-// the nodes an event touched (and their pods): every node's verdict depends
-// only on the node, its pods, the DaemonSets and the scope, so it is the
-// verdict a whole read would give — but for the rollout's (see Rollout).
-func (sc Scope) Verdicts(s *snapshot.Snapshot, now time.Time) (*outcome.Result, error) {
-	r, _, err := sc.verdicts(s, now)
+// JudgeNodes is Judge without the fleet view, which the live tracker,
+// keeping each node's verdict, would throw away. It calls it with a
+// snapshot of the nodes an event touched (and their pods): every node's
+// verdict depends only on the node, its pods, the DaemonSets and the scope,
+// so it is the verdict a whole read would give — but for the rollout's
+// (see Rollout).
+func (sc Scope) JudgeNodes(s *snapshot.Snapshot, now time.Time) (*outcome.Result, error) {
+	r, _, err := sc.judgeNodes(s, now)
 	return r, err
 }
 
-// verdicts are the verdicts of the snapshot's nodes, and the snapshot of
-// the nodes judged.
-func (sc Scope) verdicts(s *snapshot.Snapshot, now time.Time) (*outcome.Result, *snapshot.Snapshot, error) {
+// judgeNodes is the result of the snapshot's nodes, each with its verdict,
+// and the snapshot of the nodes judged.
+func (sc Scope) judgeNodes(s *snapshot.Snapshot, now time.Time) (*outcome.Result, *snapshot.Snapshot, error) {
 	if len(sc.Nodes) > 0 {
 		kept, err := only(s, sc.Nodes)
 		if err != nil {
