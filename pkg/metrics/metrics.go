@@ -118,7 +118,7 @@ var families = []promtext.Family[*scrape]{
 		Samples: func(sc *scrape, out *promtext.Out) {
 			sc.findings(func(v *verdict.Verdict) {
 				for _, f := range v.Order.Findings {
-					r := verdict.RuleOf(sc.rules, f)
+					r := operand.RuleOf(sc.rules, f)
 					out.Sample(1, r.Needs, v.Node, r.Operand, f)
 				}
 			})

@@ -82,7 +82,7 @@ func eventsOf(before, after *verdict.Verdict, rules []operand.Rule) []nodeEvent 
 	}
 	for _, f := range after.Order.Findings {
 		if !slices.Contains(was.Order.Findings, f) {
-			r := verdict.RuleOf(rules, f)
+			r := operand.RuleOf(rules, f)
 			add(corev1.EventTypeWarning, OrderViolation, "%s: %s runs without %s", f, r.Operand, r.Needs)
 		}
 	}

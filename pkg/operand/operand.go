@@ -168,7 +168,7 @@ func Names(roster []Operand) string {
 type Rule struct {
 	Operand string // the dependent operand, present on the node
 	Needs   string // the operand it cannot work without
-	Finding string // the verdict printed when Needs is absent
+	Finding string // what the order check prints when Needs is absent
 	// HostValues are values of Needs' deploy label that say the host itself
 	// provides what Needs would: no pod is needed then.
 	HostValues []string

@@ -117,3 +117,14 @@ func RulesFor(roster []Operand, rules []Rule) []Rule {
 	}
 	return out
 }
+
+// RuleOf finds the rule whose finding this is; a rule of that finding
+// alone when none is.
+func RuleOf(rules []Rule, finding string) Rule {
+	for _, r := range rules {
+		if r.Finding == finding {
+			return r
+		}
+	}
+	return Rule{Finding: finding}
+}

@@ -262,3 +262,13 @@ func TestPaused(t *testing.T) {
 		}
 	}
 }
+
+func TestRuleOf(t *testing.T) {
+	rules := operand.AllRules
+	if r := operand.RuleOf(rules, "toolkit-without-driver"); r.Operand != operand.ContainerToolkit || r.Needs != operand.Driver {
+		t.Fatalf("RuleOf(toolkit-without-driver) = %+v", r)
+	}
+	if r := operand.RuleOf(rules, "nope"); !slices.Equal([]string{r.Finding, r.Operand}, []string{"nope", ""}) {
+		t.Fatalf("RuleOf(nope) = %+v", r)
+	}
+}

@@ -1,8 +1,11 @@
 // Package verdict is everything the judges say about one node — audit, order
 // check, matrix row and, when asked, why, the rules its deploy labels break,
 // its health and its part in the driver upgrade — and how a node's verdict
-// changes. pkg/pipeline makes them; the live tracker (pkg/live) keeps one per
-// node and its watchers print or export them. It holds data only.
+// changes (Change, and Batch: one round of the live tracker's judging).
+// pkg/pipeline makes them; the live tracker (pkg/live) keeps one per node
+// and its watchers print or export them. What the judges say of a whole
+// cluster is an outcome.Result, which holds each node's verdict. It holds
+// data only.
 package verdict
 
 import (
@@ -21,10 +24,9 @@ type Verdict struct {
 	Audit judge.NodeAudit // operands asked for (Asked) and those not running (Missing)
 	Order judge.NodeOrder // broken rules of the start-up order
 	Row   judge.MatrixRow // which operands run there
-	// Explain is why, when asked for: a node with nothing to explain shares
-	// one empty report with the others of its batch (a report inline was
-	// 120 of a verdict's 400 bytes, held for every node by serve). Read it
-	// with Why.
+	// Explain is why, when asked for; nil for a node with nothing to
+	// explain (a pointer: serve holds a verdict for every node, most with
+	// nothing to say). Read it with Why.
 	Explain *explain.Report
 	// LabelsBreak are the rules the node's deploy labels break, judged on
 	// the labels alone with every rule, as the guard judges a change (with
@@ -87,14 +89,4 @@ type Batch struct {
 	Took    time.Duration
 	Roster  []operand.Operand
 	Rules   []operand.Rule
-}
-
-// RuleOf finds the rule whose finding this is.
-func RuleOf(rules []operand.Rule, finding string) operand.Rule {
-	for _, r := range rules {
-		if r.Finding == finding {
-			return r
-		}
-	}
-	return operand.Rule{Finding: finding}
 }
