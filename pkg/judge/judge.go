@@ -1,8 +1,9 @@
-// Package judge turns a snapshot into verdicts: the audit (is every operand a
-// node asks for running there?), the order check (is a node running an operand
-// without the one it needs?) and the node × operand matrix. It is pure: no
-// network, no clock, so every odd case is a table-driven test. It returns
-// data only; pkg/report prints it.
+// Package judge makes three parts of each node's verdict from a snapshot:
+// the audit (is every operand a node asks for running there? which has a
+// helper paused too long: stuck.go), the order check (is a node running an
+// operand without the one it needs?) and the node × operand matrix. It is
+// pure: no network, no clock, so every odd case is a table-driven test. It
+// returns data only; pkg/report prints it.
 package judge
 
 import (

@@ -1,4 +1,6 @@
-// Package metrics exports the live verdict as Prometheus metrics. Series
+// Package metrics exports what the live tracker holds, each node's verdict
+// (and with serve --workloads where the GPUs are and which GPU pods are
+// blocked), as Prometheus metrics. Series
 // exist per finding (an operand missing on a node, a rule broken on a node),
 // never per node × operand, so their number follows the trouble, not the
 // fleet; the rest are counts per operand and per node state. The names are an

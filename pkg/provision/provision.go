@@ -1,7 +1,11 @@
-// Package provision puts the lab of a lab spec onto a cluster and takes it
-// off again: the namespace, the node labels and the operand DaemonSets, all
-// written by server-side apply with one field manager, so the API server's
-// ownership record says exactly what gpuops set and what others did.
+// Package provision writes to the cluster for the commands that change it:
+// it puts the lab of a lab spec onto a cluster and takes it off again (up,
+// reset: the namespace, the node labels and the operand DaemonSets),
+// switches an operand off or on for some nodes as pkg/plan planned it
+// (optout, optin) and installs or removes the admission policy (guard.go),
+// all written by server-side apply with one field manager, so the API
+// server's ownership record says exactly what gpuops set and what others
+// did.
 //
 // Every operation checks all it can before it changes anything: a bad node
 // name, a foreign owner or an unusable namespace leaves the cluster and the

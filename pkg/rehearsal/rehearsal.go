@@ -1,11 +1,16 @@
-// Package rehearsal replays a driver upgrade on a cluster without a GPU
-// Operator, the KWOK lab, as the operator's upgrade controller
-// (NVIDIA/k8s-operator-libs pkg/upgrade, run by gpu-operator
+// Package rehearsal replays on a cluster without a GPU Operator, the KWOK
+// lab, what the operator's components and its users would write, one write
+// at a time, so that what gpuops says can be seen, and tested, at every step
+// (`gpuops lab --scenario`): a driver upgrade, as the operator's upgrade
+// controller (NVIDIA/k8s-operator-libs pkg/upgrade, run by gpu-operator
 // controllers/upgrade_controller.go) and the driver pod's k8s-driver-manager
-// would walk it, one write at a time, so that what gpuops says of a rollout
-// can be seen, and tested, at every step.
+// would walk it; how a node offers its GPUs, shared, partitioned or through
+// the DRA stack, each health cause broken and healed (offers.go, sharing.go,
+// mig.go, dra.go); GPU pods that do not run, each cause gpuops why names met
+// and healed (workloads.go). The objects they write are in fixtures.go, which
+// the integration tests build from too.
 //
-// The walk: a new driver template (a newer image, and the OnDelete update
+// The driver upgrade's walk: a new driver template (a newer image, and the OnDelete update
 // strategy the operator renders its driver DaemonSet with, so that the
 // DaemonSet controller replaces a driver pod only once it is deleted); every
 // node marked upgrade-required; then one node at a time (maxParallelUpgrades

@@ -41,7 +41,8 @@ const (
 // Verdicts are every verdict, in the order a rollout goes.
 var Verdicts = []string{Done, InProgress, Waiting, Stuck, Failed, Skipped, LeftCordoned, Outdated}
 
-// Node is the verdict on one node.
+// Node is one node's part in the rollout, the Upgrade of its verdict:
+// Verdict is the one word of Verdicts the upgrades view prints for it.
 type Node struct {
 	Node    string `json:"node"`
 	State   string `json:"state"` // the state label's value; empty without one
@@ -82,7 +83,7 @@ type Pool struct {
 	Counts map[string]int          `json:"counts"` // by verdict
 }
 
-// Rollout is the verdict on the fleet. Policy and Budget are the
+// Rollout is the driver upgrade judged across the fleet. Policy and Budget are the
 // ClusterPolicy's; with spec.driver.useNvidiaDriverCRD each NVIDIADriver
 // upgrades its own nodes, in Pools, and Policy is nil.
 type Rollout struct {

@@ -1,8 +1,8 @@
-// Package workspace is the lab's folder: applied manifests under k8s/,
-// results under out/, the standalone judge scripts at its root. Every file is
-// written atomically (a temporary file in the same folder, then a rename), so
-// a reader never sees half a file and an interrupted command leaves the old
-// one in place.
+// Package workspace is the lab's folder: applied manifests under k8s/, what
+// the lab's steps write under out/, the standalone judge scripts at its
+// root. Every file is written atomically (a temporary file in the same
+// folder, then a rename), so a reader never sees half a file and an
+// interrupted command leaves the old one in place.
 package workspace
 
 import (
