@@ -96,7 +96,7 @@ func (o *Output) Parse(w io.Writer) error {
 // Format is the format -o names.
 func (o *Output) Format() report.Format { return o.Printer.Format }
 
-// Result prints one view of a cluster's verdict, or of each cluster's
+// Result prints one view of a cluster's result, or of each cluster's
 // when cs is not nil.
 func (o *Output) Result(e Env, r *outcome.Result, cs []outcome.Cluster, view report.View) error {
 	if cs != nil {
