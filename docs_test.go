@@ -17,7 +17,6 @@ import (
 	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/pipeline"
-	"github.com/gpuops/gpuops/pkg/podlogs"
 	"github.com/gpuops/gpuops/pkg/signature"
 	"github.com/gpuops/gpuops/pkg/workload"
 )
@@ -268,7 +267,7 @@ func TestEveryHostFaultDocumented(t *testing.T) {
 	}
 	for _, bound := range []string{
 		fmt.Sprintf("at most %d a run", pipeline.MaxLogs), fmt.Sprintf("at most %d reads start in a minute", pipeline.LogsPerMinute),
-		fmt.Sprintf("its last %d lines, at most %d KiB", podlogs.TailLines, podlogs.LimitBytes>>10),
+		fmt.Sprintf("its last %d lines, at most %d KiB", pipeline.LogTailLines, pipeline.LogLimitBytes>>10),
 	} {
 		if !strings.Contains(string(raw), bound) {
 			t.Errorf("docs/commands.md does not say %q", bound)

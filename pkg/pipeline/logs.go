@@ -12,7 +12,6 @@ import (
 	"github.com/gpuops/gpuops/pkg/health"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/outcome"
-	"github.com/gpuops/gpuops/pkg/podlogs"
 	"github.com/gpuops/gpuops/pkg/signature"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 	"github.com/gpuops/gpuops/pkg/words"
@@ -27,7 +26,7 @@ const MaxLogs = 64
 // the host's fault.
 type Failing struct {
 	Node string
-	podlogs.Container
+	LogTarget
 	// Restarts is how many times the container has restarted: a container
 	// that fails again is a new failure, whose log may say something new.
 	Restarts int32
@@ -66,7 +65,7 @@ func FailingContainers(s *snapshot.Snapshot, r *outcome.Result) []Failing {
 		}
 		if failed {
 			byNode[node] = append(byNode[node], Failing{Node: node, Restarts: p.Health.Restarts,
-				Container: podlogs.Container{Namespace: s.Namespace, Pod: p.Name, Container: container, Previous: previous}})
+				LogTarget: LogTarget{Namespace: s.Namespace, Pod: p.Name, Container: container, Previous: previous}})
 		}
 	}
 	var out []Failing
@@ -82,7 +81,7 @@ func FailingContainers(s *snapshot.Snapshot, r *outcome.Result) []Failing {
 // the hints by pod, and whether one of them excuses a wait
 // (signature.Signature.Excuses): the nodes must then be judged again with
 // them (snapshot.Snapshot.Logged).
-func AddHints(r *outcome.Result, fs []Failing, logs []podlogs.Log) (map[string][]signature.Hint, bool) {
+func AddHints(r *outcome.Result, fs []Failing, logs []Log) (map[string][]signature.Hint, bool) {
 	forbidden, excuses := false, false
 	var byPod map[string][]signature.Hint
 	for i, l := range logs {
@@ -128,18 +127,18 @@ func addHint(r *outcome.Result, node string, h signature.Hint) {
 
 // hintOf is what one log read gives: the hint of the signature it shows
 // (nil for none), or the note of why it could not be read.
-func hintOf(l podlogs.Log) (*signature.Hint, string) {
+func hintOf(l Log) (*signature.Hint, string) {
 	switch {
 	case l.Forbidden():
 		return nil, fmt.Sprintf("--logs: no right to read the logs of pods in namespace %s (get on pods/log): no hint names the host's fault", l.Namespace)
 	case l.Err != nil:
-		return nil, fmt.Sprintf("--logs: the log of container %s of pod %s could not be read: %s", l.Container.Container, l.Pod, words.ErrorLine(l.Err))
+		return nil, fmt.Sprintf("--logs: the log of container %s of pod %s could not be read: %s", l.Container, l.Pod, words.ErrorLine(l.Err))
 	}
 	found, ok := signature.Match(l.Text)
 	if !ok {
 		return nil, ""
 	}
-	h := found.Hint(signature.FromLog, l.Pod, l.Container.Container, l.Previous)
+	h := found.Hint(signature.FromLog, l.Pod, l.Container, l.Previous)
 	return &h, ""
 }
 
@@ -153,11 +152,11 @@ func readHints(ctx context.Context, c kubernetes.Interface, s *snapshot.Snapshot
 		notes = append(notes, fmt.Sprintf("--logs: the logs of %d more failing containers were not read (at most %d a run)", len(fs)-MaxLogs, MaxLogs))
 		fs = fs[:MaxLogs]
 	}
-	cs := make([]podlogs.Container, len(fs))
+	cs := make([]LogTarget, len(fs))
 	for i, f := range fs {
-		cs[i] = f.Container
+		cs[i] = f.LogTarget
 	}
-	logs := podlogs.Read(ctx, c, cs)
+	logs := readLogs(ctx, c, cs)
 	r.LogNotes = append(r.LogNotes, notes...)
 	logged, excuses := AddHints(r, fs, logs)
 	if !excuses {
@@ -182,7 +181,7 @@ func readHints(ctx context.Context, c kubernetes.Interface, s *snapshot.Snapshot
 // loads the kubelets no more than that; a failure left unread has its node
 // judged again in the next minute, and is read then.
 type LogReader struct {
-	read      func(context.Context, []podlogs.Container) []podlogs.Log
+	read      func(context.Context, []LogTarget) []Log
 	perMinute int
 	note      func(string)
 
@@ -211,11 +210,11 @@ type logKey struct {
 // NewLogReader reads through c, at most perMinute logs a minute, and says
 // what it could not read through note.
 func NewLogReader(c kubernetes.Interface, perMinute int, note func(string)) *LogReader {
-	return newLogReader(func(ctx context.Context, cs []podlogs.Container) []podlogs.Log { return podlogs.Read(ctx, c, cs) }, perMinute, note)
+	return newLogReader(func(ctx context.Context, cs []LogTarget) []Log { return readLogs(ctx, c, cs) }, perMinute, note)
 }
 
 // newLogReader reads with read.
-func newLogReader(read func(context.Context, []podlogs.Container) []podlogs.Log, perMinute int, note func(string)) *LogReader {
+func newLogReader(read func(context.Context, []LogTarget) []Log, perMinute int, note func(string)) *LogReader {
 	return &LogReader{read: read, perMinute: perMinute, note: note, done: map[logKey]*signature.Hint{}, reading: map[logKey]bool{},
 		deferred: map[logKey]bool{}}
 }
@@ -231,7 +230,7 @@ func (l *LogReader) Hints(s *snapshot.Snapshot, r *outcome.Result, again func(no
 		l.window, l.started = now, 0
 	}
 	for _, f := range FailingContainers(s, r) {
-		k := logKey{f.Pod, f.Container.Container, f.Restarts}
+		k := logKey{f.Pod, f.Container, f.Restarts}
 		if h, done := l.done[k]; done {
 			if h != nil {
 				addHint(r, f.Node, *h)
@@ -279,7 +278,7 @@ func (l *LogReader) Logged(s *snapshot.Snapshot) {
 func (l *LogReader) readOne(k logKey, f Failing, again func(node string)) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	got := l.read(ctx, []podlogs.Container{f.Container})[0]
+	got := l.read(ctx, []LogTarget{f.LogTarget})[0]
 	h, note := hintOf(got)
 	l.mu.Lock()
 	delete(l.reading, k)

@@ -16,7 +16,6 @@ import (
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/outcome"
 	"github.com/gpuops/gpuops/pkg/pipeline"
-	"github.com/gpuops/gpuops/pkg/podlogs"
 	"github.com/gpuops/gpuops/pkg/signature"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
@@ -57,7 +56,7 @@ func TestFailingContainersAreTheUnusableNodesFailedOnes(t *testing.T) {
 	}
 	var got []string
 	for _, f := range pipeline.FailingContainers(s, r) {
-		got = append(got, f.Node+" "+f.Pod+" "+f.Container.Container+" previous="+map[bool]string{true: "yes", false: "no"}[f.Previous])
+		got = append(got, f.Node+" "+f.Pod+" "+f.Container+" previous="+map[bool]string{true: "yes", false: "no"}[f.Previous])
 	}
 	driverPod := operand.Lab.Driver().DaemonSet + "-a"
 	want := []string{"a " + driverPod + " nvidia-driver-ctr previous=yes", "a nvidia-cuda-validator-x cuda-validation previous=no"}
@@ -79,9 +78,9 @@ func TestAddHints(t *testing.T) {
 	}
 	fs := pipeline.FailingContainers(s, r)
 	sig, _ := signature.Of(signature.DriverInUse)
-	logs := []podlogs.Log{
-		{Container: fs[0].Container, Text: "Unloading NVIDIA driver kernel modules...\n" + sig.Texts[0] + "\n"},
-		{Container: fs[1].Container, Text: "Test PASSED\n"},
+	logs := []pipeline.Log{
+		{LogTarget: fs[0].LogTarget, Text: "Unloading NVIDIA driver kernel modules...\n" + sig.Texts[0] + "\n"},
+		{LogTarget: fs[1].LogTarget, Text: "Test PASSED\n"},
 	}
 	pipeline.AddHints(r, fs, logs)
 	v, _ := r.Verdict("a")
@@ -98,7 +97,7 @@ func TestAddHints(t *testing.T) {
 
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods/log"}, fs[0].Pod, errors.New("no"))
 	r.LogNotes = nil
-	pipeline.AddHints(r, append(fs, fs[0]), []podlogs.Log{{Container: fs[0].Container, Err: forbidden}, {Container: fs[1].Container, Err: errors.New("container not found\n(gone)")}, {Container: fs[0].Container, Err: forbidden}})
+	pipeline.AddHints(r, append(fs, fs[0]), []pipeline.Log{{LogTarget: fs[0].LogTarget, Err: forbidden}, {LogTarget: fs[1].LogTarget, Err: errors.New("container not found\n(gone)")}, {LogTarget: fs[0].LogTarget, Err: forbidden}})
 	if len(r.LogNotes) != 2 || !strings.Contains(r.LogNotes[0], "get on pods/log") || r.LogNotes[1] != "--logs: the log of container cuda-validation of pod nvidia-cuda-validator-x could not be read: container not found (gone)" {
 		t.Errorf("notes %q, want one of the right missing, one of the log not read", r.LogNotes)
 	}
@@ -118,13 +117,13 @@ func newLogBook() *logBook {
 	return &logBook{reads: map[string]int{}, text: map[string]string{}, again: make(chan string, 100)}
 }
 
-func (b *logBook) read(_ context.Context, cs []podlogs.Container) []podlogs.Log {
+func (b *logBook) read(_ context.Context, cs []pipeline.LogTarget) []pipeline.Log {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := make([]podlogs.Log, len(cs))
+	out := make([]pipeline.Log, len(cs))
 	for i, c := range cs {
 		b.reads[c.Pod]++
-		out[i] = podlogs.Log{Container: c, Text: b.text[c.Pod]}
+		out[i] = pipeline.Log{LogTarget: c, Text: b.text[c.Pod]}
 	}
 	return out
 }
@@ -212,7 +211,7 @@ func TestFailingContainersReadTheCausesInitContainer(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs := pipeline.FailingContainers(s, r)
-	if len(fs) != 1 || fs[0].Pod != operand.Lab.Driver().DaemonSet+"-a" || fs[0].Container.Container != "k8s-driver-manager" || fs[0].Previous {
+	if len(fs) != 1 || fs[0].Pod != operand.Lab.Driver().DaemonSet+"-a" || fs[0].Container != "k8s-driver-manager" || fs[0].Previous {
 		t.Errorf("failing containers %+v, want the driver pod's k8s-driver-manager alone", fs)
 	}
 }

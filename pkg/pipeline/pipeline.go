@@ -12,6 +12,11 @@
 // The roster default is decided here once: on a GPU Operator install the
 // operands of the namespace's DaemonSets (pkg/discover), elsewhere the lab's
 // five, and in both cases minus what the ClusterPolicy switches off.
+//
+// Beside the snapshot it reads what some judgements add: with --logs the
+// tails of the failing containers' logs, for the host's fault they name
+// (logs.go, logtail.go), and the GPU pods of every namespace for the
+// workload's side (workloads.go: capacity, pods, why).
 package pipeline
 
 import (

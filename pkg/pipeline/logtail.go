@@ -1,9 +1,9 @@
-// Package podlogs reads the tail of failing containers' logs, as kubectl
-// logs --tail does (RBAC: get on pods/log), bounded in lines, bytes and
-// reads at once, so that a fleet with many failing containers costs the API
-// server and the kubelets little. It reads what it is given; which
-// containers are failing is the pipeline's to say.
-package podlogs
+// The tail of a failing container's log, read as kubectl logs --tail does
+// (RBAC: get on pods/log), bounded in lines, bytes and reads at once, so
+// that a fleet with many failing containers costs the API server and the
+// kubelets little. logs.go says which containers are failing.
+
+package pipeline
 
 import (
 	"context"
@@ -16,20 +16,20 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// Bounds of one read: the log's last TailLines lines, at most LimitBytes
-// of them. A component writes its fatal line last, and a driver build's
-// compiler output before it runs to hundreds of lines.
+// Bounds of one read: the log's last LogTailLines lines, at most
+// LogLimitBytes of them. A component writes its fatal line last, and a
+// driver build's compiler output before it runs to hundreds of lines.
 const (
-	TailLines  = 60
-	LimitBytes = 64 << 10
+	LogTailLines  = 60
+	LogLimitBytes = 64 << 10
 )
 
-// Parallel is how many logs are read at once: each read is a stream through
-// the API server to a kubelet.
-const Parallel = 4
+// logsAtOnce is how many logs are read at once: each read is a stream
+// through the API server to a kubelet.
+const logsAtOnce = 4
 
-// Container is one container whose log to read.
-type Container struct {
+// LogTarget is one container whose log to read.
+type LogTarget struct {
 	Namespace, Pod, Container string
 	// Previous reads the log of the instance before, as kubectl logs
 	// --previous: of a container waiting to start again.
@@ -38,7 +38,7 @@ type Container struct {
 
 // Log is a container's log tail, or why it could not be read.
 type Log struct {
-	Container
+	LogTarget
 	Text string
 	Err  error
 }
@@ -47,17 +47,17 @@ type Log struct {
 // right (get on pods/log).
 func (l Log) Forbidden() bool { return apierrors.IsForbidden(l.Err) }
 
-// Read reads each container's log tail, at most Parallel at once, in the
-// order given. Once a read is forbidden the others are not tried: the
+// readLogs reads each container's log tail, at most logsAtOnce at once, in
+// the order given. Once a read is forbidden the others are not tried: the
 // right is the namespace's, and every other read would be refused alike.
-func Read(ctx context.Context, c kubernetes.Interface, cs []Container) []Log {
+func readLogs(ctx context.Context, c kubernetes.Interface, cs []LogTarget) []Log {
 	out := make([]Log, len(cs))
 	var forbidden error
 	var mu sync.Mutex
-	slots := make(chan struct{}, Parallel)
+	slots := make(chan struct{}, logsAtOnce)
 	var wg sync.WaitGroup
 	for i, k := range cs {
-		out[i].Container = k
+		out[i].LogTarget = k
 		slots <- struct{}{}
 		mu.Lock()
 		refused := forbidden
@@ -82,14 +82,14 @@ func Read(ctx context.Context, c kubernetes.Interface, cs []Container) []Log {
 }
 
 // tail reads one container's log tail.
-func tail(ctx context.Context, c kubernetes.Interface, k Container) (string, error) {
-	lines, limit := int64(TailLines), int64(LimitBytes)
+func tail(ctx context.Context, c kubernetes.Interface, k LogTarget) (string, error) {
+	lines, limit := int64(LogTailLines), int64(LogLimitBytes)
 	stream, err := c.CoreV1().Pods(k.Namespace).GetLogs(k.Pod, &corev1.PodLogOptions{
 		Container: k.Container, Previous: k.Previous, TailLines: &lines, LimitBytes: &limit,
 	}).Stream(ctx)
 	if err != nil {
 		return "", err
 	}
-	b, err := io.ReadAll(io.LimitReader(stream, LimitBytes))
+	b, err := io.ReadAll(io.LimitReader(stream, LogLimitBytes))
 	return string(b), errors.Join(err, stream.Close())
 }
