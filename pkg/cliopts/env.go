@@ -38,8 +38,8 @@ func (e Env) ConnectWith(ctx context.Context, needs []access.Need) (*kube.Client
 	return cl, access.Check(ctx, cl.Kube.AuthorizationV1(), needs)
 }
 
-// ErrFinding is returned by a judging command whose verdict is "not
-// good" (exit 1); its output already said why.
+// ErrFinding is returned by a judging command whose result is "not good"
+// (exit 1); its output already said why.
 var ErrFinding = errors.New("finding")
 
 // FindingIf is a judge's exit: ErrFinding when it found something.

@@ -118,7 +118,7 @@ func (f *From) target() (context, server string) {
 func (f *From) reader() (kubernetes.Interface, error) { return kube.InProcess(f.server) }
 
 // done turns what the input lacked into what the user reads: an error
-// the reader failed on for it names the input (no verdict: exit 2); what
+// the reader failed on for it names the input (nothing judged: exit 2); what
 // it went on without is one line each on errOut (the notes of --explain
 // say what each leaves unjudged).
 func (f *From) done(err error, errOut io.Writer) error {

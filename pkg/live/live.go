@@ -166,5 +166,5 @@ func NewFor(cl *kube.Clients, opts Options, personWaits bool) (*Tracker, error) 
 // Observe adds hooks; call it before Run.
 func (t *Tracker) Observe(h Hooks) { t.hooks = append(t.hooks, h) }
 
-// Ready reports whether the first full verdict has been given.
+// Ready reports whether every node has been judged a first time.
 func (t *Tracker) Ready() bool { return t.ready.Load() }

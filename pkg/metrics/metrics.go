@@ -27,7 +27,7 @@ import (
 	"github.com/gpuops/gpuops/pkg/verdict"
 )
 
-// Exporter exports one live tracker's verdict: its families (a series or
+// Exporter exports one live tracker's verdicts: their families (a series or
 // more per GPU node) as text written straight from the verdicts
 // (WriteText), the watches' and the judge's metrics as a
 // prometheus.Collector.
@@ -52,7 +52,7 @@ type Exporter struct {
 	watchErrors *prometheus.CounterVec
 }
 
-// families are the verdict's families, written as text (pkg/promtext)
+// families are the verdicts' families, written as text (pkg/promtext)
 // straight from the verdicts at each scrape, in this order: each declared
 // once with its name, help, type, labels and the function that yields its
 // samples, as kube-state-metrics declares its own.
@@ -361,7 +361,7 @@ func causeOf(v *verdict.Verdict) health.Cause {
 }
 
 // Describe sends the descriptors of the metrics that go through
-// client_golang: the watches' and the judge's, not the verdict's families.
+// client_golang: the watches' and the judge's, not the verdicts' families.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	ch <- syncedDesc
 	e.duration.Describe(ch)
@@ -377,7 +377,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	e.watchErrors.Collect(ch)
 }
 
-// WriteText writes the verdict's families, nodes in name order, straight
+// WriteText writes the verdicts' families, nodes in name order, straight
 // to w: the verdicts are taken under the lock (a slice of pointers; a
 // verdict is not changed once judged) and written after it, so that a slow
 // scraper never holds up the judge.
@@ -387,7 +387,7 @@ func (e *Exporter) WriteText(w io.Writer) error {
 	e.mu.Lock()
 	if e.lastChange.IsZero() {
 		e.mu.Unlock()
-		return nil // no verdict yet: no counts rather than zeros that read as "all fine"
+		return nil // nothing judged yet: no counts rather than zeros that read as "all fine"
 	}
 	if e.reorder {
 		e.order = slices.AppendSeq(e.order[:0], maps.Keys(e.verdicts))

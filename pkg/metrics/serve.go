@@ -20,10 +20,10 @@ import (
 const DefaultAddress = ":9402"
 
 // Handler sets up the exporter of t (call it before t runs) and serves
-// /metrics (the verdict, the other collectors' metrics — the quarantine's,
+// /metrics (the verdicts, the other collectors' metrics — the quarantine's,
 // with the families it writes as text when it is a promtext.Writer — and
 // the process' Go and OS metrics), /healthz (the process answers) and
-// /readyz (503 until the first full verdict, then 200).
+// /readyz (503 until every node is judged a first time, then 200).
 func Handler(t *live.Tracker, others ...prometheus.Collector) http.Handler {
 	e := New(t.Synced)
 	t.Observe(live.Hooks{Judged: e.Judged, WatchFailed: e.WatchFailed, Workloads: e.Workloads})

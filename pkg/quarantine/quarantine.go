@@ -153,7 +153,7 @@ type State struct {
 type Certainty struct {
 	// Unsynced are the watched resources whose first list has not come.
 	Unsynced []string
-	// Forbidden are the resources the verdict goes without (not watched:
+	// Forbidden are the resources the verdicts go without (not watched:
 	// the user may not list them).
 	Forbidden []string
 	// LastFailure is when a list, a watch or a read of the operator's

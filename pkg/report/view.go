@@ -156,7 +156,7 @@ func (p Printer) notes(r *outcome.Result) []string {
 			out = append(out, fmt.Sprintf("note: %s is off (%s): it is never missing, and the rules count it as the hosts'", d.Operand, d.Reason))
 		}
 	}
-	// Logs the user asked for and could not have: said however the verdict
+	// Logs the user asked for and could not have: said however the result
 	// is printed.
 	for _, n := range r.LogNotes {
 		out = append(out, "note: "+n)

@@ -1,6 +1,6 @@
 // Package settle tells when DaemonSets have settled: the controller has seen
 // their latest spec and exactly the nodes they admit run one Running pod each.
-// Check is the pure verdict over objects; Wait drives it from watches.
+// Check judges the objects, pure; Wait drives it from watches.
 package settle
 
 import (

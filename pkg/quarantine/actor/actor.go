@@ -116,8 +116,8 @@ func (a *Actor) watchFailed(live.Resource, error) {
 	a.mu.Unlock()
 }
 
-// skip notes a resource the verdict goes without because the user may not
-// list it: then the verdict is not whole. One the server does not serve
+// skip notes a resource the verdicts go without because the user may not
+// list it: then they are not whole. One the server does not serve
 // (no DRA on the cluster) takes nothing from it. The driver upgrade
 // controller's Events and the ControllerRevisions only say how a driver
 // upgrade goes, and the quarantine leaves every node in a driver upgrade
