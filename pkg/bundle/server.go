@@ -30,7 +30,7 @@ const NotHeld metav1.StatusReason = "NotHeld"
 func IsNotHeld(err error) bool { return apierrors.ReasonForError(err) == NotHeld }
 
 // Server answers the reader's GET requests from a bundle as the API server
-// answers them (JSON): a list by namespace, label selector, field
+// answers them (protobuf for the built-in kinds, JSON else): a list by namespace, label selector, field
 // selector (on any field, as the API server's selectable ones are), limit
 // and continue, in the API server's order (by namespace, then name); one
 // object by name; a PartialObjectMetadataList when asked for one. What the
@@ -42,6 +42,7 @@ type Server struct {
 	b       *Bundle
 	mu      sync.Mutex
 	missing []string
+	encoded map[Kind]*encoded
 }
 
 // NewServer serves b.
@@ -51,7 +52,7 @@ func NewServer(b *Bundle) *Server {
 			return cmp.Or(strings.Compare(namespaceOf(x), namespaceOf(y)), strings.Compare(nameOf(x), nameOf(y)))
 		})
 	}
-	return &Server{b: b}
+	return &Server{b: b, encoded: map[Kind]*encoded{}}
 }
 
 // Missing are the requests the server answered NotHeld, each once, in the
@@ -84,9 +85,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status(w, err)
 		return
 	}
+	accept := r.Header.Get("Accept")
+	asProtobuf := strings.Contains(accept, protobufType) && !strings.Contains(accept, "as=") && newTyped[k.Kind] != nil
 	if name != "" {
-		for _, o := range s.b.Objects[k] {
+		for i, o := range s.b.Objects[k] {
 			if nameOf(o) == name && (!k.Namespaced || namespaceOf(o) == ns) {
+				if asProtobuf {
+					s.writeProtobuf(w, k.APIVersion, k.Kind, "", k, []int{i})
+					return
+				}
 				write(w, o)
 				return
 			}
@@ -105,21 +112,33 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status(w, apierrors.NewBadRequest(err.Error()))
 		return
 	}
-	var items []Object
-	for _, o := range s.b.Objects[k] {
+	var matched []int
+	for i, o := range s.b.Objects[k] {
 		if k.Namespaced && ns != "" && namespaceOf(o) != ns || !ls.Matches(labels.Set(labelsOf(o))) || !fs.Matches(fieldSet(o, fs)) {
 			continue
 		}
-		items = append(items, o)
+		matched = append(matched, i)
 	}
 	from, _ := strconv.Atoi(q.Get("continue"))
-	items = items[min(from, len(items)):]
+	matched = matched[min(from, len(matched)):]
+	cont := ""
+	if limit, _ := strconv.Atoi(q.Get("limit")); limit > 0 && limit < len(matched) {
+		matched, cont = matched[:limit], strconv.Itoa(from+limit)
+	}
+	if asProtobuf {
+		s.writeProtobuf(w, k.APIVersion, k.Kind+"List", cont, k, matched)
+		return
+	}
+	items := make([]Object, len(matched))
+	for j, i := range matched {
+		items[j] = s.b.Objects[k][i]
+	}
 	meta := map[string]any{"resourceVersion": "1"}
-	if limit, _ := strconv.Atoi(q.Get("limit")); limit > 0 && limit < len(items) {
-		items, meta["continue"] = items[:limit], strconv.Itoa(from+limit)
+	if cont != "" {
+		meta["continue"] = cont
 	}
 	list := map[string]any{"apiVersion": k.APIVersion, "kind": k.Kind + "List", "metadata": meta, "items": items}
-	if strings.Contains(r.Header.Get("Accept"), "as=PartialObjectMetadataList") {
+	if strings.Contains(accept, "as=PartialObjectMetadataList") {
 		partial := make([]Object, len(items))
 		for i, o := range items {
 			partial[i] = Object{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": o["metadata"]}
@@ -250,6 +269,27 @@ func labelsOf(o Object) map[string]string {
 		out[k], _ = v.(string)
 	}
 	return out
+}
+
+// writeProtobuf answers with objects at of kind k in protobuf: one
+// object as kind when cont is "" and a name was asked (a single index and
+// kind k.Kind), else a list.
+func (s *Server) writeProtobuf(w http.ResponseWriter, apiVersion, kind, cont string, k Kind, at []int) {
+	items := make([][]byte, len(at))
+	for j, i := range at {
+		b, err := s.protobufOf(k, i)
+		if err != nil {
+			status(w, apierrors.NewInternalError(err))
+			return
+		}
+		items[j] = b
+	}
+	raw := protobufList(cont, items)
+	if kind == k.Kind {
+		raw = items[0]
+	}
+	w.Header().Set("Content-Type", protobufType)
+	_, _ = w.Write(protobufBody(apiVersion, kind, raw))
 }
 
 func write(w http.ResponseWriter, v any) {

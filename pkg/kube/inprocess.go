@@ -14,12 +14,13 @@ import (
 
 // InProcess is a client whose requests h answers in this process, with no
 // network and no kubeconfig: --from's input served as the API server
-// serves it (pkg/bundle.Server), in JSON. Nothing paces it: there is no
+// serves it (pkg/bundle.Server), in protobuf where it has it, as the API
+// server does, else JSON. Nothing paces it: there is no
 // server to spare.
 func InProcess(h http.Handler) (kubernetes.Interface, error) {
 	cfg := &rest.Config{
 		Host:          "http://in-process",
-		ContentConfig: rest.ContentConfig{ContentType: runtime.ContentTypeJSON, AcceptContentTypes: runtime.ContentTypeJSON},
+		ContentConfig: rest.ContentConfig{ContentType: runtime.ContentTypeJSON, AcceptContentTypes: runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON},
 		RateLimiter:   flowcontrol.NewFakeAlwaysRateLimiter(),
 	}
 	cs, err := kubernetes.NewForConfigAndClient(cfg, &http.Client{Transport: handled{h}})

@@ -1,0 +1,117 @@
+package bundle
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// The built-in kinds travel to the reader as protobuf, as they do from the
+// API server (pkg/kube): the reader decodes a protobuf list item by item,
+// trimmed to the fields its judges read (pkg/snapshot/read), where JSON is
+// decoded whole. Each object is encoded once and its bytes kept, so that a
+// pod listed by several requests (the namespace's parts, the workloads' own)
+// costs one encoding. The custom resources (the ClusterPolicy, NVIDIADriver)
+// have no protobuf, on the API server as here: they stay JSON.
+
+// protobufType is what a request that takes protobuf says in its Accept
+// header.
+const protobufType = "application/vnd.kubernetes.protobuf"
+
+// protobufMagic starts every protobuf body the API server sends
+// (k8s.io/apimachinery/pkg/runtime/serializer/protobuf).
+var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
+
+// message is a built-in API type with its generated protobuf encoder.
+type message interface{ Marshal() ([]byte, error) }
+
+// newTyped is an empty object of each kind that has protobuf.
+var newTyped = map[string]func() message{
+	"Node":               func() message { return &corev1.Node{} },
+	"Pod":                func() message { return &corev1.Pod{} },
+	"Event":              func() message { return &corev1.Event{} },
+	"ConfigMap":          func() message { return &corev1.ConfigMap{} },
+	"DaemonSet":          func() message { return &appsv1.DaemonSet{} },
+	"ControllerRevision": func() message { return &appsv1.ControllerRevision{} },
+	"Deployment":         func() message { return &appsv1.Deployment{} },
+	"ReplicaSet":         func() message { return &appsv1.ReplicaSet{} },
+	"ResourceSlice":      func() message { return &resourcev1.ResourceSlice{} },
+	"ResourceClaim":      func() message { return &resourcev1.ResourceClaim{} },
+	"DeviceClass":        func() message { return &resourcev1.DeviceClass{} },
+}
+
+// encoded is one kind's objects' protobuf, each made on first use.
+type encoded struct {
+	items [][]byte
+}
+
+// protobufOf is the protobuf of object i of kind k, made once.
+func (s *Server) protobufOf(k Kind, i int) ([]byte, error) {
+	s.mu.Lock()
+	e := s.encoded[k]
+	if e == nil {
+		e = &encoded{items: make([][]byte, len(s.b.Objects[k]))}
+		s.encoded[k] = e
+	}
+	b := e.items[i]
+	s.mu.Unlock()
+	if b != nil {
+		return b, nil
+	}
+	typed := newTyped[k.Kind]()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(s.b.Objects[k][i], typed); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", k.Kind, nameOf(s.b.Objects[k][i]), err)
+	}
+	b, err := typed.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	e.items[i] = b
+	s.mu.Unlock()
+	return b, nil
+}
+
+// protobufBody wraps an encoded object (or list) of apiVersion and kind as
+// the API server sends it: the magic, then a runtime.Unknown holding its
+// type and bytes.
+func protobufBody(apiVersion, kind string, raw []byte) []byte {
+	var typeMeta []byte
+	typeMeta = protowire.AppendTag(typeMeta, 1, protowire.BytesType)
+	typeMeta = protowire.AppendString(typeMeta, apiVersion)
+	typeMeta = protowire.AppendTag(typeMeta, 2, protowire.BytesType)
+	typeMeta = protowire.AppendString(typeMeta, kind)
+	body := append([]byte(nil), protobufMagic...)
+	body = protowire.AppendTag(body, 1, protowire.BytesType)
+	body = protowire.AppendBytes(body, typeMeta)
+	body = protowire.AppendTag(body, 2, protowire.BytesType)
+	return protowire.AppendBytes(body, raw)
+}
+
+// protobufList is a list of items as the API server encodes it: its
+// ListMeta (resourceVersion, continue), then each item.
+func protobufList(cont string, items [][]byte) []byte {
+	var meta []byte
+	meta = protowire.AppendTag(meta, 2, protowire.BytesType)
+	meta = protowire.AppendString(meta, "1")
+	if cont != "" {
+		meta = protowire.AppendTag(meta, 3, protowire.BytesType)
+		meta = protowire.AppendString(meta, cont)
+	}
+	size := len(meta) + 8
+	for _, it := range items {
+		size += len(it) + 8
+	}
+	list := make([]byte, 0, size)
+	list = protowire.AppendTag(list, 1, protowire.BytesType)
+	list = protowire.AppendBytes(list, meta)
+	for _, it := range items {
+		list = protowire.AppendTag(list, 2, protowire.BytesType)
+		list = protowire.AppendBytes(list, it)
+	}
+	return list
+}
