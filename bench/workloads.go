@@ -722,8 +722,9 @@ func (w *workloadFleet) contenders(bin func(string) string, fleet []fleetNode, n
 // the operator's paths in operator.go) and pkg/collect make them, each
 // once, unpaged: the operator namespace's pods in one LIST where health
 // reads them in parts; the Failed pods once, which capacity and pods list
-// twice (for health, for the workloads). collect asks JSON a page of 500 at
-// a time; the floor what the server has, protobuf.
+// twice (for health, for the workloads); collect's pods as it lists them
+// (pkg/collect), by phase. collect asks a page of 500 at a time, protobuf
+// but for the custom resources; the floor what the server has, unpaged.
 func judgeReads(ns, cmd string) []string {
 	q := func(path, param, value string) string { return path + "?" + param + "=" + url.QueryEscape(value) }
 	operator := []string{
@@ -743,7 +744,10 @@ func judgeReads(ns, cmd string) []string {
 			"/apis/apps/v1/namespaces/"+ns+"/controllerrevisions",
 			q("/api/v1/events", "fieldSelector", read.PodWarnings),
 			q("/api/v1/events", "fieldSelector", read.UpgradeEvents),
-			"/api/v1/pods")
+			"/api/v1/namespaces/"+ns+"/pods",
+			q("/api/v1/pods", "fieldSelector", read.Unended),
+			q("/api/v1/pods", "fieldSelector", read.Failed),
+			q("/api/v1/pods", "fieldSelector", "status.phase=Succeeded"))
 	}
 	out := append(operator,
 		"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"+rehearsal.PolicyGVR.GroupResource().String(),

@@ -17,11 +17,16 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -60,37 +65,74 @@ func Collect(ctx context.Context, c kubernetes.Interface, o Options) (*bundle.He
 	if v, err := c.Discovery().ServerVersion(); err == nil {
 		h.ServerVersion = v.GitVersion
 	}
-	r := &reader{ctx: ctx, rc: c.Discovery().RESTClient(), o: o, h: h}
 	ns := o.Namespace
 	traced := pipeline.Options{Health: true, Upgrades: true}.ReadOptions().Traced() // every label a judge traces
-	steps := []func() error{
-		func() error { return r.list(kind("Node"), "", "", "", "", nodeTrimmer(traced)) },
-		func() error { return r.list(kind("DaemonSet"), ns, "", "", "", nil) },
-		func() error { return r.list(kind("ControllerRevision"), ns, "", "", "", dropData) },
-		func() error {
+	// The reads are made side by side, as the judges make theirs; each
+	// keeps its objects and its lines of the header apart, joined in this
+	// order: the bundle is the same whatever answered first. The
+	// ConfigMaps and the CRD the policy names, and the ReplicaSets of the
+	// GPU pods' owners, are read once those are.
+	first := []func(r *reader) error{
+		func(r *reader) error { return r.list(kind("Node"), "", "", "", "", nodeTrimmer(traced)) },
+		func(r *reader) error { return r.list(kind("DaemonSet"), ns, "", "", "", nil) },
+		func(r *reader) error { return r.list(kind("ControllerRevision"), ns, "", "", "", dropData) },
+		func(r *reader) error {
 			return r.list(kind("Deployment"), ns, read.OperatorSelector, "", "the GPU Operator's", nil)
 		},
-		func() error { return r.list(kind("ClusterPolicy"), "", "", "", "", nil) },
-		func() error { return r.list(kind("NVIDIADriver"), "", "", "", "", nil) },
-		func() error { return r.configMaps(ns) },
-		func() error { return r.policyCRD() },
-		func() error {
+		func(r *reader) error { return r.list(kind("ClusterPolicy"), "", "", "", "", nil) },
+		func(r *reader) error { return r.list(kind("NVIDIADriver"), "", "", "", "", nil) },
+		func(r *reader) error {
 			return r.list(kind("ResourceSlice"), "", "", "spec.driver="+snapshot.DRADriverName, "the GPU DRA driver's", nil)
 		},
-		func() error { return r.list(kind("ResourceClaim"), "", "", "", "", nil) },
-		func() error { return r.list(kind("DeviceClass"), "", "", "", "", nil) },
-		func() error { return r.events() },
-		func() error { return r.pods(ns) },
+		func(r *reader) error { return r.list(kind("ResourceClaim"), "", "", "", "", nil) },
+		func(r *reader) error { return r.list(kind("DeviceClass"), "", "", "", "", nil) },
+		func(r *reader) error { return r.events() },
+		func(r *reader) error { return r.pods(ns) },
 	}
-	for _, step := range steps {
-		if err := step(); err != nil {
-			return nil, nil, err
-		}
-	}
-	if err := r.replicaSets(); err != nil {
+	readers, err := side(ctx, c, o, first)
+	if err != nil {
 		return nil, nil, err
 	}
-	return h, r.items, nil
+	var items []bundle.Object
+	owners := map[string]bool{}
+	for _, r := range readers {
+		items = append(items, r.items...)
+		for k := range r.owners {
+			owners[k] = true
+		}
+	}
+	then := []func(r *reader) error{
+		func(r *reader) error { return r.configMaps(ns, items) },
+		func(r *reader) error { return r.policyCRD(items) },
+		func(r *reader) error { return r.replicaSets(owners) },
+	}
+	more, err := side(ctx, c, o, then)
+	if err != nil {
+		return nil, nil, err
+	}
+	// the header's lines and the objects in the order the reads are listed
+	// above, the policy's ConfigMaps and CRD where they were read before
+	all := append(readers[:6:6], more[0], more[1])
+	all = append(all, readers[6:]...)
+	all = append(all, more[2])
+	items = nil
+	for _, r := range all {
+		h.Read, h.NotRead = append(h.Read, r.h.Read...), append(h.NotRead, r.h.NotRead...)
+		items = append(items, r.items...)
+	}
+	return h, items, nil
+}
+
+// side runs each read on a reader of its own, side by side, and returns
+// them in the order given.
+func side(ctx context.Context, c kubernetes.Interface, o Options, reads []func(r *reader) error) ([]*reader, error) {
+	readers := make([]*reader, len(reads))
+	var g errgroup.Group
+	for i, read := range reads {
+		readers[i] = &reader{ctx: ctx, c: c, rc: c.Discovery().RESTClient(), o: o, h: &bundle.Header{}}
+		g.Go(func() error { return read(readers[i]) })
+	}
+	return readers, g.Wait()
 }
 
 func kind(name string) bundle.Kind {
@@ -105,6 +147,7 @@ func kind(name string) bundle.Kind {
 // reader lists into the bundle.
 type reader struct {
 	ctx   context.Context
+	c     kubernetes.Interface
 	rc    rest.Interface
 	o     Options
 	h     *bundle.Header
@@ -118,10 +161,12 @@ type reader struct {
 // trims each object with keep (nil: keep it; false drops it) and records
 // the read in the header, or why it was not made.
 func (r *reader) list(k bundle.Kind, ns, labelSel, fieldSel, only string, keep func(bundle.Object) bool) error {
-	err := r.each(k, ns, labelSel, fieldSel, func(o bundle.Object) {
-		if keep == nil || keep(o) {
+	err := r.each(k, ns, labelSel, fieldSel, func(object func() (bundle.Object, error), _ runtime.Object) error {
+		o, err := object()
+		if err == nil && (keep == nil || keep(o)) {
 			r.add(k, o)
 		}
+		return err
 	})
 	return r.record(k, ns, "", only, err)
 }
@@ -150,13 +195,16 @@ func (r *reader) record(k bundle.Kind, ns, name, only string, err error) error {
 	return nil
 }
 
-// each lists k page by page as JSON and calls fn on each item, with its
-// apiVersion and kind set.
-func (r *reader) each(k bundle.Kind, ns, labelSel, fieldSel string, fn func(bundle.Object)) error {
+// each lists k page by page and calls fn on each item: object makes it
+// a bundle.Object, with its apiVersion and kind set; typed is the item as
+// its API type when it came as protobuf (a built-in kind: smaller and
+// several times quicker for the API server to send than JSON), else nil.
+func (r *reader) each(k bundle.Kind, ns, labelSel, fieldSel string, fn func(object func() (bundle.Object, error), typed runtime.Object) error) error {
 	path := resourcePath(k, ns)
+	rc, typed := r.typedClient(k)
 	cont, total := "", 0
 	for {
-		req := r.rc.Get().AbsPath(path).Param("limit", strconv.Itoa(r.o.PageSize))
+		req := rc.Get().AbsPath(path).Param("limit", strconv.Itoa(r.o.PageSize))
 		if labelSel != "" {
 			req = req.Param("labelSelector", labelSel)
 		}
@@ -166,31 +214,83 @@ func (r *reader) each(k bundle.Kind, ns, labelSel, fieldSel string, fn func(bund
 		if cont != "" {
 			req = req.Param("continue", cont)
 		}
-		body, err := read.JSON(r.ctx, req)
+		n, next, err := r.page(k, req, typed, fn)
 		if err != nil {
 			return err
 		}
-		var page struct {
-			Metadata struct{ Continue string }
-			Items    []bundle.Object
-		}
-		d := json.NewDecoder(bytes.NewReader(body))
-		d.UseNumber()
-		if err := d.Decode(&page); err != nil {
-			return fmt.Errorf("decode %s: %w", k.Qualified(), err)
-		}
-		for _, o := range page.Items {
-			o["apiVersion"], o["kind"] = k.APIVersion, k.Kind
-			fn(o)
-		}
-		total += len(page.Items)
-		if cont = page.Metadata.Continue; cont == "" {
+		total += n
+		if cont = next; cont == "" {
 			return nil
 		}
 		if r.o.Progress != nil {
 			fmt.Fprintf(r.o.Progress, "collect: %s: %d read\n", k.Qualified(), total)
 		}
 	}
+}
+
+// typedClient is the client of k's API group that takes protobuf, and
+// true; for a custom resource, which the API server sends as JSON alone,
+// the JSON client and false.
+func (r *reader) typedClient(k bundle.Kind) (rest.Interface, bool) {
+	switch k.APIVersion {
+	case "v1":
+		return r.c.CoreV1().RESTClient(), true
+	case "apps/v1":
+		return r.c.AppsV1().RESTClient(), true
+	case "resource.k8s.io/v1":
+		return r.c.ResourceV1().RESTClient(), true
+	}
+	return r.rc, false
+}
+
+// page reads one page: its items, and the continue token.
+func (r *reader) page(k bundle.Kind, req *rest.Request, typed bool, fn func(func() (bundle.Object, error), runtime.Object) error) (int, string, error) {
+	if typed {
+		list, err := req.Do(r.ctx).Get()
+		if err != nil {
+			return 0, "", err
+		}
+		n := 0
+		err = meta.EachListItem(list, func(item runtime.Object) error {
+			n++
+			return fn(func() (bundle.Object, error) {
+				o, err := runtime.DefaultUnstructuredConverter.ToUnstructured(item)
+				if err != nil {
+					return nil, fmt.Errorf("decode %s: %w", k.Qualified(), err)
+				}
+				o["apiVersion"], o["kind"] = k.APIVersion, k.Kind
+				return o, nil
+			}, item)
+		})
+		if err != nil {
+			return 0, "", err
+		}
+		l, err := meta.ListAccessor(list)
+		if err != nil {
+			return 0, "", err
+		}
+		return n, l.GetContinue(), nil
+	}
+	body, err := read.JSON(r.ctx, req)
+	if err != nil {
+		return 0, "", err
+	}
+	var page struct {
+		Metadata struct{ Continue string }
+		Items    []bundle.Object
+	}
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	if err := d.Decode(&page); err != nil {
+		return 0, "", fmt.Errorf("decode %s: %w", k.Qualified(), err)
+	}
+	for _, o := range page.Items {
+		o["apiVersion"], o["kind"] = k.APIVersion, k.Kind
+		if err := fn(func() (bundle.Object, error) { return o, nil }, nil); err != nil {
+			return 0, "", err
+		}
+	}
+	return len(page.Items), page.Metadata.Continue, nil
 }
 
 // resourcePath is where k is listed, in namespace ns ("": every one).
@@ -215,9 +315,9 @@ func (r *reader) add(k bundle.Kind, o bundle.Object) {
 // plugin's sharing and the MIG manager's layouts (as read.Offers does):
 // one that does not exist is recorded as read, so that --from finds it
 // missing as the cluster did.
-func (r *reader) configMaps(ns string) error {
+func (r *reader) configMaps(ns string, items []bundle.Object) error {
 	var names []string
-	for _, o := range r.items {
+	for _, o := range items {
 		if o["kind"] == "ClusterPolicy" {
 			b, err := json.Marshal(o)
 			if err != nil {
@@ -263,8 +363,8 @@ func (r *reader) get(k bundle.Kind, ns, name, only string, keep func(bundle.Obje
 // reads its schema for the operator's release when neither the operator's
 // Deployment nor the chart's label names it (read.ClusterPolicyCRD). Its
 // schema's field names alone are kept: the descriptions are most of it.
-func (r *reader) policyCRD() error {
-	if !slices.ContainsFunc(r.items, func(o bundle.Object) bool { return o["kind"] == "ClusterPolicy" }) {
+func (r *reader) policyCRD(items []bundle.Object) error {
+	if !slices.ContainsFunc(items, func(o bundle.Object) bool { return o["kind"] == "ClusterPolicy" }) {
 		return nil
 	}
 	return r.get(kind("CustomResourceDefinition"), "", read.ClusterPolicyCRD, "its schema's field names", schemaNames)
@@ -306,7 +406,13 @@ func (r *reader) events() error {
 	k := kind("Event")
 	var errs []error
 	for _, sel := range []string{read.PodWarnings, read.UpgradeEvents} {
-		errs = append(errs, r.each(k, "", "", sel, func(o bundle.Object) { r.add(k, o) }))
+		errs = append(errs, r.each(k, "", "", sel, func(object func() (bundle.Object, error), _ runtime.Object) error {
+			o, err := object()
+			if err == nil {
+				r.add(k, o)
+			}
+			return err
+		}))
 	}
 	for _, err := range errs {
 		if err != nil {
@@ -316,59 +422,85 @@ func (r *reader) events() error {
 	return r.record(k, "", "", "Warnings on pods, the driver upgrade controller's on nodes", nil)
 }
 
-// pods lists the pods of every namespace, one LIST, and keeps those of
-// the operator's namespace and, elsewhere, the GPU pods and those the
-// kubelet refused: the workload's side (snapshot.GPUPods) and the pods
-// holding a node's devices (read.Holders). A user who may list pods in the
-// operator's namespace alone gets those.
+// pods lists the pods of the operator's namespace and, elsewhere, as the
+// judges list them side by side, the pods that have not ended
+// (read.Unended) and the Failed ones (read.Failed), keeping the GPU pods
+// and those the kubelet refused: the workload's side (snapshot.GPUPods)
+// and the pods holding a node's devices (read.Holders); and the GPU pods
+// that Succeeded, which say why a target has no GPU pod running
+// (read.PodsIn). A user who may list pods in the operator's namespace
+// alone gets those.
 func (r *reader) pods(ns string) error {
 	k := kind("Pod")
 	r.owners = map[string]bool{}
-	var failed error
-	err := r.each(k, "", "", "", func(o bundle.Object) {
-		if failed != nil {
-			return
+	var mu sync.Mutex
+	outside := func(sel string) func(r *reader) error {
+		return func(sub *reader) error {
+			return sub.each(k, "", "", sel, func(object func() (bundle.Object, error), typed runtime.Object) error {
+				p, ok := typed.(*corev1.Pod)
+				if !ok {
+					o, err := object()
+					if err != nil {
+						return err
+					}
+					p = &corev1.Pod{}
+					if err := convert(o, p); err != nil {
+						return err
+					}
+				}
+				if p.Namespace == ns {
+					return nil
+				}
+				_, gpu := snapshot.GPUPodFrom(p)
+				_, refused := snapshot.RejectedPodFrom(p)
+				if !gpu && !refused {
+					return nil
+				}
+				o, err := object()
+				if err != nil {
+					return err
+				}
+				if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.Kind == "ReplicaSet" {
+					mu.Lock()
+					r.owners[p.Namespace+"/"+ref.Name] = true
+					mu.Unlock()
+				}
+				sub.add(k, o)
+				return nil
+			})
 		}
-		if namespaceOf(o) == ns {
-			r.add(k, o)
-			return
-		}
-		var p corev1.Pod
-		if failed = convert(o, &p); failed != nil {
-			return
-		}
-		_, gpu := snapshot.GPUPodFrom(&p)
-		_, refused := snapshot.RejectedPodFrom(&p)
-		if !gpu && !refused {
-			return
-		}
-		if ref := metav1.GetControllerOfNoCopy(&p); ref != nil && ref.Kind == "ReplicaSet" {
-			r.owners[p.Namespace+"/"+ref.Name] = true
-		}
-		r.add(k, o)
+	}
+	succeeded := fields.OneTermEqualSelector("status.phase", string(corev1.PodSucceeded)).String()
+	subs, err := side(r.ctx, r.c, r.o, []func(r *reader) error{
+		func(sub *reader) error { return sub.list(k, ns, "", "", "", nil) },
+		outside(read.Unended), outside(read.Failed), outside(succeeded),
 	})
-	if err == nil {
-		err = failed
+	for _, sub := range subs {
+		r.items = append(r.items, sub.items...)
+	}
+	inNamespace := subs[0].h
+	if err != nil && !apierrors.IsForbidden(err) {
+		return err
 	}
 	if apierrors.IsForbidden(err) {
 		if err := r.record(k, "", "", "", err); err != nil {
 			return err
 		}
-		return r.list(k, ns, "", "", "", nil)
+		r.items, r.owners = subs[0].items, map[string]bool{}
+		r.h.Read, r.h.NotRead = append(r.h.Read, inNamespace.Read...), append(r.h.NotRead, inNamespace.NotRead...)
+		return nil
 	}
-	if err := r.record(k, ns, "", "", err); err != nil {
-		return err
-	}
-	return r.record(k, "", "", "outside namespace "+ns+": the GPU pods and those the kubelet refused", err)
+	r.h.Read = append(r.h.Read, inNamespace.Read...)
+	return r.record(k, "", "", "outside namespace "+ns+": the GPU pods and those the kubelet refused", nil)
 }
 
 // replicaSets keeps, in each namespace holding a GPU pod of a ReplicaSet,
 // the ReplicaSets of those namespaces, their metadata alone: whose
 // Deployment each belongs to (why deployment/NAME).
-func (r *reader) replicaSets() error {
+func (r *reader) replicaSets(owners map[string]bool) error {
 	k := kind("ReplicaSet")
 	namespaces := map[string]bool{}
-	for key := range r.owners {
+	for key := range owners {
 		ns, _, _ := strings.Cut(key, "/")
 		namespaces[ns] = true
 	}
@@ -379,8 +511,12 @@ func (r *reader) replicaSets() error {
 			}
 		}
 	}) {
-		err := r.each(k, ns, "", "", func(o bundle.Object) {
-			r.add(k, bundle.Object{"apiVersion": o["apiVersion"], "kind": o["kind"], "metadata": o["metadata"]})
+		err := r.each(k, ns, "", "", func(object func() (bundle.Object, error), _ runtime.Object) error {
+			o, err := object()
+			if err == nil {
+				r.add(k, bundle.Object{"apiVersion": o["apiVersion"], "kind": o["kind"], "metadata": o["metadata"]})
+			}
+			return err
 		})
 		if err := r.record(k, ns, "", "their metadata", err); err != nil {
 			return err
