@@ -71,6 +71,9 @@ func TestServeKubectlOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !b.WithoutManagedFields() {
+		t.Errorf("kubectl's nodes without their managedFields not said so")
+	}
 	if b.Skipped["v1/Secret"] != 1 {
 		t.Errorf("skipped %v, want the Secret", b.Skipped)
 	}

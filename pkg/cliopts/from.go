@@ -131,5 +131,8 @@ func (f *From) done(err error, errOut io.Writer) error {
 	for _, m := range f.server.Missing() {
 		fmt.Fprintf(errOut, "note: --from %s holds no %s: the verdicts that need it are not given (see --explain)\n", f.Path, m)
 	}
+	if f.input.WithoutManagedFields() {
+		fmt.Fprintf(errOut, "note: --from %s holds no managedFields of nodes (kubectl get hides them without --show-managed-fields): how long a label has been held (a pause STUCK) and who took a node out of service are not judged\n", f.Path)
+	}
 	return nil
 }
