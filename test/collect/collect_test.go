@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	gpuops "github.com/gpuops/gpuops"
@@ -81,13 +80,13 @@ func newLab(t *testing.T) *lab {
 
 // cases are every judge in every format (the golden cases of one
 // cluster), and the workload's commands.
-func cases(node, team string) [][]string {
-	var out [][]string
-	for _, g := range gpuopstest.FromCases(node) {
-		out = append(out, g.Args)
+func cases(node, team string) []gpuopstest.Golden {
+	more := [][]string{{"why", "-n", team, "train-1"}, {"pods"}, {"pods", "-n", team}, {"capacity"}, {"health", "--explain", node}}
+	out := gpuopstest.FromCases(node)
+	for _, args := range more {
+		out = append(out, gpuopstest.Golden{Args: args})
 	}
-	return append(out, []string{"why", "-n", team, "train-1"}, []string{"pods"}, []string{"pods", "-n", team},
-		[]string{"capacity"}, []string{"health", "--explain", node})
+	return out
 }
 
 // One lab for every part: its node names are the lab spec's. First as
@@ -97,13 +96,11 @@ func cases(node, team string) [][]string {
 // kind the judges read.
 func TestCollect(t *testing.T) {
 	l := newLab(t)
-	t.Run("must-gather", l.mustGather)
 	t.Run("from is live", l.fromIsLive)
 	t.Run("redact", l.redact)
 	t.Run("bad inputs", l.badInputs)
 	l.install(t)
 	t.Run("install: from is live", l.fromIsLive)
-	t.Run("install: from kubectl is live", l.fromKubectlIsLive)
 	t.Run("install: redact", l.redact)
 }
 
@@ -154,9 +151,13 @@ func (l *lab) install(t *testing.T) {
 	})
 }
 
-// fromIsLive compares every judge in every format live and from bundles:
-// YAML and gzipped JSON.
+// fromIsLive compares every judge in every format live and from every
+// input (gpuopstest.FromIsLive: a YAML bundle, kubectl's output, a
+// must-gather folder), and from a gzipped JSON bundle, stdin and a later
+// --now.
 func (l *lab) fromIsLive(t *testing.T) {
+	cs := cases(l.nodes[2], l.team)
+	l.cluster.FromIsLive(t, cs)
 	dir := t.TempDir()
 	yamlBundle, jsonBundle := filepath.Join(dir, "bundle.yaml"), filepath.Join(dir, "bundle.json.gz")
 	l.cluster.Want(t, 0, "collect", "-o", yamlBundle)
@@ -164,8 +165,8 @@ func (l *lab) fromIsLive(t *testing.T) {
 	if raw, _ := os.ReadFile(yamlBundle); bytes.Contains(raw, []byte("not-in-the-bundle")) || bytes.Contains(raw, []byte("kind: Secret")) {
 		t.Errorf("the bundle holds a container's environment or a Secret")
 	}
-	for _, args := range cases(l.nodes[2], l.team) {
-		l.cluster.SameFrom(t, args, gpuopstest.Volatile{}, nil, yamlBundle, jsonBundle)
+	for _, c := range cs {
+		l.cluster.SameFrom(t, c.Args, gpuopstest.Volatile{}, nil, jsonBundle)
 	}
 	// stdin, and a later --now: the pod then stuck longer
 	in := gpuopstest.Run(t, nil, "sh", "-c", gpuopstest.Binary(t)+" health -o json --from - < "+yamlBundle)
@@ -175,70 +176,6 @@ func (l *lab) fromIsLive(t *testing.T) {
 	later := gpuopstest.Run(t, nil, gpuopstest.Binary(t), "why", "-n", l.team, "train-1", "--from", yamlBundle, "--now", time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
 	if !strings.Contains(later.Stdout, "Stuck") || later.Code != 1 {
 		t.Errorf("--now an hour later: exit %d\n%s%s", later.Code, later.Stdout, later.Stderr)
-	}
-}
-
-// fromKubectlIsLive compares every judge in every format live and from
-// kubectl's output of the same objects, as a user pastes it: one List of
-// every kind, and a folder of a file per kind. A kind of which the cluster
-// has no object leaves no trace in kubectl's output: --from says it does
-// not hold it (NVIDIADriver, whose CRD the cluster does not serve), the
-// one line the outputs differ by; and it does not name the cluster, which
-// a report does by the input's name then.
-func (l *lab) fromKubectlIsLive(t *testing.T) {
-	dir := t.TempDir()
-	kinds := []string{"nodes", "pods", "daemonsets", "controllerrevisions", "deployments", "events", "resourceslices", "resourceclaims",
-		"deviceclasses", "replicasets", "clusterpolicies", "configmaps"}
-	list := gpuopstest.WriteFile(t, filepath.Join(dir, "dump.yaml"), l.env.Kubectl(t, "get", strings.Join(kinds, ","), "-A", "-o", "yaml"))
-	folder := filepath.Join(dir, "dump-folder")
-	for _, kind := range kinds {
-		gpuopstest.WriteFile(t, filepath.Join(folder, kind+".json"), l.env.Kubectl(t, "get", kind, "-A", "-o", "json"))
-	}
-	missing := regexp.MustCompile(`^note: --from \S+ holds no (nvidiadrivers\.nvidia\.com|resourceslices\.resource\.k8s\.io):`)
-	cfg, err := clientcmd.LoadFromFile(l.env.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := gpuopstest.Volatile{cfg.Clusters[cfg.Contexts[cfg.CurrentContext].Cluster].Server: "", "dump.yaml": "<cluster>", "dump-folder": "<cluster>"}
-	for _, args := range cases(l.nodes[2], l.team) {
-		l.cluster.SameFrom(t, args, v, func(line string) bool { return missing.MatchString(line) }, list, folder)
-	}
-}
-
-// A folder shaped as NVIDIA's must-gather leaves it (NVIDIA/gpu-operator
-// v26.7.0 hack/must-gather.sh): YAML of the ClusterPolicy (or
-// cluster_policy.missing), the operator namespace's pods and DaemonSets,
-// and the nodes as text it does not parse. No node, no verdict: exit 2,
-// saying so; with the nodes beside it, the verdicts it can hold are the
-// live ones and what it lacks is named.
-func (l *lab) mustGather(t *testing.T) {
-	dir := t.TempDir()
-	ns := "gpu-operator"
-	gpuopstest.WriteFile(t, filepath.Join(dir, "cluster_policy.missing"), "")
-	gpuopstest.WriteFile(t, filepath.Join(dir, "gpu_operand_pods.yaml"), l.env.Kubectl(t, "get", "pods", "-n", ns, "-o", "yaml"))
-	gpuopstest.WriteFile(t, filepath.Join(dir, "gpu_operand_ds.yaml"), l.env.Kubectl(t, "get", "ds", "-n", ns, "-o", "yaml"))
-	gpuopstest.WriteFile(t, filepath.Join(dir, "gpu_operand_pods.status"), l.env.Kubectl(t, "get", "pods", "-n", ns, "-o", "wide"))
-	gpuopstest.WriteFile(t, filepath.Join(dir, "gpu_nodes.descr"), l.env.Kubectl(t, "describe", "nodes"))
-	gpuopstest.WriteFile(t, filepath.Join(dir, "gpu_nodes.labels"), "gpu-node-0\n- kubernetes.io/hostname=gpu-node-0\n")
-	gpuopstest.WriteFile(t, filepath.Join(dir, "must-gather.log"), "# All done!\n")
-	r := gpuopstest.Run(t, nil, gpuopstest.Binary(t), "audit", "--from", dir)
-	r.OneLineError(t, "holds no nodes: no verdict can be given without it")
-
-	gpuopstest.WriteFile(t, filepath.Join(dir, "nodes.yaml"), l.env.Kubectl(t, "get", "nodes", "-o", "yaml"))
-	// the verdicts; its notes differ: must-gather says there is no
-	// ClusterPolicy, not that the cluster does not serve them
-	for _, args := range [][]string{{"audit"}, {"audit", "-o", "wide"}, {"order-check", l.nodes[2]}, {"matrix"}} {
-		live := l.cluster.Run(t, args...)
-		got := gpuopstest.Run(t, nil, gpuopstest.Binary(t), append(args, "--from", dir)...)
-		if got.Code != live.Code || got.Stdout != live.Stdout {
-			t.Errorf("gpuops %s --from must-gather: exit %d, live %d\n%s\nlive:\n%s", strings.Join(args, " "), got.Code, live.Code, got.Stdout, live.Stdout)
-		}
-	}
-	health := gpuopstest.Run(t, nil, gpuopstest.Binary(t), "health", "--from", dir)
-	for _, missing := range []string{"holds no events in namespace gpu-operator", "holds no deployments.apps in namespace gpu-operator"} {
-		if !strings.Contains(health.Stderr, missing) {
-			t.Errorf("health --from must-gather does not say it %s:\n%s", missing, health.Stderr)
-		}
 	}
 }
 

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/gpuops/gpuops/internal/gpuopstest"
 	"github.com/gpuops/gpuops/pkg/operand"
 )
 
@@ -93,6 +95,19 @@ func TestReleaseFromTheCRDsSchema(t *testing.T) {
 		}
 		if op == nil || op.Version != "" || op.JudgedAs != want.Version || !strings.Contains(op.Note, "judged as "+want.Version) || !strings.Contains(op.Note, note) {
 			t.Errorf("the CRD of %s: operator %+v, want judged as %s with a note %q", tag, op, want.Version, note)
+		}
+		// A bundle holds the CRD, and so judges as the cluster does: at a
+		// tag not judged as the newest, which a read without the CRD falls
+		// back to. Once: the read is the same at every tag. (Not kubectl's
+		// output: a cluster with no Deployment at all leaves none in it, so
+		// that --from says it holds none, and cannot judge by the CRD.)
+		if tag == tags[0] {
+			c := gpuopstest.On(in.env)
+			bundle := filepath.Join(t.TempDir(), "bundle.yaml")
+			c.Want(t, 0, "collect", "-o", bundle)
+			for _, args := range [][]string{{"health", "-o", "json", "-l", in.selector()}, {"audit", "--explain", "-l", in.selector()}} {
+				c.SameFrom(t, args, gpuopstest.Volatile{}, nil, bundle)
+			}
 		}
 	}
 	setSpec(t, map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true})
