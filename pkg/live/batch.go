@@ -50,7 +50,6 @@ func (t *Tracker) rescope() {
 	slices.SortFunc(s.DaemonSets, func(a, b snapshot.DaemonSet) int { return strings.Compare(a.Name, b.Name) })
 	t.scope = pipeline.Decide(&s, t.opts.Options)
 	t.operator.DaemonSets = s.DaemonSets
-	t.runsDRA.Store(snapshot.RunsDRA(s.DaemonSets))
 }
 
 func (t *Tracker) nodeStore() cache.Store { return t.store(Nodes) }

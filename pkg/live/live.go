@@ -83,10 +83,6 @@ type Tracker struct {
 	ready  atomic.Bool
 	failed chan error // the first watch error, for SyncTimeout
 	work   *workloads // serve --workloads' (workloads.go); nil without
-	// runsDRA is whether a DaemonSet of the scope runs the DRA kubelet
-	// plugin (offers.go's devicePools), set by rescope and read by the
-	// workload side's goroutine too.
-	runsDRA atomic.Bool
 
 	// Owned by the goroutine of Run.
 	ctx      context.Context // Run's once it judges, for the reads a judgement makes (kubelet.go)

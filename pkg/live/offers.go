@@ -91,16 +91,13 @@ func (t *Tracker) namesConfig(cm string) bool {
 	return p != nil && cm != "" && (cm == p.Offer.DevicePluginConfig || cm == p.Offer.MIGConfig)
 }
 
-// devicePools are the DRA driver's pools on the named nodes; nil when the
-// slices are not watched (the devices then go unjudged, as after a read
-// that could not list them), and nil when no DaemonSet runs the DRA kubelet
-// plugin: the one-shot read lists them only then (read.Options.DRA), and
-// serve judges what health, capacity, pods and why read, or the devices
-// of a DRA driver the operator does not run would count here and not
-// there.
+// devicePools are the DRA driver's pools on the named nodes, whoever runs
+// its kubelet plugin, as the one-shot read lists them (read.Options.DRA);
+// nil when the slices are not watched (the devices then go unjudged, as
+// after a read that could not list them).
 func (t *Tracker) devicePools(names []string) map[string][]snapshot.DevicePool {
 	st := t.store(ResourceSlices)
-	if st == nil || !t.runsDRA.Load() {
+	if st == nil {
 		return nil
 	}
 	pools := map[string][]snapshot.DevicePool{}

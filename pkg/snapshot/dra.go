@@ -63,7 +63,15 @@ func withholds(e resourcev1.DeviceTaintEffect) bool {
 }
 
 // RunsDRA reports whether one of the DaemonSets runs the DRA kubelet plugin
-// (selects its deploy label): only then are the ResourceSlices worth a read.
+// as the operator deploys it (selects its deploy label; gpu-operator v26.7.0
+// manifests/state-dra-driver, in the operator's namespace). The driver's
+// slices are read whether or not it does: before v26.7.0 the operator does
+// not deploy the driver, and its own chart installs it in a namespace of
+// its own, with no deploy label (kubernetes-sigs/dra-driver-nvidia-gpu at
+// 95932046, site/content/docs/install.md: --namespace
+// dra-driver-nvidia-gpu; deployments/helm/dra-driver-nvidia-gpu/templates/kubeletplugin.yaml).
+// Only where it does is a slice the read could not list a loss worth a
+// note.
 func RunsDRA(daemonSets []DaemonSet) bool {
 	return slices.ContainsFunc(daemonSets, func(d DaemonSet) bool {
 		return slices.Contains(d.SelectorLabels(), operand.LabelPrefix+operand.DRADriver)

@@ -115,10 +115,12 @@ func TestCapacityIsTheHandCount(t *testing.T) {
 // gpuops capacity and gpuops pods say: gpuops_gpus is capacity's every
 // count per pool, resource and state, and gpuops_gpu_pods_blocked pods'
 // stuck pods by namespace and cause. They are one pipeline, and never
-// disagree: not while no DaemonSet of the namespace runs the DRA kubelet
-// plugin (the one-shot read then lists no ResourceSlice, and serve counts
-// none it watches), nor once one does (both judge the DRA pod node by
-// node).
+// disagree. The DRA driver is first installed as its own chart installs
+// it, its kubelet plugin's DaemonSet in a namespace of its own with no
+// deploy label of the operator's (snapshot.RunsDRA): its node's devices
+// are counted and the waiting DRA pod is judged node by node (all its
+// devices allocated) by why, pods, capacity and serve alike, not said to
+// ask what no node offers; and so once the operator runs the plugin too.
 func TestServeWorkloadsAgrees(t *testing.T) {
 	env := testcluster.New(t)
 	a100 := map[string]string{operand.GPUProductLabel: "A100", operand.GPUCountLabel: "8"}
@@ -143,6 +145,13 @@ func TestServeWorkloadsAgrees(t *testing.T) {
 	runs(t, env, "dra-holder", dra.Name)
 	gpuopstest.ClaimPod(t, env, "dra-waits", class, 2, "", "")
 	env.Unscheduled(t, "dra-waits")
+	// The driver's chart's DaemonSet (kubernetes-sigs/dra-driver-nvidia-gpu
+	// deployments/helm/dra-driver-nvidia-gpu/templates/kubeletplugin.yaml),
+	// on no node.
+	chart := testcluster.DaemonSet(env.OtherNamespace(t, "dra-driver"), "dra-driver-nvidia-gpu-kubelet-plugin", map[string]string{"nvidia.com/dra-kubelet-plugin": "true"}, "16Mi")
+	if _, err := env.Client.AppsV1().DaemonSets(chart.Namespace).Create(context.Background(), chart, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	c := gpuopstest.On(env)
 	s := c.Serve(t, "serve", "--workloads", "--stuck-after", "1ns")
@@ -214,14 +223,19 @@ func TestServeWorkloadsAgrees(t *testing.T) {
 	}
 	ns := env.Namespace + " "
 	draGPUs := summary.NoGroup + " " + snapshot.DRADriverName + " allocated"
-	gpus, pods := agree("without the DRA kubelet plugin")
+	gpus, pods := agree("with the DRA driver's own chart")
 	// The whole cluster is compared: what earlier tests left counts on both sides.
-	if len(pods) < 3 || gpus["A100 nvidia.com/gpu stranded"] < 8 || gpus["A100 nvidia.com/gpu unhealthy"] < 2 ||
-		pods[ns+workload.ResourceNotOffered] != 1 || gpus[draGPUs] != 0 {
+	if len(pods) < 3 || gpus["A100 nvidia.com/gpu stranded"] < 8 || gpus["A100 nvidia.com/gpu unhealthy"] < 2 {
 		t.Fatalf("the cluster is not as built: capacity %v, pods %v", gpus, pods)
 	}
-	// The kubelet plugin's DaemonSet, on no node: what the read and the
-	// watch look for (snapshot.RunsDRA) is its deploy label.
+	if pods[ns+workload.AllAllocated] != 1 || pods[ns+workload.ResourceNotOffered] != 0 || gpus[draGPUs] != 1 {
+		t.Errorf("the DRA node of the driver's chart not counted: capacity %v, pods %v", gpus, pods)
+	}
+	if a := why(t, env, "dra-waits"); a.Code != workload.AllAllocated {
+		t.Errorf("why dra-waits: %s %s, want %s", a.Code, a.Message, workload.AllAllocated)
+	}
+	// The operator's kubelet plugin's DaemonSet too, on no node (its
+	// deploy label is what snapshot.RunsDRA looks for).
 	o, err := operand.Lookup(operand.Real, operand.DRADriver)
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +244,7 @@ func TestServeWorkloadsAgrees(t *testing.T) {
 	if _, err := env.Client.AppsV1().DaemonSets(env.Namespace).Create(context.Background(), plugin, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	gpus, pods = agree("with the DRA kubelet plugin")
+	gpus, pods = agree("with the operator's DRA kubelet plugin")
 	if pods[ns+workload.AllAllocated] != 1 || pods[ns+workload.ResourceNotOffered] != 0 || gpus[draGPUs] != 1 {
 		t.Fatalf("the DRA node not counted: capacity %v, pods %v", gpus, pods)
 	}

@@ -76,9 +76,11 @@ type Options struct {
 	// (Snapshot.UpgradeEvents), one LIST each.
 	Upgrades bool
 	// DRA also lists the DRA driver's ResourceSlices (dra.go,
-	// Snapshot.DevicePools), one LIST, when a DaemonSet read runs the DRA
-	// kubelet plugin (snapshot.RunsDRA): a cluster without the DRA stack
-	// pays nothing for it.
+	// Snapshot.DevicePools), one LIST narrowed to its driver, whoever runs
+	// its kubelet plugin: the driver's own chart installs it in a namespace
+	// of its own (snapshot.DRADriverName). A cluster without the DRA stack
+	// pays an empty list; that the slices could not be read is a note only
+	// where a DaemonSet read runs the plugin (snapshot.RunsDRA).
 	DRA bool
 	// Kubelet also reads what the kubelet reports of failing pods beyond
 	// their status (kubelet.go, Snapshot.Warnings, Rejected and Holders):
@@ -135,16 +137,16 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 	var notes, draNotes, warningNotes []string // apart: Operator writes s.Notes meanwhile
 	var warnings map[string][]snapshot.Warning
 	run(5, func() error { return operatorAndOffers(ctx, c, namespace, opts, s) })
+	if opts.DRA {
+		run(4, func() (err error) {
+			s.DevicePools, draNotes, err = readDevicePools(ctx, c.ResourceV1().RESTClient(), opts)
+			return err
+		})
+	}
 	daemonSetsRead := make(chan struct{})
 	g.Go(func() error {
 		errs[2] = readDaemonSets(ctx, c, namespace, opts, s)
 		close(daemonSetsRead)
-		if errs[2] == nil && opts.DRA && snapshot.RunsDRA(s.DaemonSets) {
-			run(4, func() (err error) {
-				s.DevicePools, draNotes, err = readDevicePools(ctx, c.ResourceV1().RESTClient(), opts)
-				return err
-			})
-		}
 		labels := nodeLabels(opts, s.DaemonSets)
 		errs[0] = readNodes(ctx, core, opts, labels, func(n *corev1.Node, whole []byte) error {
 			if whole == nil && labels != nil { // decoded whole (JSON): not filtered yet
@@ -211,6 +213,9 @@ func Snapshot(ctx context.Context, c kubernetes.Interface, namespace string, opt
 				return nil, err
 			}
 		}
+	}
+	if !snapshot.RunsDRA(s.DaemonSets) {
+		draNotes = nil // devices no one was known to publish are not missed
 	}
 	s.Notes = append(append(append(s.Notes, notes...), draNotes...), warningNotes...)
 	if opts.Kubelet {
