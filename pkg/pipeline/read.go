@@ -25,16 +25,17 @@ func Run(ctx context.Context, c kubernetes.Interface, o Options) (*outcome.Resul
 	var gpuPods *snapshot.GPUPods
 	var podsErr, podsNote error
 	var g errgroup.Group
+	ro := o.ReadOptions()
 	if o.Capacity && o.Health && !o.LabelsOnly {
 		g.Go(func() (err error) {
-			gpuPods, podsErr = read.GPUPods(ctx, c, read.WorkloadOptions{})
+			gpuPods, podsErr = read.GPUPods(ctx, c, read.WorkloadOptions{NoRejected: ro.Kubelet})
 			if apierrors.IsForbidden(podsErr) { // a right the fleet view can do without
 				podsNote, podsErr = podsErr, nil
 			}
 			return nil
 		})
 	}
-	s, err := read.Snapshot(ctx, c, o.Namespace, o.ReadOptions())
+	s, err := read.Snapshot(ctx, c, o.Namespace, ro)
 	_ = g.Wait()
 	// The snapshot's error first: a cluster that cannot be read says so
 	// as the judges without the capacity say it.
@@ -52,6 +53,9 @@ func Run(ctx context.Context, c kubernetes.Interface, o Options) (*outcome.Resul
 	case podsNote != nil:
 		r.Notes = append(r.Notes, "no GPU capacity: "+words.ErrorLine(podsNote))
 	case gpuPods != nil:
+		if ro.Kubelet { // the Failed pods, listed once for both
+			gpuPods.UseRejected(s.Rejected)
+		}
 		r.Capacity = (&workload.Inputs{Snapshot: s, Health: healthOf(r), Pods: gpuPods}).Capacity(o.GroupBy)
 		r.Capacity.Notes = gpuPods.Notes
 	}

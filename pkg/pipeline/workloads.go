@@ -29,12 +29,15 @@ func readWorkloads(ctx context.Context, c kubernetes.Interface, o Options, allLa
 	w := &workload.Inputs{}
 	var g errgroup.Group
 	g.Go(func() (err error) { w.Snapshot, err = read.Snapshot(ctx, c, o.Namespace, ro); return err })
-	g.Go(func() (err error) { w.Pods, err = read.GPUPods(ctx, c, read.WorkloadOptions{}); return err })
+	g.Go(func() (err error) { w.Pods, err = read.GPUPods(ctx, c, read.WorkloadOptions{NoRejected: ro.Kubelet}); return err })
 	if more != nil {
 		g.Go(more)
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
+	}
+	if ro.Kubelet { // the Failed pods, listed once for both
+		w.Pods.UseRejected(w.Snapshot.Rejected)
 	}
 	judge.SortNodes(w.Snapshot)
 	sc := Decide(w.Snapshot, o)

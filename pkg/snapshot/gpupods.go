@@ -118,6 +118,14 @@ func (f *GPUPods) Keep(read []GPUPod) {
 	slices.SortFunc(f.Pods, func(a, b GPUPod) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
+	f.UseRejected(f.Rejected)
+}
+
+// UseRejected makes r, in namespace/name order, the pods refused at
+// admission: those a snapshot read beside f (Snapshot.Rejected), when the
+// Failed pods were listed once for both.
+func (f *GPUPods) UseRejected(r []RejectedPod) {
+	f.Rejected = r
 	slices.SortFunc(f.Rejected, func(a, b RejectedPod) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})

@@ -254,7 +254,8 @@ func TestServeWorkloadsAgrees(t *testing.T) {
 // where the GPUs are (pipeline.Run with the fleet views' options) reads the
 // pods of every namespace as gpuops capacity does: the same LISTs, each
 // narrowed on the server by a field selector (read.GPUPods, which trims
-// them as they arrive), never a LIST of every pod; and it counts what
+// them as they arrive), never a LIST of every pod, nor one twice (the
+// Failed pods are health's and the workload side's); and it counts what
 // capacity counts.
 func TestSummaryReadsThePodsAsCapacity(t *testing.T) {
 	env := testcluster.New(t)
@@ -296,12 +297,22 @@ func TestSummaryReadsThePodsAsCapacity(t *testing.T) {
 		capacity, err = pipeline.Capacity(context.Background(), c, opts)
 		return err
 	})
+	podsLists := podLists(func(c kubernetes.Interface) error {
+		_, err := pipeline.Pods(context.Background(), c, opts, "", "")
+		return err
+	})
 	if !slices.Equal(fleetLists, capacityLists) {
 		t.Errorf("the fleet view lists the pods of every namespace\n%q\ncapacity\n%q", fleetLists, capacityLists)
 	}
-	for _, q := range fleetLists {
-		if !strings.Contains(q, "fieldSelector=") {
-			t.Errorf("a LIST of every pod not narrowed by a field selector: %s", q)
+	for what, lists := range map[string][]string{"summary": fleetLists, "capacity": capacityLists, "pods": podsLists} {
+		for i, q := range lists {
+			if !strings.Contains(q, "fieldSelector=") {
+				t.Errorf("%s: a LIST of every pod not narrowed by a field selector: %s", what, q)
+			}
+			// Health's refused pods and the workload side's are one LIST.
+			if i > 0 && q == lists[i-1] {
+				t.Errorf("%s lists the pods of every namespace twice: %s", what, q)
+			}
 		}
 	}
 	if fleet == nil || !reflect.DeepEqual(fleet, capacity) || len(capacity.Pools) != 1 || capacity.Pools[0].Resources[0].Allocated != 2 {

@@ -21,6 +21,10 @@ type WorkloadOptions struct {
 	Namespace     string // of the pods; empty: every namespace
 	LabelSelector string // of the pods; empty: all
 	PageSize      int64  // as Options.PageSize
+	// NoRejected lists no Failed pods: a snapshot read beside with
+	// Options.Kubelet lists those of every namespace, for both
+	// (GPUPods.UseRejected).
+	NoRejected bool
 }
 
 // Unended selects the pods that have not ended, as the scheduler counts
@@ -38,7 +42,8 @@ var Failed = fieldsel.OneTermEqualSelector("status.phase", string(corev1.PodFail
 // LISTs side by side: the pods that have not ended, trimmed as they arrive
 // to what snapshot.GPUPodFrom reads and dropped there unless they ask a
 // device or hold a claim; the Failed pods, kept when the kubelet refused
-// them at admission; the ResourceClaims and the DeviceClasses. A kind the
+// them at admission (unless o.NoRejected); the ResourceClaims and the
+// DeviceClasses. A kind the
 // cluster does not serve or the user may not list is a note; the pods'
 // lists are not optional.
 func GPUPods(ctx context.Context, c kubernetes.Interface, o WorkloadOptions) (*snapshot.GPUPods, error) {
@@ -61,10 +66,12 @@ func GPUPods(ctx context.Context, c kubernetes.Interface, o WorkloadOptions) (*s
 		}
 		return nil
 	})
-	g.Go(func() (err error) {
-		f.Rejected, err = readRejected(ctx, core, o.Namespace, o.LabelSelector, o.PageSize)
-		return err
-	})
+	if !o.NoRejected {
+		g.Go(func() (err error) {
+			f.Rejected, err = readRejected(ctx, core, o.Namespace, o.LabelSelector, o.PageSize)
+			return err
+		})
+	}
 	rc := c.ResourceV1().RESTClient()
 	g.Go(func() (err error) {
 		claims := map[string]snapshot.Claim{}
