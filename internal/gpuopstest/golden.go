@@ -204,10 +204,9 @@ func JudgeCases(node string, selector ...string) []Golden {
 	}
 	cs = append(cs,
 		Golden{Name: "audit.explain", Args: []string{"audit", "--explain"}},
-		Golden{Name: "audit.all-rules", Args: []string{"audit", "--all-rules", "-o", "table"}},
+		Golden{Name: "audit.no-headers", Args: []string{"audit", "-o", "table", "--no-headers"}},
 		Golden{Name: "health.explain", Args: []string{"health", "--explain"}},
 		Golden{Name: "order-check.all-rules", Args: []string{"order-check", "--all-rules", node, "-o", "wide"}},
-		Golden{Name: "summary.no-headers", Args: []string{"summary", "-o", "table", "--no-headers"}},
 		Golden{Name: "report.html", Args: []string{"report", "--html", "-"}},
 		Golden{Name: "contexts.report.html", Args: []string{"report", "--html", "-", "--contexts", strings.Join(Contexts, ",")}},
 	)
