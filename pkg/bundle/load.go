@@ -14,8 +14,6 @@ import (
 	"slices"
 	"strings"
 
-	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
@@ -146,29 +144,10 @@ func (e *gzipError) Unwrap() error { return e.error }
 
 // decode reads every YAML or JSON document of r.
 func (b *Bundle) decode(name string, r io.Reader) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var next func(*Object) error
-	if firstByte(br) == '{' {
-		// JSON, gpuops's own bundles and kubectl's -o json: decoded by
-		// encoding/json's next version, which reads a large bundle several
-		// times quicker than encoding/json into the same values (float64
-		// numbers, nested maps and slices); as encoding/json, it takes a
-		// name twice (the last wins) and invalid UTF-8.
-		d := jsontext.NewDecoder(br, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-		next = func(doc *Object) error {
-			if d.PeekKind() == 0 { // the end, or what stops the stream
-				_, err := d.ReadToken()
-				return err
-			}
-			return jsonv2.UnmarshalDecode(d, doc)
-		}
-	} else {
-		d := utilyaml.NewYAMLOrJSONDecoder(br, 64<<10)
-		next = func(doc *Object) error { return d.Decode(doc) }
-	}
+	d := utilyaml.NewYAMLOrJSONDecoder(r, 64<<10)
 	for {
 		var doc Object
-		err := next(&doc)
+		err := d.Decode(&doc)
 		if err == io.EOF {
 			return nil
 		}
@@ -185,21 +164,6 @@ func (b *Bundle) decode(name string, r io.Reader) error {
 			return err
 		}
 	}
-}
-
-// firstByte is the first byte of r past white space, read ahead: '{' for
-// JSON, as the YAML-or-JSON decoder tells them apart; 0 at the end.
-func firstByte(r *bufio.Reader) byte {
-	for n := 1; n <= r.Size(); n++ {
-		p, _ := r.Peek(n)
-		if len(p) < n {
-			return 0
-		}
-		if c := p[n-1]; c != ' ' && c != '\t' && c != '\r' && c != '\n' {
-			return c
-		}
-	}
-	return 0
 }
 
 // add keeps one document: the header, an object of a kind gpuops reads,
