@@ -93,13 +93,20 @@ func (o *collectOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var buf bytes.Buffer
 	if o.redact {
 		salt := make([]byte, 16)
 		_, _ = rand.Read(salt)
-		bundle.Redact(h, items, salt)
+		objs, err := bundle.Maps(items)
+		if err != nil {
+			return err
+		}
+		bundle.Redact(h, objs, salt)
+		err = writeBundle(&buf, o.gzipped, o.asYAML, h, objs)
+	} else {
+		err = writeBundle(&buf, o.gzipped, o.asYAML, h, items)
 	}
-	var buf bytes.Buffer
-	if err := o.write(&buf, h, items); err != nil {
+	if err != nil {
 		return err
 	}
 	for _, nr := range h.NotRead {
@@ -124,13 +131,13 @@ func (o *collectOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// write writes the bundle as the output's name asks.
-func (o *collectOptions) write(w io.Writer, h *bundle.Header, items []bundle.Object) error {
-	if !o.gzipped {
-		return bundle.Write(w, o.asYAML, h, items)
+// writeBundle writes the bundle as the output's name asks.
+func writeBundle[T any](w io.Writer, gzipped, asYAML bool, h *bundle.Header, items []T) error {
+	if !gzipped {
+		return bundle.Write(w, asYAML, h, items)
 	}
 	z := gzip.NewWriter(w)
-	if err := bundle.Write(z, o.asYAML, h, items); err != nil {
+	if err := bundle.Write(z, asYAML, h, items); err != nil {
 		return err
 	}
 	return z.Close()

@@ -18,6 +18,8 @@ import (
 	"github.com/gpuops/gpuops/internal/fleettest"
 	"github.com/gpuops/gpuops/internal/testcluster"
 	"github.com/gpuops/gpuops/pkg/bundle"
+	"github.com/gpuops/gpuops/pkg/collect"
+	"github.com/gpuops/gpuops/pkg/kube"
 	"github.com/gpuops/gpuops/pkg/operand"
 	"github.com/gpuops/gpuops/pkg/snapshot"
 )
@@ -40,6 +42,38 @@ func BenchmarkFrom(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkCollect measures collect's own work, reading and writing, on
+// the fleet BenchmarkFrom reads, served in process by the bundle's server
+// (protobuf for the built-in kinds, as an API server answers; each object
+// encoded once, before the timing):
+//
+//	go test ./cmd/gpuops -run '^$' -bench Collect -benchtime 3x
+func BenchmarkCollect(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "bundle.json")
+	writeFleetBundle(b, path, 1000, 5000)
+	loaded, err := bundle.Load(path, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := kube.InProcess(bundle.NewServer(loaded))
+	if err != nil {
+		b.Fatal(err)
+	}
+	write := func() {
+		h, items, err := collect.Collect(context.Background(), c, collect.Options{Namespace: "gpu-operator"})
+		if err == nil {
+			err = bundle.Write(io.Discard, false, h, items)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	write() // the server encodes each object at its first read
+	for b.Loop() {
+		write()
 	}
 }
 

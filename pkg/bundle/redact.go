@@ -7,7 +7,28 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 )
+
+// Maps are the objects as Redact takes them: an Unstructured's own map, an
+// API type converted.
+func Maps(items []runtime.Object) ([]Object, error) {
+	out := make([]Object, len(items))
+	for i, o := range items {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			out[i] = u.Object
+			continue
+		}
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = m
+	}
+	return out, nil
+}
 
 // Redact replaces, in the header and every object, the names of the nodes,
 // pods and namespaces the bundle holds by hashes of them salted with salt:

@@ -21,12 +21,15 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -54,8 +57,10 @@ type Options struct {
 const DefaultPageSize = 500
 
 // Collect reads the bundle: the header, then the objects, each with its
-// apiVersion and kind.
-func Collect(ctx context.Context, c kubernetes.Interface, o Options) (*bundle.Header, []bundle.Object, error) {
+// apiVersion and kind: the built-in kinds as their API types, decoded from
+// protobuf and written from the type (a map in between would cost more
+// than the reading), the custom resources as Unstructured.
+func Collect(ctx context.Context, c kubernetes.Interface, o Options) (*bundle.Header, []runtime.Object, error) {
 	if o.PageSize <= 0 {
 		o.PageSize = DefaultPageSize
 	}
@@ -93,7 +98,7 @@ func Collect(ctx context.Context, c kubernetes.Interface, o Options) (*bundle.He
 	if err != nil {
 		return nil, nil, err
 	}
-	var items []bundle.Object
+	var items []runtime.Object
 	owners := map[string]bool{}
 	for _, r := range readers {
 		items = append(items, r.items...)
@@ -151,7 +156,7 @@ type reader struct {
 	rc    rest.Interface
 	o     Options
 	h     *bundle.Header
-	items []bundle.Object
+	items []runtime.Object
 	// owners are the ReplicaSets that control GPU pods outside the
 	// operator's namespace, by namespace: why deployment/NAME reads them.
 	owners map[string]bool
@@ -160,13 +165,12 @@ type reader struct {
 // list lists k in namespace ns ("" every one) narrowed by the selectors,
 // trims each object with keep (nil: keep it; false drops it) and records
 // the read in the header, or why it was not made.
-func (r *reader) list(k bundle.Kind, ns, labelSel, fieldSel, only string, keep func(bundle.Object) bool) error {
-	err := r.each(k, ns, labelSel, fieldSel, func(object func() (bundle.Object, error), _ runtime.Object) error {
-		o, err := object()
-		if err == nil && (keep == nil || keep(o)) {
+func (r *reader) list(k bundle.Kind, ns, labelSel, fieldSel, only string, keep func(runtime.Object) bool) error {
+	err := r.each(k, ns, labelSel, fieldSel, func(o runtime.Object) error {
+		if keep == nil || keep(o) {
 			r.add(k, o)
 		}
-		return err
+		return nil
 	})
 	return r.record(k, ns, "", only, err)
 }
@@ -195,11 +199,11 @@ func (r *reader) record(k bundle.Kind, ns, name, only string, err error) error {
 	return nil
 }
 
-// each lists k page by page and calls fn on each item: object makes it
-// a bundle.Object, with its apiVersion and kind set; typed is the item as
-// its API type when it came as protobuf (a built-in kind: smaller and
-// several times quicker for the API server to send than JSON), else nil.
-func (r *reader) each(k bundle.Kind, ns, labelSel, fieldSel string, fn func(object func() (bundle.Object, error), typed runtime.Object) error) error {
+// each lists k page by page and calls fn on each item, its apiVersion and
+// kind set: its API type when it came as protobuf (a built-in kind:
+// smaller and several times quicker for the API server to send than
+// JSON), else an Unstructured.
+func (r *reader) each(k bundle.Kind, ns, labelSel, fieldSel string, fn func(runtime.Object) error) error {
 	path := resourcePath(k, ns)
 	rc, typed := r.typedClient(k)
 	cont, total := "", 0
@@ -244,7 +248,8 @@ func (r *reader) typedClient(k bundle.Kind) (rest.Interface, bool) {
 }
 
 // page reads one page: its items, and the continue token.
-func (r *reader) page(k bundle.Kind, req *rest.Request, typed bool, fn func(func() (bundle.Object, error), runtime.Object) error) (int, string, error) {
+func (r *reader) page(k bundle.Kind, req *rest.Request, typed bool, fn func(runtime.Object) error) (int, string, error) {
+	gvk := schema.FromAPIVersionAndKind(k.APIVersion, k.Kind)
 	if typed {
 		list, err := req.Do(r.ctx).Get()
 		if err != nil {
@@ -253,14 +258,8 @@ func (r *reader) page(k bundle.Kind, req *rest.Request, typed bool, fn func(func
 		n := 0
 		err = meta.EachListItem(list, func(item runtime.Object) error {
 			n++
-			return fn(func() (bundle.Object, error) {
-				o, err := runtime.DefaultUnstructuredConverter.ToUnstructured(item)
-				if err != nil {
-					return nil, fmt.Errorf("decode %s: %w", k.Qualified(), err)
-				}
-				o["apiVersion"], o["kind"] = k.APIVersion, k.Kind
-				return o, nil
-			}, item)
+			item.GetObjectKind().SetGroupVersionKind(gvk)
+			return fn(item)
 		})
 		if err != nil {
 			return 0, "", err
@@ -285,8 +284,9 @@ func (r *reader) page(k bundle.Kind, req *rest.Request, typed bool, fn func(func
 		return 0, "", fmt.Errorf("decode %s: %w", k.Qualified(), err)
 	}
 	for _, o := range page.Items {
-		o["apiVersion"], o["kind"] = k.APIVersion, k.Kind
-		if err := fn(func() (bundle.Object, error) { return o, nil }, nil); err != nil {
+		u := &unstructured.Unstructured{Object: o}
+		u.SetGroupVersionKind(gvk)
+		if err := fn(u); err != nil {
 			return 0, "", err
 		}
 	}
@@ -306,7 +306,7 @@ func resourcePath(k bundle.Kind, ns string) string {
 }
 
 // add keeps an object, trimmed of what no judge reads and may be secret.
-func (r *reader) add(k bundle.Kind, o bundle.Object) {
+func (r *reader) add(k bundle.Kind, o runtime.Object) {
 	bundle.Scrub(o, k.Kind == "Node")
 	r.items = append(r.items, o)
 }
@@ -315,11 +315,11 @@ func (r *reader) add(k bundle.Kind, o bundle.Object) {
 // plugin's sharing and the MIG manager's layouts (as read.Offers does):
 // one that does not exist is recorded as read, so that --from finds it
 // missing as the cluster did.
-func (r *reader) configMaps(ns string, items []bundle.Object) error {
+func (r *reader) configMaps(ns string, items []runtime.Object) error {
 	var names []string
 	for _, o := range items {
-		if o["kind"] == "ClusterPolicy" {
-			b, err := json.Marshal(o)
+		if u, ok := o.(*unstructured.Unstructured); ok && u.GetKind() == "ClusterPolicy" {
+			b, err := json.Marshal(u.Object)
 			if err != nil {
 				return err
 			}
@@ -350,9 +350,9 @@ func (r *reader) get(k bundle.Kind, ns, name, only string, keep func(bundle.Obje
 	}
 	switch {
 	case err == nil && keep != nil:
-		r.add(k, keep(o))
+		r.add(k, &unstructured.Unstructured{Object: keep(o)})
 	case err == nil:
-		r.add(k, o)
+		r.add(k, &unstructured.Unstructured{Object: o})
 	case apierrors.IsNotFound(err):
 		err = nil // read: it does not exist
 	}
@@ -363,8 +363,8 @@ func (r *reader) get(k bundle.Kind, ns, name, only string, keep func(bundle.Obje
 // reads its schema for the operator's release when neither the operator's
 // Deployment nor the chart's label names it (read.ClusterPolicyCRD). Its
 // schema's field names alone are kept: the descriptions are most of it.
-func (r *reader) policyCRD(items []bundle.Object) error {
-	if !slices.ContainsFunc(items, func(o bundle.Object) bool { return o["kind"] == "ClusterPolicy" }) {
+func (r *reader) policyCRD(items []runtime.Object) error {
+	if !slices.ContainsFunc(items, func(o runtime.Object) bool { return o.GetObjectKind().GroupVersionKind().Kind == "ClusterPolicy" }) {
 		return nil
 	}
 	return r.get(kind("CustomResourceDefinition"), "", read.ClusterPolicyCRD, "its schema's field names", schemaNames)
@@ -406,12 +406,9 @@ func (r *reader) events() error {
 	k := kind("Event")
 	var errs []error
 	for _, sel := range []string{read.PodWarnings, read.UpgradeEvents} {
-		errs = append(errs, r.each(k, "", "", sel, func(object func() (bundle.Object, error), _ runtime.Object) error {
-			o, err := object()
-			if err == nil {
-				r.add(k, o)
-			}
-			return err
+		errs = append(errs, r.each(k, "", "", sel, func(o runtime.Object) error {
+			r.add(k, o)
+			return nil
 		}))
 	}
 	for _, err := range errs {
@@ -436,17 +433,10 @@ func (r *reader) pods(ns string) error {
 	var mu sync.Mutex
 	outside := func(sel string) func(r *reader) error {
 		return func(sub *reader) error {
-			return sub.each(k, "", "", sel, func(object func() (bundle.Object, error), typed runtime.Object) error {
-				p, ok := typed.(*corev1.Pod)
+			return sub.each(k, "", "", sel, func(o runtime.Object) error {
+				p, ok := o.(*corev1.Pod)
 				if !ok {
-					o, err := object()
-					if err != nil {
-						return err
-					}
-					p = &corev1.Pod{}
-					if err := convert(o, p); err != nil {
-						return err
-					}
+					return fmt.Errorf("pods: not decoded as pods: %T", o)
 				}
 				if p.Namespace == ns {
 					return nil
@@ -456,16 +446,16 @@ func (r *reader) pods(ns string) error {
 				if !gpu && !refused {
 					return nil
 				}
-				o, err := object()
-				if err != nil {
-					return err
-				}
+				// a copy, so that the page's other pods, most of them, are
+				// not kept with it
+				kept := *p
+				p = &kept
 				if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.Kind == "ReplicaSet" {
 					mu.Lock()
 					r.owners[p.Namespace+"/"+ref.Name] = true
 					mu.Unlock()
 				}
-				sub.add(k, o)
+				sub.add(k, p)
 				return nil
 			})
 		}
@@ -511,12 +501,17 @@ func (r *reader) replicaSets(owners map[string]bool) error {
 			}
 		}
 	}) {
-		err := r.each(k, ns, "", "", func(object func() (bundle.Object, error), _ runtime.Object) error {
-			o, err := object()
-			if err == nil {
-				r.add(k, bundle.Object{"apiVersion": o["apiVersion"], "kind": o["kind"], "metadata": o["metadata"]})
+		err := r.each(k, ns, "", "", func(o runtime.Object) error {
+			rs, ok := o.(*appsv1.ReplicaSet)
+			if !ok {
+				return fmt.Errorf("replicasets: not decoded as ReplicaSets: %T", o)
 			}
-			return err
+			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&rs.ObjectMeta)
+			if err != nil {
+				return err
+			}
+			r.add(k, &unstructured.Unstructured{Object: bundle.Object{"apiVersion": k.APIVersion, "kind": k.Kind, "metadata": m}})
+			return nil
 		})
 		if err := r.record(k, ns, "", "their metadata", err); err != nil {
 			return err
@@ -525,25 +520,12 @@ func (r *reader) replicaSets(owners map[string]bool) error {
 	return nil
 }
 
-func namespaceOf(o bundle.Object) string {
-	m, _ := o["metadata"].(bundle.Object)
-	s, _ := m["namespace"].(string)
-	return s
-}
-
-// convert decodes an object into an API type.
-func convert(o bundle.Object, into any) error {
-	b, err := json.Marshal(o)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, into)
-}
-
 // dropData drops a ControllerRevision's data, the whole template of its
 // DaemonSet: the judges read its name, labels and revision.
-func dropData(o bundle.Object) bool {
-	delete(o, "data")
+func dropData(o runtime.Object) bool {
+	if rev, ok := o.(*appsv1.ControllerRevision); ok {
+		rev.Data = runtime.RawExtension{}
+	}
 	return true
 }
 
@@ -551,29 +533,20 @@ func dropData(o bundle.Object) bool {
 // a judge traces (traced) or its cordon or taints (the ledger's), as the
 // reader decodes only those (read.trace): the rest, the kubelet's status
 // and NFD's hundred labels, is most of a node.
-func nodeTrimmer(traced func(key, value string) bool) func(bundle.Object) bool {
-	return func(o bundle.Object) bool {
-		m, _ := o["metadata"].(bundle.Object)
-		labels := map[string]string{}
-		if ls, ok := m["labels"].(bundle.Object); ok {
-			for k, v := range ls {
-				labels[k], _ = v.(string)
-			}
+func nodeTrimmer(traced func(key, value string) bool) func(runtime.Object) bool {
+	return func(o runtime.Object) bool {
+		n, ok := o.(*corev1.Node)
+		if !ok {
+			return true
 		}
-		needles := append(snapshot.TracedKeys(labels, traced), snapshot.SpecNeedles...)
-		entries, _ := m["managedFields"].([]any)
-		var kept []any
-		for _, e := range entries {
-			b, _ := json.Marshal(e)
-			if slices.ContainsFunc(needles, func(n string) bool { return bytes.Contains(b, []byte(n)) }) {
+		needles := append(snapshot.TracedKeys(n.Labels, traced), snapshot.SpecNeedles...)
+		var kept []metav1.ManagedFieldsEntry
+		for _, e := range n.ManagedFields {
+			if e.FieldsV1 != nil && slices.ContainsFunc(needles, func(s string) bool { return bytes.Contains(e.FieldsV1.Raw, []byte(s)) }) {
 				kept = append(kept, e)
 			}
 		}
-		if kept == nil {
-			delete(m, "managedFields")
-		} else {
-			m["managedFields"] = kept
-		}
+		n.ManagedFields = kept
 		return true
 	}
 }

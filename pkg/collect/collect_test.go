@@ -84,7 +84,7 @@ const cluster = `
 `
 
 // served serves a bundle of the header and items.
-func served(t *testing.T, h *bundle.Header, items []bundle.Object) (*bundle.Server, kubernetes.Interface) {
+func served[T any](t *testing.T, h *bundle.Header, items []T) (*bundle.Server, kubernetes.Interface) {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := bundle.Write(&buf, false, h, items); err != nil {
