@@ -38,9 +38,9 @@ func collectCommand(e cliopts.Env) *cli.Command {
 		Usage: "write a support bundle: what the judges read, for any judge's --from on another machine",
 		Description: "Reads what every judge reads, side by side, whole objects (the pods with the judges' own selectors:\n" +
 			"the operator namespace's, and elsewhere those not ended, Failed or Succeeded, of which it keeps the GPU\n" +
-			"pods and those the kubelet refused): nodes, the operator namespace's pods, DaemonSets and\n" +
-			"ControllerRevisions, the GPU Operator's Deployment, the ClusterPolicy and its CRD (the schema's field\n" +
-			"names: the release when nothing else names it),\n" +
+			"pods and those the kubelet refused, and of the others their name, controller, node and phase): nodes,\n" +
+			"the operator namespace's pods, DaemonSets and ControllerRevisions, the GPU Operator's Deployment, the\n" +
+			"ClusterPolicy and its CRD (the schema's field names: the release when nothing else names it),\n" +
 			"NVIDIADrivers, the ConfigMaps the policy names, the DRA driver's ResourceSlices,\n" +
 			"ResourceClaims and DeviceClasses, the Warning Events on pods and the driver upgrade controller's on\n" +
 			"nodes, the ReplicaSets of GPU pods' namespaces. Writes one Kubernetes List whose first item, a\n" +

@@ -425,8 +425,11 @@ func (r *reader) events() error {
 // and those the kubelet refused: the workload's side (snapshot.GPUPods)
 // and the pods holding a node's devices (read.Holders); and the GPU pods
 // that Succeeded, which say why a target has no GPU pod running
-// (read.PodsIn). A user who may list pods in the operator's namespace
-// alone gets those.
+// (read.PodsIn). Every other pod is kept as the stub read.PodsIn reads
+// (read.NonGPUStub): why says of one that it asks no GPU, or how it
+// ended, as it does live, not that it does not exist; the pods are read
+// whole all the same, so the stub costs only its bytes in the bundle. A
+// user who may list pods in the operator's namespace alone gets those.
 func (r *reader) pods(ns string) error {
 	k := kind("Pod")
 	r.owners = map[string]bool{}
@@ -444,6 +447,7 @@ func (r *reader) pods(ns string) error {
 				_, gpu := snapshot.GPUPodFrom(p)
 				_, refused := snapshot.RejectedPodFrom(p)
 				if !gpu && !refused {
+					sub.add(k, read.NonGPUStub(p))
 					return nil
 				}
 				// a copy, so that the page's other pods, most of them, are
@@ -481,7 +485,7 @@ func (r *reader) pods(ns string) error {
 		return nil
 	}
 	r.h.Read = append(r.h.Read, inNamespace.Read...)
-	return r.record(k, "", "", "outside namespace "+ns+": the GPU pods and those the kubelet refused", nil)
+	return r.record(k, "", "", "outside namespace "+ns+": the GPU pods and those the kubelet refused; of the others their name, controller, node and phase", nil)
 }
 
 // replicaSets keeps, in each namespace holding a GPU pod of a ReplicaSet,

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
@@ -137,6 +138,7 @@ func TestCollectHoldsWhatTheJudgesRead(t *testing.T) {
 	oneNode.Node, oneNode.AllRules, oneNode.Explain = "n1", true, true
 	pod, _ := workload.ParseTarget("train-7f9-x1")
 	deployment, _ := workload.ParseTarget("deployment/train")
+	noGPU, _ := workload.ParseTarget("web-1")
 	// each of the judges' reads (the audit's, health's, order-check's, the
 	// workload's), and what each is known by in the result
 	reads := []struct {
@@ -158,6 +160,8 @@ func TestCollectHoldsWhatTheJudgesRead(t *testing.T) {
 		{"order-check n1", func(c kubernetes.Interface) (any, error) { return pipeline.Run(ctx, c, oneNode) }, nil},
 		{"why pod", func(c kubernetes.Interface) (any, error) { return pipeline.Why(ctx, c, every, "team", pod) }, []string{"train-7f9-x1"}},
 		{"why deployment", func(c kubernetes.Interface) (any, error) { return pipeline.Why(ctx, c, every, "team", deployment) }, []string{"train-7f9-x1"}},
+		{"why a pod that asks no GPU", func(c kubernetes.Interface) (any, error) { return pipeline.Why(ctx, c, every, "team", noGPU) },
+			[]string{`"team/web-1","why":"asks no GPU"`}},
 		{"warnings", func(c kubernetes.Interface) (any, error) {
 			w, notes, err := read.Warnings(ctx, c, "")
 			return []any{w, notes}, err
@@ -189,11 +193,17 @@ func TestCollectHoldsWhatTheJudgesRead(t *testing.T) {
 	if m := fromServer.Missing(); len(m) > 0 {
 		t.Errorf("a judge asks for what collect does not collect: %q", m)
 	}
-	// and no more than the judges read
+	// and no more than the judges read: of a pod that asks no GPU, no
+	// container
 	out, _ := json.Marshal(collected)
-	for _, never := range []string{"unrelated", "web-1", `"Secret"`, "nic.example.com", "Pulled", "TOKEN", "open or proprietary"} {
+	for _, never := range []string{"unrelated", `"Secret"`, "nic.example.com", "Pulled", "TOKEN", "open or proprietary"} {
 		if strings.Contains(string(out), never) {
 			t.Errorf("the bundle holds %s", never)
+		}
+	}
+	for _, o := range collected {
+		if p, ok := o.(*corev1.Pod); ok && p.Name == "web-1" && (len(p.Spec.Containers) > 0 || p.Spec.NodeName != "n2" || p.Status.Phase != corev1.PodRunning) {
+			t.Errorf("the pod that asks no GPU is kept as %+v, want its name, node and phase alone", p)
 		}
 	}
 }

@@ -273,3 +273,18 @@ func PodsIn(ctx context.Context, c kubernetes.Interface, namespace, name string,
 	}
 	return out, nil
 }
+
+// NonGPUStub is what PodsIn reads of a pod that is no GPU pod and was not
+// refused by the kubelet: its name, namespace and controller (whose target
+// it is), its node and its phase and reason (why it is no GPU pod: it asks
+// none, or it ended); no container, so that it asks nothing. A bundle keeps
+// the others' pods so (collect), small, so that why says of one what it
+// says live.
+func NonGPUStub(p *corev1.Pod) *corev1.Pod {
+	s := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
+		Spec: corev1.PodSpec{NodeName: p.Spec.NodeName}, Status: corev1.PodStatus{Phase: p.Status.Phase, Reason: p.Status.Reason}}
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+		s.OwnerReferences = []metav1.OwnerReference{*ref}
+	}
+	return s
+}
