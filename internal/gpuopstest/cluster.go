@@ -2,6 +2,7 @@ package gpuopstest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
@@ -207,10 +209,19 @@ func (c Cluster) Kubectl(t testing.TB, args ...string) Output {
 // gpuops collect prints what the live run prints; kubectl's output of the
 // same objects, one List and a folder of a file per kind, too (KubectlDump);
 // a must-gather folder (MustGather) the verdicts it can hold, and names the
-// rest as missing.
+// rest as missing. A pod that asks no GPU, outside the GPU Operator's
+// namespace (NoGPUPod), is there meanwhile, and why, pods and capacity
+// are judged with it: a bundle keeps of it only what why reads.
 func (c Cluster) FromIsLive(t testing.TB, cases []Golden) {
 	t.Helper()
 	dir := t.TempDir()
+	pod := c.NoGPUPod(t, dir)
+	defer c.Kubectl(t, "delete", "pod", "-n", metav1.NamespaceDefault, pod, "--wait=false")
+	operator := cmp.Or(c.Namespace, kube.DefaultNamespace)
+	for _, cmd := range [][]string{{"why", pod}, {"pods"}} { // -n: the pods' namespace
+		cases = append(slices.Clip(cases), Golden{Args: append(cmd, "--operator-namespace", operator, "-n", metav1.NamespaceDefault)})
+	}
+	cases = append(cases, Golden{Args: []string{"capacity"}})
 	bundle := filepath.Join(dir, "bundle.yaml")
 	c.Want(t, 0, "collect", "-o", bundle)
 	dump := c.KubectlDump(t, filepath.Join(dir, "dump"))
@@ -230,6 +241,21 @@ func (c Cluster) FromIsLive(t testing.TB, cases []Golden) {
 		}
 		mustGather.Check(t, c, g.Args, live)
 	}
+}
+
+// NoGPUPod makes a pod that asks no GPU in namespace default, held back
+// from the scheduler by a scheduling gate, so that it stays Pending as it
+// is while the runs are compared, and returns its name.
+func (c Cluster) NoGPUPod(t testing.TB, dir string) string {
+	t.Helper()
+	manifest := filepath.Join(dir, "no-gpu.yaml")
+	WriteFile(t, manifest, `{"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "no-gpu-"},
+ "spec": {"schedulingGates": [{"name": "gpuops.io/test"}], "containers": [{"name": "web", "image": "registry.example/web:1"}]}}`)
+	r := c.Kubectl(t, "create", "-n", metav1.NamespaceDefault, "-f", manifest, "-o", "name")
+	if r.Code != 0 {
+		t.Fatalf("kubectl create a pod that asks no GPU: %s", r.Stderr)
+	}
+	return strings.TrimPrefix(strings.TrimSpace(r.Stdout), "pod/")
 }
 
 // Dump is kubectl's output of the objects gpuops reads, as a user who
