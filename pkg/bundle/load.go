@@ -14,6 +14,10 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
@@ -23,8 +27,12 @@ type Object = map[string]any
 // Bundle is what --from read: the objects of the kinds gpuops reads, and
 // the header when the input is gpuops's own.
 type Bundle struct {
-	Header  *Header
-	Objects map[Kind][]Object
+	Header *Header
+	// Objects are the objects by kind: the built-in kinds as their API
+	// types, decoded from the JSON straight into them (through a map they
+	// cost twice the decoding, and again to encode for the reader), the
+	// custom resources as Unstructured.
+	Objects map[Kind][]runtime.Object
 	// Marked are kinds an input says the cluster has none of without an
 	// object to show it: must-gather's cluster_policy.missing.
 	Marked map[Kind]bool
@@ -58,7 +66,7 @@ func mustKind(apiVersion, kind string) Kind {
 // YAML or JSON documents, each an object or a List of them. An input that
 // is not YAML or JSON, or holds nothing gpuops reads, is an error.
 func Load(src string, stdin io.Reader) (*Bundle, error) {
-	b := &Bundle{Objects: map[Kind][]Object{}, Marked: map[Kind]bool{}, Skipped: map[string]int{}, seen: map[Kind]map[string]bool{},
+	b := &Bundle{Objects: map[Kind][]runtime.Object{}, Marked: map[Kind]bool{}, Skipped: map[string]int{}, seen: map[Kind]map[string]bool{},
 		namespaces: map[string]bool{}}
 	if src == "-" {
 		r := bufio.NewReader(stdin)
@@ -146,7 +154,7 @@ func (e *gzipError) Unwrap() error { return e.error }
 func (b *Bundle) decode(name string, r io.Reader) error {
 	d := utilyaml.NewYAMLOrJSONDecoder(r, 64<<10)
 	for {
-		var doc Object
+		var doc json.RawMessage
 		err := d.Decode(&doc)
 		if err == io.EOF {
 			return nil
@@ -154,45 +162,58 @@ func (b *Bundle) decode(name string, r io.Reader) error {
 		if ge := (*gzipError)(nil); errors.As(err, &ge) {
 			return ge.error
 		}
+		if err == nil && len(doc) > 0 && doc[0] != '{' && string(doc) != "null" {
+			err = fmt.Errorf("a document is not an object")
+		}
 		if err != nil {
 			return fmt.Errorf("%s: not YAML or JSON: %w", name, err)
 		}
-		if doc == nil {
+		if len(doc) == 0 || string(doc) == "null" {
 			continue // an empty document
 		}
-		if err := b.add(name, doc); err != nil {
+		if err := b.add(name, doc, "", ""); err != nil {
 			return err
 		}
 	}
 }
 
-// add keeps one document: the header, an object of a kind gpuops reads,
-// or each item of a List.
-func (b *Bundle) add(name string, doc Object) error {
-	apiVersion, _ := doc["apiVersion"].(string)
-	kind, _ := doc["kind"].(string)
-	if items, ok := doc["items"].([]any); ok && strings.HasSuffix(kind, "List") {
-		// kubectl's List carries each item's kind; a typed list (PodList, as
-		// `kubectl get --raw` prints it) does not
-		itemKind := strings.TrimSuffix(kind, "List")
-		for _, it := range items {
-			o, ok := it.(Object)
-			if !ok {
+// add keeps doc: a List's items one by one (an item without its kind takes
+// the List's: apiVersion and itemKind), the header, or an object of a kind
+// gpuops reads; another kind is counted in Skipped.
+func (b *Bundle) add(name string, doc json.RawMessage, apiVersion, itemKind string) error {
+	var head struct {
+		APIVersion string            `json:"apiVersion"`
+		Kind       string            `json:"kind"`
+		Items      []json.RawMessage `json:"items"`
+	}
+	var found bool
+	if head.APIVersion, head.Kind, found = typeMeta(doc); !found {
+		if err := json.Unmarshal(doc, &head); err != nil {
+			return fmt.Errorf("%s: not a Kubernetes object: %w", name, err)
+		}
+	}
+	if head.Kind == "" && itemKind != "" {
+		head.APIVersion, head.Kind = apiVersion, itemKind
+	}
+	if strings.HasSuffix(head.Kind, "List") {
+		if err := json.Unmarshal(doc, &head); err != nil {
+			return fmt.Errorf("%s: not a Kubernetes object: %w", name, err)
+		}
+	}
+	if head.Items != nil && strings.HasSuffix(head.Kind, "List") {
+		for _, it := range head.Items {
+			if len(it) == 0 || it[0] != '{' {
 				return fmt.Errorf("%s: a List item is not an object", name)
 			}
-			if _, set := o["kind"]; !set && itemKind != "" {
-				o["apiVersion"], o["kind"] = apiVersion, itemKind
-			}
-			if err := b.add(name, o); err != nil {
+			if err := b.add(name, it, head.APIVersion, strings.TrimSuffix(head.Kind, "List")); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	if apiVersion == HeaderAPIVersion && kind == HeaderKind {
-		raw, _ := json.Marshal(doc)
+	if head.APIVersion == HeaderAPIVersion && head.Kind == HeaderKind {
 		var h Header
-		if err := json.Unmarshal(raw, &h); err != nil {
+		if err := json.Unmarshal(doc, &h); err != nil {
 			return fmt.Errorf("%s: %s header: %w", name, HeaderKind, err)
 		}
 		if b.Header != nil {
@@ -201,24 +222,146 @@ func (b *Bundle) add(name string, doc Object) error {
 		b.Header = &h
 		return nil
 	}
-	k, ok := KindOf(apiVersion, kind)
+	k, ok := KindOf(head.APIVersion, head.Kind)
 	if !ok {
-		b.Skipped[strings.TrimPrefix(apiVersion+"/"+kind, "/")]++
+		b.Skipped[strings.TrimPrefix(head.APIVersion+"/"+head.Kind, "/")]++
 		return nil
+	}
+	o, err := decodeObject(k, doc)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	m, err := meta.Accessor(o)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", name, k.Kind, err)
 	}
 	if b.seen[k] == nil {
 		b.seen[k] = map[string]bool{}
 	}
 	// the first read is kept: the files are read in lexical order, so
 	// which one is the same every time
-	key := namespaceOf(doc) + "/" + nameOf(doc)
+	key := m.GetNamespace() + "/" + m.GetName()
 	if key != "/" && b.seen[k][key] {
 		return nil
 	}
 	b.seen[k][key] = true
-	b.namespaces[namespaceOf(doc)] = true
-	b.Objects[k] = append(b.Objects[k], doc)
+	b.namespaces[m.GetNamespace()] = true
+	b.Objects[k] = append(b.Objects[k], o)
 	return nil
+}
+
+// typeMeta reads an object's apiVersion and kind off its top-level keys,
+// stopping once it has both (most objects begin with them), without
+// decoding the rest: found is false where it cannot tell so cheaply (an
+// escape in a key or those values, a key missing, JSON it does not
+// follow), and the caller decodes the object's head instead. A List's
+// items would otherwise be scanned once more each before their decoding.
+func typeMeta(doc []byte) (apiVersion, kind string, found bool) {
+	i := 0
+	ws := func() {
+		for i < len(doc) && (doc[i] == ' ' || doc[i] == '\n' || doc[i] == '\t' || doc[i] == '\r') {
+			i++
+		}
+	}
+	// str reads a string without escapes at i, or fails.
+	str := func() (string, bool) {
+		if i >= len(doc) || doc[i] != '"' {
+			return "", false
+		}
+		end := bytes.IndexByte(doc[i+1:], '"')
+		if end < 0 || bytes.IndexByte(doc[i+1:i+1+end], '\\') >= 0 {
+			return "", false
+		}
+		v := string(doc[i+1 : i+1+end])
+		i += end + 2
+		return v, true
+	}
+	// skip passes one value: a string, or anything up to the comma or
+	// brace that ends it at depth 0.
+	skip := func() bool {
+		depth, inString := 0, false
+		for ; i < len(doc); i++ {
+			c := doc[i]
+			switch {
+			case inString && c == '\\':
+				i++
+			case c == '"':
+				inString = !inString
+			case inString:
+			case c == '{' || c == '[':
+				depth++
+			case c == '}' || c == ']':
+				if depth == 0 {
+					return true
+				}
+				depth--
+			case c == ',' && depth == 0:
+				return true
+			}
+		}
+		return false
+	}
+	ws()
+	if i >= len(doc) || doc[i] != '{' {
+		return "", "", false
+	}
+	i++
+	var haveVersion, haveKind bool
+	for !haveVersion || !haveKind {
+		ws()
+		key, ok := str()
+		if !ok {
+			return "", "", false
+		}
+		ws()
+		if i >= len(doc) || doc[i] != ':' {
+			return "", "", false
+		}
+		i++
+		ws()
+		switch key {
+		case "apiVersion":
+			apiVersion, ok = str()
+			haveVersion = ok
+		case "kind":
+			kind, ok = str()
+			haveKind = ok
+		default:
+			ok = skip()
+		}
+		if !ok {
+			return "", "", false
+		}
+		if haveVersion && haveKind {
+			return apiVersion, kind, true
+		}
+		ws()
+		if i >= len(doc) || doc[i] != ',' {
+			return "", "", false // the object ends without both
+		}
+		i++
+	}
+	return apiVersion, kind, true
+}
+
+// decodeObject decodes an object of kind k: its API type for a built-in
+// kind, else an Unstructured; its apiVersion and kind set either way.
+func decodeObject(k Kind, doc json.RawMessage) (runtime.Object, error) {
+	var o runtime.Object
+	if newTyped, ok := typedKinds[k.Kind]; ok {
+		o = newTyped()
+		if err := json.Unmarshal(doc, o); err != nil {
+			return nil, fmt.Errorf("%s: %w", k.Kind, err)
+		}
+	} else {
+		u := &unstructured.Unstructured{}
+		if err := json.Unmarshal(doc, &u.Object); err != nil {
+			return nil, fmt.Errorf("%s: %w", k.Kind, err)
+		}
+		o = u
+	}
+	o.GetObjectKind().SetGroupVersionKind(schema.FromAPIVersionAndKind(k.APIVersion, k.Kind))
+	return o, nil
 }
 
 // finish wraps err with the input's name, or refuses an input that holds
@@ -265,5 +408,8 @@ func (b *Bundle) HasIn(k Kind, ns string) bool {
 // judge reads (collect).
 func (b *Bundle) WithoutManagedFields() bool {
 	nodes := b.Objects[mustKind("v1", "Node")]
-	return b.Header == nil && len(nodes) > 0 && !slices.ContainsFunc(nodes, func(o Object) bool { return metadataOf(o)["managedFields"] != nil })
+	return b.Header == nil && len(nodes) > 0 && !slices.ContainsFunc(nodes, func(o runtime.Object) bool {
+		m, err := meta.Accessor(o)
+		return err == nil && m.GetManagedFields() != nil
+	})
 }

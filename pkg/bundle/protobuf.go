@@ -26,22 +26,26 @@ const protobufType = "application/vnd.kubernetes.protobuf"
 // (k8s.io/apimachinery/pkg/runtime/serializer/protobuf).
 var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
 
-// message is a built-in API type with its generated protobuf encoder.
-type message interface{ Marshal() ([]byte, error) }
+// typed is a built-in API type with its generated protobuf encoder.
+type typed interface {
+	runtime.Object
+	Marshal() ([]byte, error)
+}
 
-// newTyped is an empty object of each kind that has protobuf.
-var newTyped = map[string]func() message{
-	"Node":               func() message { return &corev1.Node{} },
-	"Pod":                func() message { return &corev1.Pod{} },
-	"Event":              func() message { return &corev1.Event{} },
-	"ConfigMap":          func() message { return &corev1.ConfigMap{} },
-	"DaemonSet":          func() message { return &appsv1.DaemonSet{} },
-	"ControllerRevision": func() message { return &appsv1.ControllerRevision{} },
-	"Deployment":         func() message { return &appsv1.Deployment{} },
-	"ReplicaSet":         func() message { return &appsv1.ReplicaSet{} },
-	"ResourceSlice":      func() message { return &resourcev1.ResourceSlice{} },
-	"ResourceClaim":      func() message { return &resourcev1.ResourceClaim{} },
-	"DeviceClass":        func() message { return &resourcev1.DeviceClass{} },
+// typedKinds are the kinds an input's objects are decoded into API types
+// for, the kinds that have protobuf: an empty object of each.
+var typedKinds = map[string]func() typed{
+	"Node":               func() typed { return &corev1.Node{} },
+	"Pod":                func() typed { return &corev1.Pod{} },
+	"Event":              func() typed { return &corev1.Event{} },
+	"ConfigMap":          func() typed { return &corev1.ConfigMap{} },
+	"DaemonSet":          func() typed { return &appsv1.DaemonSet{} },
+	"ControllerRevision": func() typed { return &appsv1.ControllerRevision{} },
+	"Deployment":         func() typed { return &appsv1.Deployment{} },
+	"ReplicaSet":         func() typed { return &appsv1.ReplicaSet{} },
+	"ResourceSlice":      func() typed { return &resourcev1.ResourceSlice{} },
+	"ResourceClaim":      func() typed { return &resourcev1.ResourceClaim{} },
+	"DeviceClass":        func() typed { return &resourcev1.DeviceClass{} },
 }
 
 // encoded is one kind's objects' protobuf, each made on first use.
@@ -62,11 +66,11 @@ func (s *Server) protobufOf(k Kind, i int) ([]byte, error) {
 	if b != nil {
 		return b, nil
 	}
-	typed := newTyped[k.Kind]()
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(s.b.Objects[k][i], typed); err != nil {
-		return nil, fmt.Errorf("%s %s: %w", k.Kind, nameOf(s.b.Objects[k][i]), err)
+	t, ok := s.b.Objects[k][i].(typed)
+	if !ok {
+		return nil, fmt.Errorf("%s: not held as its API type", k.Kind)
 	}
-	b, err := typed.Marshal()
+	b, err := t.Marshal()
 	if err != nil {
 		return nil, err
 	}

@@ -11,10 +11,15 @@ import (
 	"strings"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -48,8 +53,9 @@ type Server struct {
 // NewServer serves b.
 func NewServer(b *Bundle) *Server {
 	for _, objs := range b.Objects {
-		slices.SortStableFunc(objs, func(x, y Object) int {
-			return cmp.Or(strings.Compare(namespaceOf(x), namespaceOf(y)), strings.Compare(nameOf(x), nameOf(y)))
+		slices.SortStableFunc(objs, func(x, y runtime.Object) int {
+			mx, my := metaOf(x), metaOf(y)
+			return cmp.Or(strings.Compare(mx.GetNamespace(), my.GetNamespace()), strings.Compare(mx.GetName(), my.GetName()))
 		})
 	}
 	return &Server{b: b, encoded: map[Kind]*encoded{}}
@@ -86,10 +92,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	accept := r.Header.Get("Accept")
-	asProtobuf := strings.Contains(accept, protobufType) && !strings.Contains(accept, "as=") && newTyped[k.Kind] != nil
+	asProtobuf := strings.Contains(accept, protobufType) && !strings.Contains(accept, "as=") && typedKinds[k.Kind] != nil
 	if name != "" {
 		for i, o := range s.b.Objects[k] {
-			if nameOf(o) == name && (!k.Namespaced || namespaceOf(o) == ns) {
+			if m := metaOf(o); m.GetName() == name && (!k.Namespaced || m.GetNamespace() == ns) {
 				if asProtobuf {
 					s.writeProtobuf(w, k.APIVersion, k.Kind, "", k, []int{i})
 					return
@@ -114,7 +120,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var matched []int
 	for i, o := range s.b.Objects[k] {
-		if k.Namespaced && ns != "" && namespaceOf(o) != ns || !ls.Matches(labels.Set(labelsOf(o))) || !fs.Matches(fieldSet(o, fs)) {
+		m := metaOf(o)
+		if k.Namespaced && ns != "" && m.GetNamespace() != ns || !ls.Matches(labels.Set(m.GetLabels())) || !fs.Empty() && !fs.Matches(fieldSet(o, fs)) {
 			continue
 		}
 		matched = append(matched, i)
@@ -129,7 +136,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeProtobuf(w, k.APIVersion, k.Kind+"List", cont, k, matched)
 		return
 	}
-	items := make([]Object, len(matched))
+	items := make([]runtime.Object, len(matched))
 	for j, i := range matched {
 		items[j] = s.b.Objects[k][i]
 	}
@@ -141,7 +148,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.Contains(accept, "as=PartialObjectMetadataList") {
 		partial := make([]Object, len(items))
 		for i, o := range items {
-			partial[i] = Object{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": o["metadata"]}
+			// an API type's ObjectMeta alone (its accessor is the whole
+			// object), an Unstructured's map
+			var m any
+			switch o := o.(type) {
+			case *unstructured.Unstructured:
+				m = o.Object["metadata"]
+			case metav1.ObjectMetaAccessor:
+				m = o.GetObjectMeta()
+			}
+			partial[i] = Object{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": m}
 		}
 		list["apiVersion"], list["kind"], list["items"] = "meta.k8s.io/v1", "PartialObjectMetadataList", partial
 	}
@@ -234,8 +250,40 @@ func schemaResource(group, resource string) schema.GroupResource {
 
 // fieldSet holds the values of the fields sel reads of o, each by its
 // dotted path ("" where o has none), as the API server's field selectors
-// compare them.
-func fieldSet(o Object, sel fields.Selector) fields.Set {
+// compare them: of an API type, the fields its registry lets a selector
+// read (kubernetes v1.37.2 pkg/registry/core/pod/strategy.go
+// ToSelectableFields, and event's, node's and resourceslice's alike); of
+// a custom resource, any path.
+func fieldSet(o runtime.Object, sel fields.Selector) fields.Set {
+	if u, ok := o.(*unstructured.Unstructured); ok {
+		return mapFieldSet(u.Object, sel)
+	}
+	m := metaOf(o)
+	set := fields.Set{"metadata.name": m.GetName(), "metadata.namespace": m.GetNamespace()}
+	switch o := o.(type) {
+	case *corev1.Pod:
+		set["spec.nodeName"], set["spec.schedulerName"], set["spec.serviceAccountName"] = o.Spec.NodeName, o.Spec.SchedulerName, o.Spec.ServiceAccountName
+		set["spec.restartPolicy"], set["spec.hostNetwork"] = string(o.Spec.RestartPolicy), strconv.FormatBool(o.Spec.HostNetwork)
+		set["status.phase"], set["status.podIP"], set["status.nominatedNodeName"] = string(o.Status.Phase), o.Status.PodIP, o.Status.NominatedNodeName
+	case *corev1.Event:
+		ref := o.InvolvedObject
+		set["involvedObject.kind"], set["involvedObject.namespace"], set["involvedObject.name"] = ref.Kind, ref.Namespace, ref.Name
+		set["involvedObject.uid"], set["involvedObject.apiVersion"] = string(ref.UID), ref.APIVersion
+		set["involvedObject.resourceVersion"], set["involvedObject.fieldPath"] = ref.ResourceVersion, ref.FieldPath
+		set["reason"], set["reportingComponent"], set["source"], set["type"] = o.Reason, o.ReportingController, o.Source.Component, o.Type
+	case *corev1.Node:
+		set["spec.unschedulable"] = strconv.FormatBool(o.Spec.Unschedulable)
+	case *resourcev1.ResourceSlice:
+		set["spec.driver"] = o.Spec.Driver
+		if o.Spec.NodeName != nil {
+			set["spec.nodeName"] = *o.Spec.NodeName
+		}
+	}
+	return set
+}
+
+// mapFieldSet is fieldSet of a decoded object, by any dotted path.
+func mapFieldSet(o Object, sel fields.Selector) fields.Set {
 	set := fields.Set{}
 	for _, req := range sel.Requirements() {
 		var v any = o
@@ -255,20 +303,20 @@ func fieldSet(o Object, sel fields.Selector) fields.Set {
 	return set
 }
 
+// metaOf is an object's metadata: every object a bundle holds has it.
+func metaOf(o runtime.Object) metav1.Object {
+	m, err := meta.Accessor(o)
+	if err != nil {
+		panic(fmt.Sprintf("bundle: %T without metadata", o))
+	}
+	return m
+}
+
 func metadataOf(o Object) Object { m, _ := o["metadata"].(Object); return m }
 func nameOf(o Object) string     { s, _ := metadataOf(o)["name"].(string); return s }
 func namespaceOf(o Object) string {
 	s, _ := metadataOf(o)["namespace"].(string)
 	return s
-}
-
-func labelsOf(o Object) map[string]string {
-	m, _ := metadataOf(o)["labels"].(Object)
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k], _ = v.(string)
-	}
-	return out
 }
 
 // writeProtobuf answers with objects at of kind k in protobuf: one
