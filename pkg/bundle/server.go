@@ -47,7 +47,6 @@ type Server struct {
 	b       *Bundle
 	mu      sync.Mutex
 	missing []string
-	encoded map[Kind]*encoded
 }
 
 // NewServer serves b.
@@ -58,7 +57,7 @@ func NewServer(b *Bundle) *Server {
 			return cmp.Or(strings.Compare(mx.GetNamespace(), my.GetNamespace()), strings.Compare(mx.GetName(), my.GetName()))
 		})
 	}
-	return &Server{b: b, encoded: map[Kind]*encoded{}}
+	return &Server{b: b}
 }
 
 // Missing are the requests the server answered NotHeld, each once, in the
