@@ -185,6 +185,10 @@ type Cluster struct {
 	Warnings   map[string][]snapshot.Warning
 	Now        time.Time
 	StuckAfter time.Duration
+	// named are the nodes by name, indexed by Why: a pod's node is looked
+	// up for each pod, and a scan of the nodes for each made serve's
+	// judgement of the workloads quadratic.
+	named map[string]*snapshot.Node
 }
 
 // Why says why each of the pods is not running as asked, judged against
@@ -218,6 +222,10 @@ func Why(f *snapshot.GPUPods, pods []snapshot.GPUPod, c Cluster) []Answer {
 			held[node][snapshot.DRADriverName] += claimed[dp.Name]
 		}
 	}
+	c.named = make(map[string]*snapshot.Node, len(c.Nodes))
+	for i := range c.Nodes {
+		c.named[c.Nodes[i].Name] = &c.Nodes[i]
+	}
 	out := make([]Answer, 0, len(pods))
 	for i := range pods {
 		out = append(out, c.why(f, &pods[i], held, holders))
@@ -242,7 +250,7 @@ func (c Cluster) why(f *snapshot.GPUPods, p *snapshot.GPUPod, held map[string]ma
 			a.State = Pending
 		}
 		h := c.Health[p.Node]
-		if h != nil && Stranding(nodeNamed(c.Nodes, p.Node), h) == StrandedUnusable {
+		if h != nil && Stranding(c.nodeNamed(p.Node), h) == StrandedUnusable {
 			a.State, a.Code, a.Health = Stuck, OnUnusableNode, h.Cause
 			a.Message = fmt.Sprintf("bound to %s, which cannot run GPU work: %s", p.Node, causeLine(h.Cause))
 			return a
@@ -270,7 +278,7 @@ func (c Cluster) why(f *snapshot.GPUPods, p *snapshot.GPUPod, held map[string]ma
 		}
 		if m := cudaRequired.FindStringSubmatch(p.NotStarted); m != nil {
 			supports := "GFD does not label the CUDA version its driver supports"
-			if v, ok := driverCUDAOf(nodeNamed(c.Nodes, p.Node)); ok {
+			if v, ok := driverCUDAOf(c.nodeNamed(p.Node)); ok {
 				supports = "its driver supports CUDA " + v + " (GFD's labels)"
 			}
 			a.State, a.Code, a.Said = Stuck, CUDADriverTooOld, p.NotStarted
@@ -646,9 +654,11 @@ func causeLine(c *health.Cause) string {
 	return strings.TrimSpace(c.Code+" "+c.Operand) + " (" + c.Message + ")"
 }
 
-func nodeNamed(nodes []snapshot.Node, name string) *snapshot.Node {
-	if i := slices.IndexFunc(nodes, func(n snapshot.Node) bool { return n.Name == name }); i >= 0 {
-		return &nodes[i]
+// nodeNamed is the node of that name, or a node of that name alone when
+// the cluster has none.
+func (c Cluster) nodeNamed(name string) *snapshot.Node {
+	if n := c.named[name]; n != nil {
+		return n
 	}
 	return &snapshot.Node{Name: name}
 }
