@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -136,11 +135,6 @@ type Node struct {
 
 // Assess assesses every node of the snapshot, in natural name order.
 func Assess(s *snapshot.Snapshot, roster []operand.Operand, now time.Time, stuckAfter time.Duration) []Node {
-	return assessOn(judge.Runs(len(s.Nodes)), s, roster, now, stuckAfter)
-}
-
-// assessOn assesses the nodes in as many contiguous runs, side by side.
-func assessOn(runs int, s *snapshot.Snapshot, roster []operand.Operand, now time.Time, stuckAfter time.Duration) []Node {
 	release, _ := s.Release() // the pipeline says the note
 	c := newChain(roster, release, s.Policy)
 	c.offered = s.Offers
@@ -148,23 +142,14 @@ func assessOn(runs int, s *snapshot.Snapshot, roster []operand.Operand, now time
 	pods := podsByNode(s.Pods)
 	nodes := judge.SortedNodes(s)
 	out := make([]Node, len(nodes))
-	assessRun := func(lo, hi int) {
-		// One node's links, cleared for the next: a verdict keeps none of
-		// them. Made afresh for each node they were most of health's
-		// allocations, and in a fresh process every page of them a fault
-		// (docs/scale.md, "Mechanisms").
-		links := make([]link, len(c.ops))
-		for i := lo; i < hi; i++ {
-			out[i] = c.assess(nodes[i], pods[nodes[i].Name], s.DevicePools, now, stuckAfter, links)
-		}
+	// One node's links, cleared for the next: a verdict keeps none of
+	// them. Made afresh for each node they were most of health's
+	// allocations, and in a fresh process every page of them a fault
+	// (docs/scale.md, "Mechanisms").
+	links := make([]link, len(c.ops))
+	for i, n := range nodes {
+		out[i] = c.assess(n, pods[n.Name], s.DevicePools, now, stuckAfter, links)
 	}
-	var wg sync.WaitGroup
-	per := (len(nodes) + runs - 1) / runs
-	for lo := per; lo < len(nodes); lo += per { // all but the first run beside
-		wg.Go(func() { assessRun(lo, min(lo+per, len(nodes))) })
-	}
-	assessRun(0, min(per, len(nodes)))
-	wg.Wait()
 	return out
 }
 

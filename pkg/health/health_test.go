@@ -425,30 +425,3 @@ func TestOutOfService(t *testing.T) {
 		t.Errorf("a node without a GPU in the ledger: %+v", e)
 	}
 }
-
-// A fleet assessed in runs side by side gets, node for node, what one run
-// gives: nodes in each state, their pods, in natural order (go test -race
-// checks the runs share nothing they write).
-func TestAssessInRuns(t *testing.T) {
-	s := &snapshot.Snapshot{}
-	for i := range 300 {
-		n := func(name string) string { return fmt.Sprintf("%s-%d", name, i) }
-		s.Nodes = append(s.Nodes, gpuNode(n("crash"), nil), gpuNode(n("host"), map[string]string{deploy(operand.Driver): "pre-installed"}),
-			migPaused(n("mig"), time.Hour), snapshot.Node{Name: n("cpu"), Ready: true})
-		s.Pods = append(s.Pods, crashLoop(operand.Driver, n("crash"), "nvidia-driver-ctr"), inInit(operand.ContainerToolkit, n("crash"), "driver-validation", 0, 1))
-		s.Pods = append(s.Pods, readyAll(n("host"), operand.Driver)...)
-		s.Pods = append(s.Pods, readyAll(n("mig"), operand.MIGChange.Operands...)...)
-	}
-	one := health.AssessOn(1, s, operand.Real, now, stuckAfter)
-	if len(one) != len(s.Nodes) || one[0].Node != "cpu-0" || one[1].Node != "cpu-1" {
-		t.Fatalf("one run: %d verdicts from %v on, want %d in natural order", len(one), one[0].Node, len(s.Nodes))
-	}
-	for _, runs := range []int{2, 3, 7} {
-		if got := health.AssessOn(runs, s, operand.Real, now, stuckAfter); !reflect.DeepEqual(got, one) {
-			t.Errorf("in %d runs: not what one run gives", runs)
-		}
-	}
-	if got := health.Assess(s, operand.Real, now, stuckAfter); !reflect.DeepEqual(got, one) {
-		t.Errorf("Assess: not what one run gives")
-	}
-}

@@ -9,7 +9,6 @@ package judge
 import (
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"slices"
 
 	"github.com/gpuops/gpuops/pkg/operand"
@@ -63,16 +62,6 @@ func SortedNodes(s *snapshot.Snapshot) []snapshot.Node {
 	slices.SortFunc(nodes, byNaturalName)
 	return nodes
 }
-
-// Runs is how many goroutines a judgement over these many nodes takes: one a
-// core, a run of at least runNodes nodes each. A whole fleet's verdicts are the
-// tail of a one-shot judge, after the read, when the API server is idle; on one
-// core they were most of it (docs/scale.md, "Mechanisms"). The live judge's few
-// nodes stay on one.
-func Runs(nodes int) int { return max(1, min(runtime.GOMAXPROCS(0), nodes/runNodes)) }
-
-// runNodes is how many nodes make another goroutine worth it.
-const runNodes = 256
 
 // SortNodes puts the snapshot's nodes in natural name order, in place.
 func SortNodes(s *snapshot.Snapshot) { slices.SortFunc(s.Nodes, byNaturalName) }

@@ -433,16 +433,3 @@ func TestAskedShared(t *testing.T) {
 		}
 	}
 }
-
-// A judgement takes one goroutine under two runs' worth of nodes, and at
-// most one a core however many nodes.
-func TestRuns(t *testing.T) {
-	cores := runtime.GOMAXPROCS(0)
-	for _, c := range []struct{ nodes, want int }{
-		{0, 1}, {1, 1}, {511, min(cores, 1)}, {512, min(cores, 2)}, {100000, cores},
-	} {
-		if got := judge.Runs(c.nodes); got != c.want {
-			t.Errorf("Runs(%d) = %d, want %d on %d cores", c.nodes, got, c.want, cores)
-		}
-	}
-}

@@ -193,28 +193,13 @@ func (sc Scope) judgeNodes(s *snapshot.Snapshot, now time.Time) (*outcome.Result
 		defer healthJudged.Wait() // on an early return too
 	}
 	x := judge.NewIndex(s)
-	// The start-up order and the matrix beside the audit on a whole fleet
-	// (judge.Runs): on one core they were the tail of an audit at 5,000
-	// nodes.
-	var orders []judge.NodeOrder
-	var m judge.Matrix
-	var err error
-	orderAndMatrix := func() {
-		if orders, err = x.OrderAll(sc.Roster, sc.Rules); err == nil {
-			m = x.Matrix(sc.Roster)
-		}
-	}
-	var beside sync.WaitGroup
-	if judge.Runs(len(x.Nodes)) > 1 {
-		beside.Go(orderAndMatrix)
-	} else {
-		orderAndMatrix()
-	}
-	audits := x.Audit(sc.Roster)
-	judge.Stuck(audits, s, sc.Roster, now, sc.StuckAfter)
-	if beside.Wait(); err != nil {
+	orders, err := x.OrderAll(sc.Roster, sc.Rules)
+	if err != nil {
 		return nil, nil, err
 	}
+	m := x.Matrix(sc.Roster)
+	audits := x.Audit(sc.Roster)
+	judge.Stuck(audits, s, sc.Roster, now, sc.StuckAfter)
 	r := &outcome.Result{Namespace: s.Namespace, Selector: sc.NodeSelector, Node: sc.Node, Named: sc.Node != "" || len(sc.Nodes) > 0,
 		Explain: sc.Explain, Roster: sc.Roster, Notes: sc.Notes, Operator: sc.Operator, Taken: now, TotalPods: m.TotalPods,
 		Nodes: make([]verdict.Verdict, len(audits)), Disabled: explain.DisabledOf(sc.Roster)}
