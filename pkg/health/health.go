@@ -142,13 +142,8 @@ func Assess(s *snapshot.Snapshot, roster []operand.Operand, now time.Time, stuck
 	pods := podsByNode(s.Pods)
 	nodes := judge.SortedNodes(s)
 	out := make([]Node, len(nodes))
-	// One node's links, cleared for the next: a verdict keeps none of
-	// them. Made afresh for each node they were most of health's
-	// allocations, and in a fresh process every page of them a fault
-	// (docs/scale.md, "Mechanisms").
-	links := make([]link, len(c.ops))
 	for i, n := range nodes {
-		out[i] = c.assess(n, pods[n.Name], s.DevicePools, now, stuckAfter, links)
+		out[i] = c.assess(n, pods[n.Name], s.DevicePools, now, stuckAfter)
 	}
 	return out
 }
@@ -182,9 +177,8 @@ func (l *link) fail(code, message, evidence string) {
 	l.code, l.message, l.evidence = code, message, evidence
 }
 
-// assess judges one node, with links (one per operand of the chain) as
-// its scratch space.
-func (c chain) assess(n snapshot.Node, pods []*snapshot.Pod, pools map[string][]snapshot.DevicePool, now time.Time, stuckAfter time.Duration, links []link) Node {
+// assess judges one node.
+func (c chain) assess(n snapshot.Node, pods []*snapshot.Pod, pools map[string][]snapshot.DevicePool, now time.Time, stuckAfter time.Duration) Node {
 	out := Node{Node: n.Name, Usable: true, Blocked: []string{}}
 	if !gpuNode(n.Labels) {
 		return out
@@ -192,7 +186,7 @@ func (c chain) assess(n snapshot.Node, pods []*snapshot.Pod, pools map[string][]
 	out.Judged = true
 	out.OutOfService, out.Marks = ledger.Of(&n), ledger.MarksOf(&n)
 	pauses := judge.Pauses(n, c.ops)
-	clear(links)
+	links := make([]link, len(c.ops)) // one per operand of the chain
 	for i, o := range c.ops {
 		l := &links[i]
 		l.op = o

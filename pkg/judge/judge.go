@@ -116,36 +116,19 @@ func Audit(s *snapshot.Snapshot, roster []operand.Operand) []NodeAudit {
 	return NewIndex(s).Audit(roster)
 }
 
-// Audit is the package's Audit of the indexed snapshot. Nodes that ask for
-// the same operands share one Asked (capacity clipped, so an append
-// copies): serve holds every node's audit, and a slice a node was a
-// visible share of its heap (docs/scale.md, "`serve` all day").
+// Audit is the package's Audit of the indexed snapshot.
 func (x Index) Audit(roster []operand.Operand) []NodeAudit {
 	pres := x.Presence
 	out := make([]NodeAudit, 0, len(x.Nodes))
-	var shared map[uint64][]string // by the roster's indices asked; none past 64 operands
-	if len(roster) <= 64 {
-		shared = map[uint64][]string{}
-	}
-	asked := make([]string, 0, len(roster))
 	for _, n := range x.Nodes {
-		a := NodeAudit{Node: n.Name, Missing: []string{}}
-		var set uint64
-		asked = asked[:0]
-		for i, o := range roster {
+		a := NodeAudit{Node: n.Name, Missing: []string{}, Asked: []string{}}
+		for _, o := range roster {
 			if o.Off != "" || !o.AskedBy(n.Labels) {
 				continue
 			}
-			asked = append(asked, o.Name)
-			set |= 1 << (i % 64)
+			a.Asked = append(a.Asked, o.Name)
 			if pres.On(n.Name, o) == 0 {
 				a.Missing = append(a.Missing, o.Name)
-			}
-		}
-		if a.Asked = shared[set]; a.Asked == nil {
-			a.Asked = slices.Clip(slices.Clone(asked))
-			if shared != nil {
-				shared[set] = a.Asked
 			}
 		}
 		out = append(out, a)

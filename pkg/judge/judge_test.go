@@ -408,28 +408,3 @@ func TestNaturalOrder(t *testing.T) {
 	}
 }
 
-// Nodes that ask for the same operands share one Asked, which an append
-// does not write through; a roster of more than 64 operands is judged all
-// the same, each node's its own.
-func TestAskedShared(t *testing.T) {
-	for _, n := range []int{5, 65} {
-		roster := slices.Clone(operand.Lab)
-		for i := len(roster); i < n; i++ {
-			roster = append(roster, operand.Operand{Name: fmt.Sprintf("op-%d", i), DaemonSet: fmt.Sprintf("ds-%d", i)})
-		}
-		all := asks(driver, toolkit, plugin)
-		two := asks(driver, toolkit)
-		s := &snapshot.Snapshot{Nodes: []snapshot.Node{node("a", all), node("b", two), node("c", all)}}
-		audits := judge.Audit(s, roster)
-		a, b, c := audits[0].Asked, audits[1].Asked, audits[2].Asked
-		if want := []string{driver.Name, toolkit.Name, plugin.Name}; !slices.Equal(a, want) || !slices.Equal(c, want) || !slices.Equal(b, want[:2]) {
-			t.Fatalf("%d operands: asked %v %v %v", n, a, b, c)
-		}
-		if shared := &a[0] == &c[0]; shared != (n <= 64) {
-			t.Errorf("%d operands: the two nodes asking alike share their Asked: %v", n, shared)
-		}
-		if cap(a) != len(a) {
-			t.Errorf("%d operands: an append to a node's Asked would write where another's may read (cap %d, len %d)", n, cap(a), len(a))
-		}
-	}
-}
