@@ -46,13 +46,9 @@ type Operand struct {
 func (o Operand) LabelKey() string { return LabelPrefix + o.Name }
 
 // DeployLabel looks up the deploy label of the named operand in a node's
-// labels. The judges look up every operand's label on every node: the key
-// is built on the stack (LabelPrefix+name, 40-odd bytes, was a heap string
-// each time, a large share of a health judge's allocations;
-// docs/scale.md, "Mechanisms").
+// labels.
 func DeployLabel(labels map[string]string, name string) (value string, ok bool) {
-	var key [64]byte
-	value, ok = labels[string(append(append(key[:0], LabelPrefix...), name...))]
+	value, ok = labels[LabelPrefix+name]
 	return value, ok
 }
 
