@@ -65,7 +65,7 @@ func ClustersHTML(w io.Writer, cs []outcome.Cluster, src Source) (string, error)
 	page := newPage(byCluster(cs, summary.Total(fleets).Operands), src)
 	page.Clusters, page.Total = rows, total
 	holds := fmt.Sprintf("%d contexts, %s, %d findings", len(cs), nodeCount(total.Nodes), total.Findings)
-	return holds, fleetPage().Execute(w, page)
+	return holds, fleetPage.Execute(w, page)
 }
 
 // byCluster is one fleet of the clusters judged: their groups, each

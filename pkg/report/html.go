@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gpuops/gpuops/pkg/explain"
@@ -28,18 +27,13 @@ type Source struct {
 //go:embed fleet.html.tmpl
 var fleetTemplate string
 
-// fleetPage is parsed when a page is first written, not when the program
-// starts: parsing it was a tenth of every gpuops command's package
-// initialisation, which only `report --html` needs.
-var fleetPage = sync.OnceValue(func() *template.Template {
-	return template.Must(template.New("fleet").Funcs(template.FuncMap{
-		"status":   func(kind string) string { return findingStatus[kind] },
-		"messages": explain.Messages,
-		"join":     strings.Join,
-		"trouble":  upgrade.Trouble,
-		"actors":   actorCounts, // as summary's out-of-service line
-	}).Parse(fleetTemplate))
-})
+var fleetPage = template.Must(template.New("fleet").Funcs(template.FuncMap{
+	"status":   func(kind string) string { return findingStatus[kind] },
+	"messages": explain.Messages,
+	"join":     strings.Join,
+	"trouble":  upgrade.Trouble,
+	"actors":   actorCounts, // as summary's out-of-service line
+}).Parse(fleetTemplate))
 
 // HTML writes the fleet as one self-contained page: the summary by group,
 // every finding with its reasons, and a node × operand grid grouped as the
@@ -52,7 +46,7 @@ func HTML(w io.Writer, f summary.Fleet, c *workload.Capacity, src Source) error 
 	if c != nil {
 		page.Capacity = &htmlCapacity{GroupBy: c.GroupBy, Lines: capacityLines(c, "")}
 	}
-	return fleetPage().Execute(w, page)
+	return fleetPage.Execute(w, page)
 }
 
 // htmlCapacity is where the GPUs are, as gpuops capacity prints it.
