@@ -136,7 +136,9 @@ func protobuf(cfg *rest.Config) *rest.Config {
 // both (docs/scale.md, "Mechanisms").
 func reading(c *rest.Config) (kubernetes.Interface, error) {
 	cfg := protobuf(c)
-	hc, err := readingClient(cfg)
+	h1 := rest.CopyConfig(cfg)
+	h1.NextProtos = []string{"http/1.1"}
+	hc, err := rest.HTTPClientFor(h1)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}

@@ -2,19 +2,14 @@ package kube
 
 import (
 	"bytes"
-	stdgzip "compress/gzip"
+	"compress/gzip"
 	"encoding/pem"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 )
 
 // gzipServer answers every request with body, gzipped when the request
@@ -28,7 +23,7 @@ func gzipServer(t *testing.T, body []byte) (*httptest.Server, *string) {
 			return
 		}
 		w.Header().Set("Content-Encoding", "gzip")
-		zw := stdgzip.NewWriter(w)
+		zw := gzip.NewWriter(w)
 		zw.Write(body)
 		zw.Close()
 	}))
@@ -42,14 +37,14 @@ func tlsConfig(s *httptest.Server) *rest.Config {
 	return &rest.Config{Host: s.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}
 }
 
-// client is the reading client of cfg.
+// client is the HTTP client under reading's clientset for cfg.
 func client(t *testing.T, cfg *rest.Config) *http.Client {
 	t.Helper()
-	c, err := readingClient(cfg)
+	cs, err := reading(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return cs.CoreV1().RESTClient().(*rest.RESTClient).Client
 }
 
 func readAll(t *testing.T, c *http.Client, req *http.Request) (*http.Response, []byte) {
@@ -66,8 +61,8 @@ func readAll(t *testing.T, c *http.Client, req *http.Request) (*http.Response, [
 	return resp, b
 }
 
-// The reading client asks for gzip and hands the body on inflated, as Go's
-// transport would; with --disable-compression it asks for none; a request
+// The reading client asks for gzip and hands the body on inflated (Go's
+// transport does); with --disable-compression it asks for none; a request
 // that names its own encoding gets the body as the server sent it.
 func TestReadingClientInflates(t *testing.T) {
 	body := bytes.Repeat([]byte("a pod, "), 10000)
@@ -124,58 +119,5 @@ func TestReadingClientBadGzip(t *testing.T) {
 	defer resp.Body.Close()
 	if _, err := io.ReadAll(resp.Body); err == nil {
 		t.Error("a body that is not gzip was read without an error")
-	}
-}
-
-// BenchmarkInflate inflates a namespace's pod list as the API server sends
-// it (protobuf, gzip level 1), 5,000 of a real operand pod each with its own
-// name, uid, version and node, with Go's compress/gzip (what client-go's
-// transport uses) and with gunzip's:
-//
-//	go test ./pkg/kube -run '^$' -bench Inflate
-func BenchmarkInflate(b *testing.B) {
-	raw, err := os.ReadFile("../snapshot/read/testdata/pod.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var pod corev1.Pod
-	if err := yaml.Unmarshal(raw, &pod); err != nil {
-		b.Fatal(err)
-	}
-	var list []byte
-	for i := range 5000 { // what differs from pod to pod, so that the list compresses as a real one
-		pod.Name, pod.UID, pod.ResourceVersion = fmt.Sprintf("gpu-feature-discovery-%05x", i*7919), types.UID(fmt.Sprintf("%08x-1f2e-4d3c-8b7a-%012x", i*2654435761, i*40503)), fmt.Sprint(1000000+i*37)
-		pod.Spec.NodeName = fmt.Sprintf("gpu-node-%04d", i)
-		item, err := pod.Marshal()
-		if err != nil {
-			b.Fatal(err)
-		}
-		list = append(list, item...)
-	}
-	var z bytes.Buffer
-	zw, _ := stdgzip.NewWriterLevel(&z, stdgzip.BestSpeed)
-	zw.Write(list)
-	zw.Close()
-	for _, bc := range []struct {
-		name string
-		open func(io.Reader) (io.Reader, error)
-	}{
-		{"inflater=compress-gzip", func(r io.Reader) (io.Reader, error) { return stdgzip.NewReader(r) }},
-		{"inflater=gunzip", func(r io.Reader) (io.Reader, error) {
-			return &gzipBody{body: io.NopCloser(r)}, nil
-		}},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			b.SetBytes(int64(len(list)))
-			for b.Loop() {
-				r, err := bc.open(bytes.NewReader(z.Bytes()))
-				if err != nil {
-					b.Fatal(err)
-				}
-				if n, err := io.Copy(io.Discard, r); err != nil || n != int64(len(list)) {
-					b.Fatalf("inflated %d bytes of %d: %v", n, len(list), err)
-				}
-			}
-		})
 	}
 }
