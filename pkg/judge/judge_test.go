@@ -407,4 +407,3 @@ func TestNaturalOrder(t *testing.T) {
 		t.Error("SortedNodes copied nodes already in order")
 	}
 }
-

@@ -29,7 +29,10 @@ func readWorkloads(ctx context.Context, c kubernetes.Interface, o Options, allLa
 	w := &workload.Inputs{}
 	var g errgroup.Group
 	g.Go(func() (err error) { w.Snapshot, err = read.Snapshot(ctx, c, o.Namespace, ro); return err })
-	g.Go(func() (err error) { w.Pods, err = read.GPUPods(ctx, c, read.WorkloadOptions{NoRejected: ro.Kubelet}); return err })
+	g.Go(func() (err error) {
+		w.Pods, err = read.GPUPods(ctx, c, read.WorkloadOptions{NoRejected: ro.Kubelet})
+		return err
+	})
 	if more != nil {
 		g.Go(more)
 	}
