@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gpuops/gpuops/internal/fleettest"
 	"github.com/gpuops/gpuops/internal/testcluster"
@@ -91,18 +92,10 @@ func writeFleetBundle(tb testing.TB, path string, nodes, workloads int) {
 	tb.Helper()
 	const ns = "gpu-operator"
 	now := metav1.NewTime(time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC))
-	var items []bundle.Object
-	add := func(apiVersion, kind string, o any) {
-		b, err := json.Marshal(o)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		var m bundle.Object
-		if err := json.Unmarshal(b, &m); err != nil {
-			tb.Fatal(err)
-		}
-		m["apiVersion"], m["kind"] = apiVersion, kind
-		items = append(items, m)
+	var items []runtime.Object
+	add := func(apiVersion, kind string, o runtime.Object) {
+		o.GetObjectKind().SetGroupVersionKind(schema.FromAPIVersionAndKind(apiVersion, kind))
+		items = append(items, o)
 	}
 	running := func(p *corev1.Pod) {
 		p.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &now, HostIP: "10.0.0.1", PodIP: "10.128.0.1"}

@@ -187,18 +187,16 @@ func (b *Bundle) add(name string, doc json.RawMessage, apiVersion, itemKind stri
 		Items      []json.RawMessage `json:"items"`
 	}
 	var found bool
-	if head.APIVersion, head.Kind, found = typeMeta(doc); !found {
+	head.APIVersion, head.Kind, found = typeMeta(doc)
+	if !found || strings.HasSuffix(head.Kind, "List") {
 		if err := json.Unmarshal(doc, &head); err != nil {
 			return fmt.Errorf("%s: not a Kubernetes object: %w", name, err)
 		}
 	}
+	// kubectl's List carries each item's kind; a typed list (PodList, as
+	// `kubectl get --raw` prints it) does not
 	if head.Kind == "" && itemKind != "" {
 		head.APIVersion, head.Kind = apiVersion, itemKind
-	}
-	if strings.HasSuffix(head.Kind, "List") {
-		if err := json.Unmarshal(doc, &head); err != nil {
-			return fmt.Errorf("%s: not a Kubernetes object: %w", name, err)
-		}
 	}
 	if head.Items != nil && strings.HasSuffix(head.Kind, "List") {
 		for _, it := range head.Items {

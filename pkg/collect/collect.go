@@ -163,13 +163,14 @@ type reader struct {
 }
 
 // list lists k in namespace ns ("" every one) narrowed by the selectors,
-// trims each object with keep (nil: keep it; false drops it) and records
+// trims each object in place with trim (nil: kept whole) and records
 // the read in the header, or why it was not made.
-func (r *reader) list(k bundle.Kind, ns, labelSel, fieldSel, only string, keep func(runtime.Object) bool) error {
+func (r *reader) list(k bundle.Kind, ns, labelSel, fieldSel, only string, trim func(runtime.Object)) error {
 	err := r.each(k, ns, labelSel, fieldSel, func(o runtime.Object) error {
-		if keep == nil || keep(o) {
-			r.add(k, o)
+		if trim != nil {
+			trim(o)
 		}
+		r.add(k, o)
 		return nil
 	})
 	return r.record(k, ns, "", only, err)
@@ -526,22 +527,21 @@ func (r *reader) replicaSets(owners map[string]bool) error {
 
 // dropData drops a ControllerRevision's data, the whole template of its
 // DaemonSet: the judges read its name, labels and revision.
-func dropData(o runtime.Object) bool {
+func dropData(o runtime.Object) {
 	if rev, ok := o.(*appsv1.ControllerRevision); ok {
 		rev.Data = runtime.RawExtension{}
 	}
-	return true
 }
 
 // nodeTrimmer keeps of a node's managedFields the entries that own a label
 // a judge traces (traced) or its cordon or taints (the ledger's), as the
 // reader decodes only those (read.trace): the rest, the kubelet's status
 // and NFD's hundred labels, is most of a node.
-func nodeTrimmer(traced func(key, value string) bool) func(runtime.Object) bool {
-	return func(o runtime.Object) bool {
+func nodeTrimmer(traced func(key, value string) bool) func(runtime.Object) {
+	return func(o runtime.Object) {
 		n, ok := o.(*corev1.Node)
 		if !ok {
-			return true
+			return
 		}
 		needles := append(snapshot.TracedKeys(n.Labels, traced), snapshot.SpecNeedles...)
 		var kept []metav1.ManagedFieldsEntry
@@ -551,6 +551,5 @@ func nodeTrimmer(traced func(key, value string) bool) func(runtime.Object) bool 
 			}
 		}
 		n.ManagedFields = kept
-		return true
 	}
 }
