@@ -127,9 +127,12 @@ func TestFuse(t *testing.T) {
 		broken = append(broken, f.node(t, s, true))
 	}
 	s := f.serve(t, "--quarantine=on", "--quarantine-after", "3s", "--release-after", "2s", "--quarantine-max", "2", "--quarantine-rate", "10")
-	m := s.WaitFor(t, "the fuse tripped", func(m gpuopstest.Scrape) bool {
+	// The fuse's series is the actor's own state, the quarantined nodes'
+	// the next batch's: a scrape between the two shows the fuse tripped
+	// before the nodes it stopped at.
+	m := s.WaitFor(t, "the fuse tripped and two nodes quarantined", func(m gpuopstest.Scrape) bool {
 		v, _ := m.Value("gpuops_quarantine_fuse_tripped", nil)
-		return v == 1
+		return v == 1 && len(m.LabelAtOne("gpuops_quarantined_node", "node")) >= 2
 	})
 	held := m.LabelAtOne("gpuops_quarantined_node", "node")
 	if len(held) != 2 {
