@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuops/gpuops/internal/fleettest"
 	"github.com/gpuops/gpuops/internal/testcluster"
@@ -28,12 +29,22 @@ import (
 // BenchmarkFrom measures the judges that read a workload fleet's bundle
 // (--from): health, capacity and pods over 1,000 nodes as big as real ones
 // (fleettest.DressNode), their operand pods and 5,000 users' pods, one in
-// five asking a GPU, written as collect writes it:
+// five asking a GPU, as collect writes it (collected from the fleet served
+// in process, as BenchmarkCollect reads it):
 //
 //	go test ./cmd/gpuops -run '^$' -bench From -benchtime 3x
 func BenchmarkFrom(b *testing.B) {
+	fleet := filepath.Join(b.TempDir(), "fleet.json")
+	writeFleetBundle(b, fleet, 1000, 5000)
 	path := filepath.Join(b.TempDir(), "bundle.json")
-	writeFleetBundle(b, path, 1000, 5000)
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	collectBundle(b, servedBundle(b, fleet), f)
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
 	for _, judge := range [][]string{{"health"}, {"capacity"}, {"pods", "--operator-namespace", "gpu-operator"}} {
 		b.Run(judge[0], func(b *testing.B) {
 			for b.Loop() {
@@ -55,30 +66,43 @@ func BenchmarkFrom(b *testing.B) {
 func BenchmarkCollect(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "bundle.json")
 	writeFleetBundle(b, path, 1000, 5000)
-	loaded, err := bundle.Load(path, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := kube.InProcess(bundle.NewServer(loaded))
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := servedBundle(b, path)
 	var size counter // the bundle's bytes: what a pod kept costs the user
 	write := func() {
 		size = 0
-		h, items, err := collect.Collect(context.Background(), c, collect.Options{Namespace: "gpu-operator"})
-		if err == nil {
-			err = bundle.Write(&size, false, h, items)
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
+		collectBundle(b, c, &size)
 	}
 	write() // the server encodes each object at its first read
 	for b.Loop() {
 		write()
 	}
 	b.ReportMetric(float64(size), "bundle-B")
+}
+
+// servedBundle is a client of the bundle at path, served in process.
+func servedBundle(tb testing.TB, path string) kubernetes.Interface {
+	tb.Helper()
+	loaded, err := bundle.Load(path, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c, err := kube.InProcess(bundle.NewServer(loaded))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// collectBundle writes to w the bundle collect writes of the cluster c.
+func collectBundle(tb testing.TB, c kubernetes.Interface, w io.Writer) {
+	tb.Helper()
+	h, items, err := collect.Collect(context.Background(), c, collect.Options{Namespace: "gpu-operator"})
+	if err == nil {
+		err = bundle.Write(w, false, h, items)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
 }
 
 // counter counts the bytes written to it.
