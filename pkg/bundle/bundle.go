@@ -1,6 +1,7 @@
 // Package bundle is gpuops's support bundle: what `gpuops collect` writes
 // and what every judge reads with --from. A bundle is a Kubernetes List of
-// the objects the judges read, led by a header (Header) saying when and
+// the objects the judges read, each of a built-in kind cut to the fields
+// they read (pkg/collect), led by a header (Header) saying when and
 // from what it was taken and what could not be read; --from reads any
 // `kubectl get -o yaml|json` output just as well (a List, or a stream of
 // documents, a folder of files), without a header.

@@ -27,31 +27,42 @@ const protobufType = "application/vnd.kubernetes.protobuf"
 // (k8s.io/apimachinery/pkg/runtime/serializer/protobuf).
 var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
 
-// typed is a built-in API type with its generated protobuf encoder.
-type typed interface {
+// Typed is a built-in API type with its generated protobuf codec.
+type Typed interface {
 	runtime.Object
 	Marshal() ([]byte, error)
+	Unmarshal([]byte) error
 }
 
 // typedKinds are the kinds an input's objects are decoded into API types
 // for, the kinds that have protobuf: an empty object of each.
-var typedKinds = map[string]func() typed{
-	"Node":               func() typed { return &corev1.Node{} },
-	"Pod":                func() typed { return &corev1.Pod{} },
-	"Event":              func() typed { return &corev1.Event{} },
-	"ConfigMap":          func() typed { return &corev1.ConfigMap{} },
-	"DaemonSet":          func() typed { return &appsv1.DaemonSet{} },
-	"ControllerRevision": func() typed { return &appsv1.ControllerRevision{} },
-	"Deployment":         func() typed { return &appsv1.Deployment{} },
-	"ReplicaSet":         func() typed { return &appsv1.ReplicaSet{} },
-	"ResourceSlice":      func() typed { return &resourcev1.ResourceSlice{} },
-	"ResourceClaim":      func() typed { return &resourcev1.ResourceClaim{} },
-	"DeviceClass":        func() typed { return &resourcev1.DeviceClass{} },
+var typedKinds = map[string]func() Typed{
+	"Node":               func() Typed { return &corev1.Node{} },
+	"Pod":                func() Typed { return &corev1.Pod{} },
+	"Event":              func() Typed { return &corev1.Event{} },
+	"ConfigMap":          func() Typed { return &corev1.ConfigMap{} },
+	"DaemonSet":          func() Typed { return &appsv1.DaemonSet{} },
+	"ControllerRevision": func() Typed { return &appsv1.ControllerRevision{} },
+	"Deployment":         func() Typed { return &appsv1.Deployment{} },
+	"ReplicaSet":         func() Typed { return &appsv1.ReplicaSet{} },
+	"ResourceSlice":      func() Typed { return &resourcev1.ResourceSlice{} },
+	"ResourceClaim":      func() Typed { return &resourcev1.ResourceClaim{} },
+	"DeviceClass":        func() Typed { return &resourcev1.DeviceClass{} },
+}
+
+// NewTyped is an empty object of a built-in kind, as its API type, with its
+// generated protobuf codec; false for a custom resource, which has none.
+func NewTyped(kind string) (Typed, bool) {
+	newTyped, ok := typedKinds[kind]
+	if !ok {
+		return nil, false
+	}
+	return newTyped(), true
 }
 
 // protobufOf is the protobuf of object i of kind k.
 func (s *Server) protobufOf(k Kind, i int) ([]byte, error) {
-	t, ok := s.b.Objects[k][i].(typed)
+	t, ok := s.b.Objects[k][i].(Typed)
 	if !ok {
 		return nil, fmt.Errorf("%s: not held as its API type", k.Kind)
 	}

@@ -1,10 +1,13 @@
 // Package collect reads from a cluster what the judges read and makes a
 // bundle of it (pkg/bundle): `gpuops collect`. It reads what
-// pkg/snapshot/read reads, whole objects rather than trimmed ones, so that
-// --from of the bundle makes the snapshot a live read makes: every kind
-// Kinds lists, each with the selectors the reader uses, and what it could
-// not read (the user may not; the cluster does not serve it) in the
-// header, so that --from refuses it again as the cluster did.
+// pkg/snapshot/read reads, so that --from of the bundle makes the snapshot
+// a live read makes: every kind Kinds lists, each with the selectors the
+// reader uses, and what it could not read (the user may not; the cluster
+// does not serve it) in the header, so that --from refuses it again as the
+// cluster did. Of each object of a built-in kind it decodes and keeps only
+// what the reader's trims of that kind keep (read.EachBundled): the reader
+// then finds in the bundle all it reads, and collect decodes no more than
+// the judges would.
 package collect
 
 import (
@@ -21,10 +24,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -80,7 +81,7 @@ func Collect(ctx context.Context, c kubernetes.Interface, o Options) (*bundle.He
 	first := []func(r *reader) error{
 		func(r *reader) error { return r.list(kind("Node"), "", "", "", "", nodeTrimmer(traced)) },
 		func(r *reader) error { return r.list(kind("DaemonSet"), ns, "", "", "", nil) },
-		func(r *reader) error { return r.list(kind("ControllerRevision"), ns, "", "", "", dropData) },
+		func(r *reader) error { return r.list(kind("ControllerRevision"), ns, "", "", "", nil) },
 		func(r *reader) error {
 			return r.list(kind("Deployment"), ns, read.OperatorSelector, "", "the GPU Operator's", nil)
 		},
@@ -163,12 +164,15 @@ type reader struct {
 }
 
 // list lists k in namespace ns ("" every one) narrowed by the selectors,
-// trims each object in place with trim (nil: kept whole) and records
-// the read in the header, or why it was not made.
-func (r *reader) list(k bundle.Kind, ns, labelSel, fieldSel, only string, trim func(runtime.Object)) error {
-	err := r.each(k, ns, labelSel, fieldSel, func(o runtime.Object) error {
+// passes each object through trim (nil: none; it gets the object's whole
+// protobuf, see each) and records the read in the header, or why it was
+// not made.
+func (r *reader) list(k bundle.Kind, ns, labelSel, fieldSel, only string, trim func(runtime.Object, []byte) error) error {
+	err := r.each(k, ns, labelSel, fieldSel, func(o runtime.Object, whole []byte) error {
 		if trim != nil {
-			trim(o)
+			if err := trim(o, whole); err != nil {
+				return err
+			}
 		}
 		r.add(k, o)
 		return nil
@@ -201,10 +205,12 @@ func (r *reader) record(k bundle.Kind, ns, name, only string, err error) error {
 }
 
 // each lists k page by page and calls fn on each item, its apiVersion and
-// kind set: its API type when it came as protobuf (a built-in kind:
-// smaller and several times quicker for the API server to send than
-// JSON), else an Unstructured.
-func (r *reader) each(k bundle.Kind, ns, labelSel, fieldSel string, fn func(runtime.Object) error) error {
+// kind set: a built-in kind as its API type, asked as protobuf (smaller
+// and several times quicker for the API server to send than JSON) and
+// decoded trimmed to what a bundle keeps of it (read.EachBundled: what the
+// judges read), with its whole protobuf bytes; a custom resource as an
+// Unstructured, without.
+func (r *reader) each(k bundle.Kind, ns, labelSel, fieldSel string, fn func(o runtime.Object, whole []byte) error) error {
 	path := resourcePath(k, ns)
 	rc, typed := r.typedClient(k)
 	cont, total := "", 0
@@ -249,27 +255,25 @@ func (r *reader) typedClient(k bundle.Kind) (rest.Interface, bool) {
 }
 
 // page reads one page: its items, and the continue token.
-func (r *reader) page(k bundle.Kind, req *rest.Request, typed bool, fn func(runtime.Object) error) (int, string, error) {
+func (r *reader) page(k bundle.Kind, req *rest.Request, typed bool, fn func(runtime.Object, []byte) error) (int, string, error) {
 	gvk := schema.FromAPIVersionAndKind(k.APIVersion, k.Kind)
 	if typed {
-		list, err := req.Do(r.ctx).Get()
+		body, err := req.Stream(r.ctx)
 		if err != nil {
 			return 0, "", err
 		}
+		defer body.Close()
 		n := 0
-		err = meta.EachListItem(list, func(item runtime.Object) error {
-			n++
-			item.GetObjectKind().SetGroupVersionKind(gvk)
-			return fn(item)
-		})
+		cont, err := read.EachBundled(body, k.Kind, func() read.Message { o, _ := bundle.NewTyped(k.Kind); return o },
+			func(item read.Message, whole []byte) error {
+				n++
+				item.GetObjectKind().SetGroupVersionKind(gvk)
+				return fn(item, whole)
+			})
 		if err != nil {
-			return 0, "", err
+			return 0, "", fmt.Errorf("decode %s: %w", k.Qualified(), err)
 		}
-		l, err := meta.ListAccessor(list)
-		if err != nil {
-			return 0, "", err
-		}
-		return n, l.GetContinue(), nil
+		return n, cont, nil
 	}
 	body, err := read.JSON(r.ctx, req)
 	if err != nil {
@@ -287,7 +291,7 @@ func (r *reader) page(k bundle.Kind, req *rest.Request, typed bool, fn func(runt
 	for _, o := range page.Items {
 		u := &unstructured.Unstructured{Object: o}
 		u.SetGroupVersionKind(gvk)
-		if err := fn(u); err != nil {
+		if err := fn(u, nil); err != nil {
 			return 0, "", err
 		}
 	}
@@ -407,7 +411,7 @@ func (r *reader) events() error {
 	k := kind("Event")
 	var errs []error
 	for _, sel := range []string{read.PodWarnings, read.UpgradeEvents} {
-		errs = append(errs, r.each(k, "", "", sel, func(o runtime.Object) error {
+		errs = append(errs, r.each(k, "", "", sel, func(o runtime.Object, _ []byte) error {
 			r.add(k, o)
 			return nil
 		}))
@@ -428,16 +432,17 @@ func (r *reader) events() error {
 // that Succeeded, which say why a target has no GPU pod running
 // (read.PodsIn). Every other pod is kept as the stub read.PodsIn reads
 // (read.NonGPUStub): why says of one that it asks no GPU, or how it
-// ended, as it does live, not that it does not exist; the pods are read
-// whole all the same, so the stub costs only its bytes in the bundle. A
-// user who may list pods in the operator's namespace alone gets those.
+// ended, as it does live, not that it does not exist. Each pod is decoded
+// only as far as a bundle keeps any pod (read.EachBundled), the stub made
+// of that. A user who may list pods in the operator's namespace alone gets
+// those.
 func (r *reader) pods(ns string) error {
 	k := kind("Pod")
 	r.owners = map[string]bool{}
 	var mu sync.Mutex
 	outside := func(sel string) func(r *reader) error {
 		return func(sub *reader) error {
-			return sub.each(k, "", "", sel, func(o runtime.Object) error {
+			return sub.each(k, "", "", sel, func(o runtime.Object, _ []byte) error {
 				p, ok := o.(*corev1.Pod)
 				if !ok {
 					return fmt.Errorf("pods: not decoded as pods: %T", o)
@@ -451,10 +456,6 @@ func (r *reader) pods(ns string) error {
 					sub.add(k, read.NonGPUStub(p))
 					return nil
 				}
-				// a copy, so that the page's other pods, most of them, are
-				// not kept with it
-				kept := *p
-				p = &kept
 				if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.Kind == "ReplicaSet" {
 					mu.Lock()
 					r.owners[p.Namespace+"/"+ref.Name] = true
@@ -490,8 +491,8 @@ func (r *reader) pods(ns string) error {
 }
 
 // replicaSets keeps, in each namespace holding a GPU pod of a ReplicaSet,
-// the ReplicaSets of those namespaces, their metadata alone: whose
-// Deployment each belongs to (why deployment/NAME).
+// the ReplicaSets of those namespaces, as a bundle keeps them (their name
+// and controller): whose Deployment each belongs to (why deployment/NAME).
 func (r *reader) replicaSets(owners map[string]bool) error {
 	k := kind("ReplicaSet")
 	namespaces := map[string]bool{}
@@ -506,50 +507,24 @@ func (r *reader) replicaSets(owners map[string]bool) error {
 			}
 		}
 	}) {
-		err := r.each(k, ns, "", "", func(o runtime.Object) error {
-			rs, ok := o.(*appsv1.ReplicaSet)
-			if !ok {
-				return fmt.Errorf("replicasets: not decoded as ReplicaSets: %T", o)
-			}
-			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&rs.ObjectMeta)
-			if err != nil {
-				return err
-			}
-			r.add(k, &unstructured.Unstructured{Object: bundle.Object{"apiVersion": k.APIVersion, "kind": k.Kind, "metadata": m}})
-			return nil
-		})
-		if err := r.record(k, ns, "", "their metadata", err); err != nil {
+		if err := r.list(k, ns, "", "", "their names and controllers", nil); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// dropData drops a ControllerRevision's data, the whole template of its
-// DaemonSet: the judges read its name, labels and revision.
-func dropData(o runtime.Object) {
-	if rev, ok := o.(*appsv1.ControllerRevision); ok {
-		rev.Data = runtime.RawExtension{}
-	}
-}
-
 // nodeTrimmer keeps of a node's managedFields the entries that own a label
 // a judge traces (traced) or its cordon or taints (the ledger's), as the
-// reader decodes only those (read.trace): the rest, the kubelet's status
-// and NFD's hundred labels, is most of a node.
-func nodeTrimmer(traced func(key, value string) bool) func(runtime.Object) {
-	return func(o runtime.Object) {
+// reader decodes only those (read.ManagedFields): the rest, the kubelet's
+// status and NFD's hundred labels, is most of a node.
+func nodeTrimmer(traced func(key, value string) bool) func(runtime.Object, []byte) error {
+	return func(o runtime.Object, whole []byte) (err error) {
 		n, ok := o.(*corev1.Node)
 		if !ok {
-			return
+			return fmt.Errorf("nodes: not decoded as nodes: %T", o)
 		}
-		needles := append(snapshot.TracedKeys(n.Labels, traced), snapshot.SpecNeedles...)
-		var kept []metav1.ManagedFieldsEntry
-		for _, e := range n.ManagedFields {
-			if e.FieldsV1 != nil && slices.ContainsFunc(needles, func(s string) bool { return bytes.Contains(e.FieldsV1.Raw, []byte(s)) }) {
-				kept = append(kept, e)
-			}
-		}
-		n.ManagedFields = kept
+		n.ManagedFields, err = read.ManagedFields(whole, append(snapshot.TracedKeys(n.Labels, traced), snapshot.SpecNeedles...))
+		return err
 	}
 }

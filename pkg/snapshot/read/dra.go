@@ -40,13 +40,13 @@ func readDevicePools(ctx context.Context, rc rest.Interface, opts Options) (map[
 
 // sliceFields are what snapshot.SlicePool reads of a ResourceSlice: its
 // driver, pool and node. Its devices are decoded one by one (poolReader).
-var sliceFields = fields{
+var sliceFields = spec("ResourceSlice", fields{
 	2: fields{ // spec
 		1: whole, // driver
 		2: whole, // pool
 		3: whole, // nodeName
 	},
-}
+})
 
 // deviceFields are what DevicePool.AddDevice reads of a device: its name,
 // type and taints, not its capacities, counters and other attributes (most
@@ -56,6 +56,10 @@ var deviceFields = fields{
 	2: deviceType, // attributes
 	8: whole,      // taints
 }
+
+// The devices of a slice, as poolReader reads them, are among what a
+// bundle keeps of it (bundled).
+var _ = spec("ResourceSlice", fields{2: fields{6: deviceFields}})
 
 // deviceType keeps a device's type attribute alone.
 var deviceType = entries{func(key string) bool { return key == snapshot.DeviceTypeAttr }}

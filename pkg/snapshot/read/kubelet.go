@@ -29,11 +29,11 @@ var PodWarnings = fieldsel.AndSelectors(fieldsel.OneTermEqualSelector("type", co
 
 // warningFields are what snapshot.WarningFrom reads of an Event: EventFrom's
 // and the reason and count.
-var warningFields = func() fields {
+var warningFields = spec("Event", func() fields {
 	f := slices.Clone(eventFields)
 	f[3], f[8] = whole, whole // reason, count
 	return f
-}()
+}())
 
 // readWarnings lists the Warning Events on the pods of a namespace (of
 // every namespace when it is empty) and keeps, per pod as namespace/name,
@@ -71,14 +71,14 @@ func operandWarnings(all map[string][]snapshot.Warning, namespace string, pods [
 
 // holderFields are what snapshot.DeviceRequests reads of a pod, its name,
 // namespace and phase.
-var holderFields = func() fields {
+var holderFields = spec("Pod", func() fields {
 	limits := fields{8: fields{1: whole}} // a container's resources.limits
 	return fields{
 		1: fields{1: whole, 3: whole},               // metadata: name, namespace
 		2: fields{2: limits, 10: whole, 20: limits}, // spec: containers, nodeName, initContainers
 		3: fields{1: whole},                         // status: phase
 	}
-}()
+}())
 
 // Holders lists, for each node, the pods on it in every namespace, one
 // LIST narrowed by spec.nodeName (an index of the API server's), and sums

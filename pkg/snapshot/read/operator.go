@@ -395,7 +395,7 @@ func trace(node *snapshot.Node, n *corev1.Node, whole []byte, pick func(key, val
 			needles = append(needles[:len(needles):len(needles)], snapshot.SpecNeedles...)
 		}
 		var err error
-		if entries, err = managedFields(whole, needles); err != nil {
+		if entries, err = ManagedFields(whole, needles); err != nil {
 			return err
 		}
 	}
@@ -406,11 +406,11 @@ func trace(node *snapshot.Node, n *corev1.Node, whole []byte, pick func(key, val
 	return nil
 }
 
-// managedFields decodes the managedFields entries of a node's protobuf
+// ManagedFields decodes the managedFields entries of a node's protobuf
 // bytes that name one of needles: the others (the kubelet's status, NFD's
 // hundred labels) can outweigh the rest of what a judge keeps, so they are
-// not even copied.
-func managedFields(node []byte, needles []string) ([]metav1.ManagedFieldsEntry, error) {
+// not even copied. A bundle keeps a node's so (pkg/collect).
+func ManagedFields(node []byte, needles []string) ([]metav1.ManagedFieldsEntry, error) {
 	meta, err := field(node, 1) // metadata
 	if err != nil {
 		return nil, err

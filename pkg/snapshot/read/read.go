@@ -424,21 +424,27 @@ func readList[T any, PT message[T]](ctx context.Context, req func() *rest.Reques
 }
 
 func eachTypedItem[T any](r io.Reader, list runtime.Object, add func(*T, []byte) error) (string, error) {
-	body, err := io.ReadAll(r)
-	if err != nil {
-		return "", err
-	}
-	if _, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, list); err != nil {
-		return "", err
-	}
-	err = meta.EachListItem(list, func(o runtime.Object) error {
+	return eachJSONItem(r, list, func(o runtime.Object) error {
 		item, ok := any(o).(*T)
 		if !ok {
 			return fmt.Errorf("unexpected %T in list", o)
 		}
 		return add(item, nil)
 	})
+}
+
+// eachJSONItem decodes a JSON list body whole into list (nil: a list of the
+// type its kind names) and calls fn on each item; it returns the list's
+// continue token.
+func eachJSONItem(r io.Reader, list runtime.Object, fn func(runtime.Object) error) (string, error) {
+	body, err := io.ReadAll(r)
 	if err != nil {
+		return "", err
+	}
+	if list, _, err = scheme.Codecs.UniversalDeserializer().Decode(body, nil, list); err != nil {
+		return "", err
+	}
+	if err := meta.EachListItem(list, fn); err != nil {
 		return "", err
 	}
 	l, err := meta.ListAccessor(list)

@@ -76,7 +76,7 @@ type labelFilter func(key string) bool
 func podLabels(key string) bool { return key == operand.RevisionHashLabel }
 
 // podFields are what PodFrom reads.
-var podFields = fields{
+var podFields = spec("Pod", fields{
 	1: fields{ // metadata
 		1:  whole,         // name
 		9:  whole,         // deletionTimestamp
@@ -107,7 +107,7 @@ var podFields = fields{
 		8:  containerStatusFields,
 		10: containerStatusFields, // initContainerStatuses
 	},
-}
+})
 
 // controllerRef is what daemonset.Controller reads of an owner reference:
 // not its uid or blockOwnerDeletion, two allocations a pod.
@@ -128,7 +128,7 @@ var containerStatusFields = fields{
 }
 
 // nodeFields are what NodeFrom reads.
-var nodeFields = fields{
+var nodeFields = spec("Node", fields{
 	1: fields{ // metadata
 		1:  whole,      // name
 		11: readLabels, // labels, those the read's labelFilter keeps
@@ -145,7 +145,7 @@ var nodeFields = fields{
 		2: devices,        // allocatable
 		4: nodeConditions, // conditions
 	},
-}
+})
 
 // devices are the entries of a node's resource list that NodeFrom counts:
 // each other entry (cpu, memory, pods, hugepages) would be a Quantity
@@ -161,18 +161,18 @@ var (
 
 // revisionFields are what an upgrades read keeps of a ControllerRevision:
 // not its data, the whole template of its DaemonSet.
-var revisionFields = fields{
+var revisionFields = spec("ControllerRevision", fields{
 	1: fields{ // metadata
 		1:  whole,      // name
 		11: readLabels, // labels: the template hash (podLabels)
 		13: whole,      // ownerReferences
 	},
 	3: whole, // revision
-}
+})
 
 // eventFields are what snapshot.EventFrom reads of an Event, and the node it
 // is about.
-var eventFields = fields{
+var eventFields = spec("Event", fields{
 	2:  whole, // involvedObject
 	4:  whole, // message
 	6:  whole, // firstTimestamp
@@ -180,11 +180,11 @@ var eventFields = fields{
 	9:  whole, // type
 	10: whole, // eventTime
 	11: whole, // series
-}
+})
 
 // metadataFields are what NodeFrom reads of a PartialObjectMetadata: its
 // field 1 is metadata, as a node's is.
-var metadataFields = fields{1: fields{1: whole, 11: readLabels}}
+var metadataFields = spec("Node", fields{1: fields{1: whole, 11: readLabels}})
 
 // trimmer trims messages without allocating once warm: a nested message
 // is trimmed into the scratch buffer of its depth before it is appended,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -133,7 +134,7 @@ func where(namespace string) string {
 // asking none of them and holding no claim is dropped as it is decoded),
 // of its conditions only PodScheduled, of its containers' statuses only
 // their states; its status's reason and message (DeviceNotReady).
-var workloadPodFields = func() fields {
+var workloadPodFields = spec("Pod", func() fields {
 	deviceLimits := fields{8: fields{1: devices}} // a container's resources.limits
 	return fields{
 		1: fields{ // metadata
@@ -161,18 +162,18 @@ var workloadPodFields = func() fields {
 			15: whole,                                                                    // resourceClaimStatuses
 		},
 	}
-}()
+}())
 
 // containerStates are what snapshot.GPUPodFrom reads of a container status:
 // its state and last state (why it does not start).
 var containerStates = fields{2: whole, 3: whole}
 
 // rejectedFields are what snapshot.RejectedPodFrom reads of a Failed pod.
-var rejectedFields = fields{
+var rejectedFields = spec("Pod", fields{
 	1: fields{1: whole, 3: whole},                     // metadata: name, namespace
 	2: fields{10: whole},                              // spec: nodeName
 	3: fields{1: whole, 3: whole, 4: whole, 7: whole}, // status: phase, message, reason, startTime
-}
+})
 
 // readRejected lists the Failed pods of a namespace (of every namespace
 // when it is empty) and keeps those the kubelet refused at admission
@@ -196,7 +197,7 @@ func readRejected(ctx context.Context, core rest.Interface, namespace, labelSele
 // claimFields are what snapshot.ClaimFrom reads of a ResourceClaim: its
 // requests' device classes and counts and its allocation's results, not their
 // selectors, configs and tolerations.
-var claimFields = fields{
+var claimFields = spec("ResourceClaim", fields{
 	1: fields{1: whole, 3: whole}, // metadata: name, namespace
 	2: fields{ // spec
 		1: fields{ // devices
@@ -213,63 +214,71 @@ var claimFields = fields{
 			},
 		},
 	},
-}
+})
 
 // classFields are what snapshot.GPUClass reads of a DeviceClass: its name
 // and selectors.
-var classFields = fields{
+var classFields = spec("DeviceClass", fields{
 	1: fields{1: whole}, // metadata: name
 	2: fields{1: whole}, // spec: selectors
-}
+})
 
 // ReplicaSets lists the namespace's ReplicaSets and maps each Deployment
 // to those it controls, by name.
 func ReplicaSets(ctx context.Context, c kubernetes.Interface, namespace string) (map[string][]string, error) {
-	list, err := c.AppsV1().ReplicaSets(namespace).List(ctx, metav1.ListOptions{})
+	out := map[string][]string{}
+	err := readList(ctx, func() *rest.Request {
+		return c.AppsV1().RESTClient().Get().Namespace(namespace).Resource("replicasets")
+	},
+		metav1.ListOptions{}, replicaSetFields, nil, nil, &appsv1.ReplicaSetList{}, func(rs *appsv1.ReplicaSet, _ []byte) error {
+			if ref := metav1.GetControllerOfNoCopy(rs); ref != nil && ref.Kind == "Deployment" {
+				out[ref.Name] = append(out[ref.Name], rs.Name)
+			}
+			return nil
+		})
 	if err != nil {
 		return nil, fmt.Errorf("list replicasets in namespace %s: %w", namespace, err)
-	}
-	out := map[string][]string{}
-	for i := range list.Items {
-		if ref := metav1.GetControllerOfNoCopy(&list.Items[i]); ref != nil && ref.Kind == "Deployment" {
-			out[ref.Name] = append(out[ref.Name], list.Items[i].Name)
-		}
 	}
 	return out, nil
 }
 
+// replicaSetFields are what ReplicaSets reads of one: its name and
+// controller.
+var replicaSetFields = spec("ReplicaSet", fields{1: fields{1: whole, 13: controllerRef}})
+
 // PodsIn lists the namespace's pods of a target (those owns accepts, by
 // the pod's name and its controller as kind/name, empty for a bare pod),
 // of any phase, as no GPU pods: why each is not one (it asks no GPU, or it
-// ended). A name, when given, narrows the LIST to that pod
-// (metadata.name).
+// ended), each trimmed to what GPUPodFrom reads, which holds its
+// controller, phase and reason too. A name, when given, narrows the LIST
+// to that pod (metadata.name).
 func PodsIn(ctx context.Context, c kubernetes.Interface, namespace, name string, owns func(name, owner string) bool) ([]snapshot.NonGPUPod, error) {
 	o := metav1.ListOptions{}
 	if name != "" {
 		o.FieldSelector = fieldsel.OneTermEqualSelector("metadata.name", name).String()
 	}
-	list, err := c.CoreV1().Pods(namespace).List(ctx, o)
+	var out []snapshot.NonGPUPod
+	err := readList(ctx, func() *rest.Request { return c.CoreV1().RESTClient().Get().Namespace(namespace).Resource("pods") }, o,
+		workloadPodFields, nil, nil, &corev1.PodList{}, func(p *corev1.Pod, _ []byte) error {
+			owner := ""
+			if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+				owner = ref.Kind + "/" + ref.Name
+			}
+			if !owns(p.Name, owner) {
+				return nil
+			}
+			why := "asks no GPU"
+			if _, gpu := snapshot.GPUPodFrom(p); gpu || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+				why = "phase " + string(p.Status.Phase)
+				if p.Status.Reason != "" {
+					why += ", " + p.Status.Reason
+				}
+			}
+			out = append(out, snapshot.NonGPUPod{Pod: namespace + "/" + p.Name, Why: why})
+			return nil
+		})
 	if err != nil {
 		return nil, fmt.Errorf("list pods in namespace %s: %w", namespace, err)
-	}
-	var out []snapshot.NonGPUPod
-	for i := range list.Items {
-		p := &list.Items[i]
-		owner := ""
-		if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
-			owner = ref.Kind + "/" + ref.Name
-		}
-		if !owns(p.Name, owner) {
-			continue
-		}
-		why := "asks no GPU"
-		if _, gpu := snapshot.GPUPodFrom(p); gpu || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			why = "phase " + string(p.Status.Phase)
-			if p.Status.Reason != "" {
-				why += ", " + p.Status.Reason
-			}
-		}
-		out = append(out, snapshot.NonGPUPod{Pod: namespace + "/" + p.Name, Why: why})
 	}
 	return out, nil
 }
