@@ -106,17 +106,19 @@ type PodsReport struct {
 // running as asked, judged against every GPU pod of f and the cluster, and
 // each pod listed the kubelet refused; sorted, without notes.
 func PodsOf(f, listed *snapshot.GPUPods, c Cluster) *PodsReport {
+	pods := f.Pods // every pod of f is listed: no copy (serve judges them all twice a second)
 	if listed == nil {
 		listed = f
-	}
-	keys := map[string]bool{}
-	for _, p := range listed.Pods {
-		keys[p.Key()] = true
-	}
-	var pods []snapshot.GPUPod
-	for _, p := range f.Pods {
-		if keys[p.Key()] {
-			pods = append(pods, p)
+	} else {
+		keys := make(map[string]bool, len(listed.Pods))
+		for _, p := range listed.Pods {
+			keys[p.Key()] = true
+		}
+		pods = make([]snapshot.GPUPod, 0, len(listed.Pods))
+		for _, p := range f.Pods {
+			if keys[p.Key()] {
+				pods = append(pods, p)
+			}
 		}
 	}
 	r := &PodsReport{Taken: c.Now}
