@@ -150,9 +150,20 @@ type gzipError struct{ error }
 
 func (e *gzipError) Unwrap() error { return e.error }
 
-// decode reads every YAML or JSON document of r.
+// decode reads every YAML or JSON document of r: a JSON input of Lists by
+// listsOf, any other with the decoder that reads both.
 func (b *Bundle) decode(name string, r io.Reader) error {
-	d := utilyaml.NewYAMLOrJSONDecoder(r, 64<<10)
+	data, err := io.ReadAll(r)
+	if ge := (*gzipError)(nil); errors.As(err, &ge) {
+		return ge.error
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if lists, ok := listsOf(data); ok {
+		return b.keepLists(name, lists)
+	}
+	d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 64<<10)
 	for {
 		var doc json.RawMessage
 		err := d.Decode(&doc)
@@ -210,25 +221,41 @@ func (b *Bundle) add(name string, doc json.RawMessage, apiVersion, itemKind stri
 		return nil
 	}
 	if head.APIVersion == HeaderAPIVersion && head.Kind == HeaderKind {
-		var h Header
-		if err := json.Unmarshal(doc, &h); err != nil {
-			return fmt.Errorf("%s: %s header: %w", name, HeaderKind, err)
-		}
-		if b.Header != nil {
-			return fmt.Errorf("%s: a second %s header: one bundle at a time", name, HeaderKind)
-		}
-		b.Header = &h
-		return nil
+		return b.header(name, doc)
 	}
 	k, ok := KindOf(head.APIVersion, head.Kind)
 	if !ok {
-		b.Skipped[strings.TrimPrefix(head.APIVersion+"/"+head.Kind, "/")]++
+		b.skip(head.APIVersion, head.Kind)
 		return nil
 	}
 	o, err := decodeObject(k, doc)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
+	return b.keep(name, k, o)
+}
+
+// header keeps the header doc.
+func (b *Bundle) header(name string, doc []byte) error {
+	var h Header
+	if err := json.Unmarshal(doc, &h); err != nil {
+		return fmt.Errorf("%s: %s header: %w", name, HeaderKind, err)
+	}
+	if b.Header != nil {
+		return fmt.Errorf("%s: a second %s header: one bundle at a time", name, HeaderKind)
+	}
+	b.Header = &h
+	return nil
+}
+
+// skip counts an object of a kind gpuops does not read.
+func (b *Bundle) skip(apiVersion, kind string) {
+	b.Skipped[strings.TrimPrefix(apiVersion+"/"+kind, "/")]++
+}
+
+// keep keeps o, of kind k, unless an object of the same kind, namespace
+// and name was kept before.
+func (b *Bundle) keep(name string, k Kind, o runtime.Object) error {
 	m, err := meta.Accessor(o)
 	if err != nil {
 		return fmt.Errorf("%s: %s: %w", name, k.Kind, err)
@@ -246,100 +273,6 @@ func (b *Bundle) add(name string, doc json.RawMessage, apiVersion, itemKind stri
 	b.namespaces[m.GetNamespace()] = true
 	b.Objects[k] = append(b.Objects[k], o)
 	return nil
-}
-
-// typeMeta reads an object's apiVersion and kind off its top-level keys,
-// stopping once it has both (most objects begin with them), without
-// decoding the rest: found is false where it cannot tell so cheaply (an
-// escape in a key or those values, a key missing, JSON it does not
-// follow), and the caller decodes the object's head instead. A List's
-// items would otherwise be scanned once more each before their decoding.
-func typeMeta(doc []byte) (apiVersion, kind string, found bool) {
-	i := 0
-	ws := func() {
-		for i < len(doc) && (doc[i] == ' ' || doc[i] == '\n' || doc[i] == '\t' || doc[i] == '\r') {
-			i++
-		}
-	}
-	// str reads a string without escapes at i, or fails.
-	str := func() (string, bool) {
-		if i >= len(doc) || doc[i] != '"' {
-			return "", false
-		}
-		end := bytes.IndexByte(doc[i+1:], '"')
-		if end < 0 || bytes.IndexByte(doc[i+1:i+1+end], '\\') >= 0 {
-			return "", false
-		}
-		v := string(doc[i+1 : i+1+end])
-		i += end + 2
-		return v, true
-	}
-	// skip passes one value: a string, or anything up to the comma or
-	// brace that ends it at depth 0.
-	skip := func() bool {
-		depth, inString := 0, false
-		for ; i < len(doc); i++ {
-			c := doc[i]
-			switch {
-			case inString && c == '\\':
-				i++
-			case c == '"':
-				inString = !inString
-			case inString:
-			case c == '{' || c == '[':
-				depth++
-			case c == '}' || c == ']':
-				if depth == 0 {
-					return true
-				}
-				depth--
-			case c == ',' && depth == 0:
-				return true
-			}
-		}
-		return false
-	}
-	ws()
-	if i >= len(doc) || doc[i] != '{' {
-		return "", "", false
-	}
-	i++
-	var haveVersion, haveKind bool
-	for !haveVersion || !haveKind {
-		ws()
-		key, ok := str()
-		if !ok {
-			return "", "", false
-		}
-		ws()
-		if i >= len(doc) || doc[i] != ':' {
-			return "", "", false
-		}
-		i++
-		ws()
-		switch key {
-		case "apiVersion":
-			apiVersion, ok = str()
-			haveVersion = ok
-		case "kind":
-			kind, ok = str()
-			haveKind = ok
-		default:
-			ok = skip()
-		}
-		if !ok {
-			return "", "", false
-		}
-		if haveVersion && haveKind {
-			return apiVersion, kind, true
-		}
-		ws()
-		if i >= len(doc) || doc[i] != ',' {
-			return "", "", false // the object ends without both
-		}
-		i++
-	}
-	return apiVersion, kind, true
 }
 
 // decodeObject decodes an object of kind k: its API type for a built-in
