@@ -120,7 +120,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var matched []int
 	for i, o := range s.b.Objects[k] {
 		m := metaOf(o)
-		if k.Namespaced && ns != "" && m.GetNamespace() != ns || !ls.Matches(labels.Set(m.GetLabels())) || !fs.Empty() && !fs.Matches(objectFields{o}) {
+		if k.Namespaced && ns != "" && m.GetNamespace() != ns || !ls.Matches(labels.Set(m.GetLabels())) || !fs.Empty() && !fs.Matches(fieldSet(o, fs)) {
 			continue
 		}
 		matched = append(matched, i)
@@ -247,114 +247,59 @@ func schemaResource(group, resource string) schema.GroupResource {
 	return schema.GroupResource{Group: group, Resource: resource}
 }
 
-// objectFields are an object's fields as the API server's field selectors
-// read them, each by its dotted path ("" where o has none): of an API
-// type, the fields its registry lets a selector read (kubernetes v1.37.2
-// pkg/registry/core/pod/strategy.go ToSelectableFields, and event's,
-// node's and resourceslice's alike); of a custom resource, any path. Each
-// is read as a selector asks for it: a set of them made for each object a
-// list matched was a third of the server's work.
-type objectFields struct{ o runtime.Object }
-
-func (f objectFields) Has(field string) bool {
-	_, ok := f.field(field)
-	return ok
-}
-
-func (f objectFields) Get(field string) string {
-	v, _ := f.field(field)
-	return v
-}
-
-func (f objectFields) field(name string) (string, bool) {
-	if u, ok := f.o.(*unstructured.Unstructured); ok {
-		return mapField(u.Object, name), true
+// fieldSet holds the values of the fields sel reads of o, each by its
+// dotted path ("" where o has none), as the API server's field selectors
+// compare them: of an API type, the fields its registry lets a selector
+// read (kubernetes v1.37.2 pkg/registry/core/pod/strategy.go
+// ToSelectableFields, and event's, node's and resourceslice's alike); of
+// a custom resource, any path.
+func fieldSet(o runtime.Object, sel fields.Selector) fields.Set {
+	if u, ok := o.(*unstructured.Unstructured); ok {
+		return mapFieldSet(u.Object, sel)
 	}
-	switch name {
-	case "metadata.name":
-		return metaOf(f.o).GetName(), true
-	case "metadata.namespace":
-		return metaOf(f.o).GetNamespace(), true
-	}
-	switch o := f.o.(type) {
+	m := metaOf(o)
+	set := fields.Set{"metadata.name": m.GetName(), "metadata.namespace": m.GetNamespace()}
+	switch o := o.(type) {
 	case *corev1.Pod:
-		switch name {
-		case "spec.nodeName":
-			return o.Spec.NodeName, true
-		case "spec.schedulerName":
-			return o.Spec.SchedulerName, true
-		case "spec.serviceAccountName":
-			return o.Spec.ServiceAccountName, true
-		case "spec.restartPolicy":
-			return string(o.Spec.RestartPolicy), true
-		case "spec.hostNetwork":
-			return strconv.FormatBool(o.Spec.HostNetwork), true
-		case "status.phase":
-			return string(o.Status.Phase), true
-		case "status.podIP":
-			return o.Status.PodIP, true
-		case "status.nominatedNodeName":
-			return o.Status.NominatedNodeName, true
-		}
+		set["spec.nodeName"], set["spec.schedulerName"], set["spec.serviceAccountName"] = o.Spec.NodeName, o.Spec.SchedulerName, o.Spec.ServiceAccountName
+		set["spec.restartPolicy"], set["spec.hostNetwork"] = string(o.Spec.RestartPolicy), strconv.FormatBool(o.Spec.HostNetwork)
+		set["status.phase"], set["status.podIP"], set["status.nominatedNodeName"] = string(o.Status.Phase), o.Status.PodIP, o.Status.NominatedNodeName
 	case *corev1.Event:
 		ref := o.InvolvedObject
-		switch name {
-		case "involvedObject.kind":
-			return ref.Kind, true
-		case "involvedObject.namespace":
-			return ref.Namespace, true
-		case "involvedObject.name":
-			return ref.Name, true
-		case "involvedObject.uid":
-			return string(ref.UID), true
-		case "involvedObject.apiVersion":
-			return ref.APIVersion, true
-		case "involvedObject.resourceVersion":
-			return ref.ResourceVersion, true
-		case "involvedObject.fieldPath":
-			return ref.FieldPath, true
-		case "reason":
-			return o.Reason, true
-		case "reportingComponent":
-			return o.ReportingController, true
-		case "source":
-			return o.Source.Component, true
-		case "type":
-			return o.Type, true
-		}
+		set["involvedObject.kind"], set["involvedObject.namespace"], set["involvedObject.name"] = ref.Kind, ref.Namespace, ref.Name
+		set["involvedObject.uid"], set["involvedObject.apiVersion"] = string(ref.UID), ref.APIVersion
+		set["involvedObject.resourceVersion"], set["involvedObject.fieldPath"] = ref.ResourceVersion, ref.FieldPath
+		set["reason"], set["reportingComponent"], set["source"], set["type"] = o.Reason, o.ReportingController, o.Source.Component, o.Type
 	case *corev1.Node:
-		if name == "spec.unschedulable" {
-			return strconv.FormatBool(o.Spec.Unschedulable), true
-		}
+		set["spec.unschedulable"] = strconv.FormatBool(o.Spec.Unschedulable)
 	case *resourcev1.ResourceSlice:
-		switch name {
-		case "spec.driver":
-			return o.Spec.Driver, true
-		case "spec.nodeName":
-			if o.Spec.NodeName != nil {
-				return *o.Spec.NodeName, true
-			}
-			return "", true
+		set["spec.driver"] = o.Spec.Driver
+		if o.Spec.NodeName != nil {
+			set["spec.nodeName"] = *o.Spec.NodeName
 		}
 	}
-	return "", false
+	return set
 }
 
-// mapField is a decoded object's field by any dotted path.
-func mapField(o Object, path string) string {
-	var v any = o
-	for _, key := range strings.Split(path, ".") {
-		m, _ := v.(Object)
-		v = m[key]
+// mapFieldSet is fieldSet of a decoded object, by any dotted path.
+func mapFieldSet(o Object, sel fields.Selector) fields.Set {
+	set := fields.Set{}
+	for _, req := range sel.Requirements() {
+		var v any = o
+		for _, key := range strings.Split(req.Field, ".") {
+			m, _ := v.(Object)
+			v = m[key]
+		}
+		switch v := v.(type) {
+		case nil:
+			set[req.Field] = ""
+		case string:
+			set[req.Field] = v
+		default:
+			set[req.Field] = fmt.Sprint(v)
+		}
 	}
-	switch v := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return v
-	default:
-		return fmt.Sprint(v)
-	}
+	return set
 }
 
 // metaOf is an object's metadata: every object a bundle holds has it.
