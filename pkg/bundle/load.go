@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -73,7 +72,11 @@ func Load(src string, stdin io.Reader) (*Bundle, error) {
 		if magic, _ := r.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
 			return b, b.finish("stdin", b.readGzip("stdin", r))
 		}
-		return b, b.finish("stdin", b.decode("stdin", r))
+		data, err := io.ReadAll(r)
+		if err != nil {
+			return b, fmt.Errorf("stdin: %w", err)
+		}
+		return b, b.finish("stdin", b.decode("stdin", data))
 	}
 	info, err := os.Stat(src)
 	if err != nil {
@@ -111,55 +114,41 @@ func readable(path string) bool {
 }
 
 func (b *Bundle) readFile(path string) error {
+	if !strings.HasSuffix(path, ".gz") {
+		// read at once into a buffer of its size: grown as it is read, a
+		// large bundle's was a tenth of a judge's CPU, zeroing memory
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return b.decode(path, data)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if strings.HasSuffix(path, ".gz") {
-		return b.readGzip(path, f)
-	}
-	return b.decode(path, f)
+	return b.readGzip(path, f)
 }
 
+// readGzip reads a gzip stream: a truncated file is said as such, not as
+// bad YAML.
 func (b *Bundle) readGzip(name string, r io.Reader) error {
 	z, err := gzip.NewReader(r)
 	if err != nil {
 		return fmt.Errorf("%s: gzip: %w", name, err)
 	}
 	defer z.Close()
-	return b.decode(name, gunzipped{z, name})
-}
-
-// gunzipped names a gzip stream's errors as gzip's: a truncated file is
-// said as such, not as bad YAML.
-type gunzipped struct {
-	r    io.Reader
-	name string
-}
-
-func (g gunzipped) Read(p []byte) (int, error) {
-	n, err := g.r.Read(p)
-	if err != nil && err != io.EOF {
-		err = &gzipError{fmt.Errorf("%s: gzip: %w", g.name, err)}
-	}
-	return n, err
-}
-
-type gzipError struct{ error }
-
-func (e *gzipError) Unwrap() error { return e.error }
-
-// decode reads every YAML or JSON document of r: a JSON input of Lists by
-// listsOf, any other with the decoder that reads both.
-func (b *Bundle) decode(name string, r io.Reader) error {
-	data, err := io.ReadAll(r)
-	if ge := (*gzipError)(nil); errors.As(err, &ge) {
-		return ge.error
-	}
+	data, err := io.ReadAll(z)
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return fmt.Errorf("%s: gzip: %w", name, err)
 	}
+	return b.decode(name, data)
+}
+
+// decode reads every YAML or JSON document of data: a JSON input of Lists
+// by listsOf, any other with the decoder that reads both.
+func (b *Bundle) decode(name string, data []byte) error {
 	if lists, ok := listsOf(data); ok {
 		return b.keepLists(name, lists)
 	}
@@ -169,9 +158,6 @@ func (b *Bundle) decode(name string, r io.Reader) error {
 		err := d.Decode(&doc)
 		if err == io.EOF {
 			return nil
-		}
-		if ge := (*gzipError)(nil); errors.As(err, &ge) {
-			return ge.error
 		}
 		if err == nil && len(doc) > 0 && doc[0] != '{' && string(doc) != "null" {
 			err = fmt.Errorf("a document is not an object")

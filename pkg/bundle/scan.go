@@ -60,6 +60,18 @@ func (s *scanner) value() ([]byte, bool) {
 	s.ws()
 	start, depth, inString := s.i, 0, false
 	for ; s.i < len(s.doc); s.i++ {
+		if inString {
+			// most of an input's bytes are in strings: on to the next
+			// quote or backslash at once
+			next := bytes.IndexByte(s.doc[s.i:], '"')
+			if next < 0 {
+				break
+			}
+			if escape := bytes.IndexByte(s.doc[s.i:s.i+next], '\\'); escape >= 0 {
+				next = escape
+			}
+			s.i += next
+		}
 		c := s.doc[s.i]
 		switch {
 		case inString && c == '\\':
