@@ -771,8 +771,10 @@ func (b *serveBench) probe(ctx context.Context, url string, kind probeKind, w *p
 }
 
 // klogResponse is kubectl -v=6's line for a request's response, with its
-// time and how long the request took.
-var klogResponse = regexp.MustCompile(`^I(\d{4} \d\d:\d\d:\d\d\.\d{6}) .*"Response" verb="PATCH" .* milliseconds=(\d+)`)
+// time and how long the request took: structured ("Response" verb="PATCH"
+// … milliseconds=N) or, as the kubectl the lab builds writes it, plain
+// (PATCH URL 200 OK in N milliseconds).
+var klogResponse = regexp.MustCompile(`^I(\d{4} \d\d:\d\d:\d\d\.\d{6}) .*(?:"Response" verb="PATCH" .* milliseconds=(\d+)|\] PATCH \S+ .* in (\d+) milliseconds)`)
 
 // kubectlLabel sets the probe label with plain kubectl and returns when
 // kubectl sent its PATCH: its log's response time less the request's.
@@ -786,7 +788,7 @@ func (b *serveBench) kubectlLabel(ctx context.Context, node, value string) (time
 	for _, l := range strings.Split(string(out), "\n") {
 		if m := klogResponse.FindStringSubmatch(l); m != nil {
 			at, err := time.ParseInLocation("0102 15:04:05.000000", m[1], time.Local)
-			ms, _ := strconv.Atoi(m[2])
+			ms, _ := strconv.Atoi(m[2] + m[3]) // one of them matched
 			if err != nil {
 				return time.Time{}, err
 			}
