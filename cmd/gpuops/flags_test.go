@@ -175,6 +175,7 @@ items:
 		{[]string{"why", "pod-1", "--from", input, "--now", "yesterday"}, `--now "yesterday": want an RFC 3339 time`},
 		{[]string{"audit", "--from", "/nonexistent/bundle.yaml"}, "--from: stat /nonexistent/bundle.yaml"},
 		{[]string{"collect", "-o", "bundle.txt"}, `--output "bundle.txt": want a name ending in .yaml, .yml or .json`},
+		{[]string{"collect", "--chunk-size=-1"}, "--chunk-size -1: want 0 (each list whole) or a positive number"},
 	} {
 		code, stdout, stderr := judge(c.args...)
 		if code != exitError || stdout != "" || !strings.HasPrefix(stderr, "error: "+c.want) || strings.Count(stderr, "\n") != 1 {
