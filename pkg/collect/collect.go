@@ -75,7 +75,7 @@ func Collect(ctx context.Context, c kubernetes.Interface, o Options) (*bundle.He
 	// keeps its objects and its lines of the header apart, joined in this
 	// order: the bundle is the same whatever answered first. The
 	// ConfigMaps and the CRD the policy names, and the ReplicaSets of the
-	// GPU pods' owners, are read once those are.
+	// pods' owners, are read once those are.
 	first := []func(r *reader) error{
 		func(r *reader) error { return r.list(kind("Node"), "", "", "", "", nodeTrimmer(traced)) },
 		func(r *reader) error { return r.list(kind("DaemonSet"), ns, "", "", "", nil) },
@@ -156,7 +156,7 @@ type reader struct {
 	o     Options
 	h     *bundle.Header
 	items []runtime.Object
-	// owners are the ReplicaSets that control GPU pods outside the
+	// owners are the ReplicaSets that control pods outside the
 	// operator's namespace, by namespace: why deployment/NAME reads them.
 	owners map[string]bool
 }
@@ -456,16 +456,19 @@ func (r *reader) pods(ns string) error {
 				if p.Namespace == ns {
 					return nil
 				}
+				// a pod's ReplicaSet, GPU pod or not: why deployment/NAME
+				// finds a Deployment's pods through it, and says of one that
+				// asks no GPU that it does not
+				if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.Kind == "ReplicaSet" {
+					mu.Lock()
+					r.owners[p.Namespace+"/"+ref.Name] = true
+					mu.Unlock()
+				}
 				_, gpu := snapshot.GPUPodFrom(p)
 				_, refused := snapshot.RejectedPodFrom(p)
 				if !gpu && !refused {
 					sub.add(k, read.NonGPUStub(p))
 					return nil
-				}
-				if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.Kind == "ReplicaSet" {
-					mu.Lock()
-					r.owners[p.Namespace+"/"+ref.Name] = true
-					mu.Unlock()
 				}
 				sub.add(k, p)
 				return nil
@@ -496,7 +499,7 @@ func (r *reader) pods(ns string) error {
 	return r.record(k, "", "", "outside namespace "+ns+": the GPU pods and those the kubelet refused; of the others their name, controller, node and phase", nil)
 }
 
-// replicaSets keeps, in each namespace holding a GPU pod of a ReplicaSet,
+// replicaSets keeps, in each namespace holding a pod of a ReplicaSet,
 // the ReplicaSets of those namespaces, as a bundle keeps them (their name
 // and controller): whose Deployment each belongs to (why deployment/NAME).
 func (r *reader) replicaSets(owners map[string]bool) error {

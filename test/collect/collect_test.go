@@ -68,6 +68,18 @@ func newLab(t *testing.T) *lab {
 	if _, err := env.Client.CoreV1().Pods(l.team).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// A Deployment asking no GPU: why deployment/web finds its pod through
+	// its ReplicaSet, from a bundle as live.
+	one, web := int32(1), map[string]string{"app": "web"}
+	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.DeploymentSpec{Replicas: &one,
+		Selector: &metav1.LabelSelector{MatchLabels: web}, Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: web},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:1"}}}}}}
+	if _, err := env.Client.AppsV1().Deployments(l.team).Create(context.Background(), deploy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	env.WaitForPods(t, l.team, func(pods []corev1.Pod) bool {
+		return slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.Labels["app"] == "web" && p.Spec.NodeName != "" })
+	})
 	pods, err := env.Client.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +93,7 @@ func newLab(t *testing.T) *lab {
 // cases are every judge in every format (the golden cases of one
 // cluster), and the workload's commands.
 func cases(node, team string) []gpuopstest.Golden {
-	more := [][]string{{"why", "-n", team, "train-1"}, {"pods"}, {"pods", "-n", team}, {"capacity"}, {"health", "--explain", node}}
+	more := [][]string{{"why", "-n", team, "train-1"}, {"why", "-n", team, "deployment/web"}, {"pods"}, {"pods", "-n", team}, {"capacity"}, {"health", "--explain", node}}
 	out := gpuopstest.FromCases(node)
 	for _, args := range more {
 		out = append(out, gpuopstest.Golden{Args: args})
