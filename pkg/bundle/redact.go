@@ -39,7 +39,11 @@ func Maps(items []runtime.Object) ([]Object, error) {
 // namespace only where a namespace is named (metadata.namespace, an
 // Event's object, the ClusterPolicy's status, the header) and in messages,
 // as the GPU Operator's namespace is often named as its component is
-// ("gpu-operator", a label value the judges select on).
+// ("gpu-operator", a label value the judges select on). The controllers of
+// the pods outside the operator's namespace (a ReplicaSet's name is its
+// Deployment's and a hash of its template) are replaced where they are
+// named as such (redactOwners); the operator's own DaemonSets keep theirs,
+// which the judges read.
 func Redact(h *Header, items []Object, salt []byte) {
 	names, namespaces := map[string]string{}, map[string]string{}
 	hash := func(into map[string]string, prefix, name string) {
@@ -58,6 +62,10 @@ func Redact(h *Header, items []Object, salt []byte) {
 		}
 		hash(namespaces, "ns-", namespaceOf(o))
 	}
+	redactOwners(items, h.Namespace, func(name string) string {
+		sum := sha256.Sum256(append(slices.Clone(salt), name...))
+		return "owner-" + hex.EncodeToString(sum[:5])
+	})
 	r := Redaction{names: replacer(names), namespaces: replacer(namespaces), namespace: namespaces}
 	h.Namespace = r.namespaceName(h.Namespace)
 	for i := range h.Read {
@@ -123,4 +131,32 @@ func (r Redaction) walk(v any, key string) any {
 		return s
 	}
 	return v
+}
+
+// redactOwners replaces by hash(name) the names of the controllers of
+// objects outside namespace ns: each ownerReference's name and a
+// ReplicaSet's own name, exactly, so that a pod still names its ReplicaSet
+// and the ReplicaSet its Deployment. Only there: a controller's name can be
+// a plain word ("web", "gpu") that a replacement inside every string would
+// find in labels and images.
+func redactOwners(items []Object, ns string, hash func(string) string) {
+	for _, o := range items {
+		if namespaceOf(o) == ns {
+			continue
+		}
+		meta := metadataOf(o)
+		if o["kind"] == "ReplicaSet" {
+			if name, ok := meta["name"].(string); ok {
+				meta["name"] = hash(name)
+			}
+		}
+		refs, _ := meta["ownerReferences"].([]any)
+		for _, ref := range refs {
+			if ref, ok := ref.(Object); ok {
+				if name, ok := ref["name"].(string); ok {
+					ref["name"] = hash(name)
+				}
+			}
+		}
+	}
 }

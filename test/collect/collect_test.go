@@ -45,6 +45,7 @@ type lab struct {
 	nodes   []string
 	team    string // the GPU pod's namespace
 	pods    []string
+	owners  []string // the ReplicaSets of the team's pods
 }
 
 func newLab(t *testing.T) *lab {
@@ -80,6 +81,13 @@ func newLab(t *testing.T) *lab {
 	env.WaitForPods(t, l.team, func(pods []corev1.Pod) bool {
 		return slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.Labels["app"] == "web" && p.Spec.NodeName != "" })
 	})
+	sets, err := env.Client.AppsV1().ReplicaSets(l.team).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rs := range sets.Items {
+		l.owners = append(l.owners, rs.Name)
+	}
 	pods, err := env.Client.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -200,10 +208,13 @@ func (l *lab) redact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range slices.Concat(l.nodes, l.pods, []string{l.team, "gpu-operator"}) {
+	for _, name := range slices.Concat(l.nodes, l.pods, l.owners, []string{l.team, "gpu-operator"}) {
 		if bytes.Contains(raw, []byte(name)) && !(name == "gpu-operator" && !regexp.MustCompile(`namespace: gpu-operator\b`).Match(raw)) {
 			t.Errorf("the redacted bundle names %q", name)
 		}
+	}
+	if len(l.owners) == 0 || !regexp.MustCompile(`\bowner-[0-9a-f]{10}\b`).Match(raw) {
+		t.Errorf("the redacted bundle names no controller by its hash (ReplicaSets %q)", l.owners)
 	}
 	hashes := regexp.MustCompile(`\b(node|pod|ns)-[0-9a-f]{10}\b`)
 	var quoted []string
