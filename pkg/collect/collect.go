@@ -20,7 +20,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -74,8 +73,7 @@ func Collect(ctx context.Context, c kubernetes.Interface, o Options) (*bundle.He
 	// The reads are made side by side, as the judges make theirs; each
 	// keeps its objects and its lines of the header apart, joined in this
 	// order: the bundle is the same whatever answered first. The
-	// ConfigMaps and the CRD the policy names, and the ReplicaSets of the
-	// pods' owners, are read once those are.
+	// ConfigMaps and the CRD the policy names are read once the policy is.
 	first := []func(r *reader) error{
 		func(r *reader) error { return r.list(kind("Node"), "", "", "", "", nodeTrimmer(traced)) },
 		func(r *reader) error { return r.list(kind("DaemonSet"), ns, "", "", "", nil) },
@@ -92,23 +90,22 @@ func Collect(ctx context.Context, c kubernetes.Interface, o Options) (*bundle.He
 		func(r *reader) error { return r.list(kind("DeviceClass"), "", "", "", "", nil) },
 		func(r *reader) error { return r.events() },
 		func(r *reader) error { return r.pods(ns) },
+		// every ReplicaSet, its name and controller: why deployment/NAME
+		// finds a Deployment's pods through them, in one LIST rather than
+		// one a namespace of the pods' owners
+		func(r *reader) error { return r.list(kind("ReplicaSet"), "", "", "", "their names and controllers", nil) },
 	}
 	readers, err := side(ctx, c, o, first)
 	if err != nil {
 		return nil, nil, err
 	}
 	var items []runtime.Object
-	owners := map[string]bool{}
 	for _, r := range readers {
 		items = append(items, r.items...)
-		for k := range r.owners {
-			owners[k] = true
-		}
 	}
 	then := []func(r *reader) error{
 		func(r *reader) error { return r.configMaps(ns, items) },
 		func(r *reader) error { return r.policyCRD(items) },
-		func(r *reader) error { return r.replicaSets(owners) },
 	}
 	more, err := side(ctx, c, o, then)
 	if err != nil {
@@ -118,7 +115,6 @@ func Collect(ctx context.Context, c kubernetes.Interface, o Options) (*bundle.He
 	// above, the policy's ConfigMaps and CRD where they were read before
 	all := append(readers[:6:6], more[0], more[1])
 	all = append(all, readers[6:]...)
-	all = append(all, more[2])
 	items = nil
 	for _, r := range all {
 		h.Read, h.NotRead = append(h.Read, r.h.Read...), append(h.NotRead, r.h.NotRead...)
@@ -156,9 +152,6 @@ type reader struct {
 	o     Options
 	h     *bundle.Header
 	items []runtime.Object
-	// owners are the ReplicaSets that control pods outside the
-	// operator's namespace, by namespace: why deployment/NAME reads them.
-	owners map[string]bool
 }
 
 // list lists k in namespace ns ("" every one) narrowed by the selectors,
@@ -444,8 +437,6 @@ func (r *reader) events() error {
 // those.
 func (r *reader) pods(ns string) error {
 	k := kind("Pod")
-	r.owners = map[string]bool{}
-	var mu sync.Mutex
 	outside := func(sel string) func(r *reader) error {
 		return func(sub *reader) error {
 			return sub.each(k, "", "", sel, func(o runtime.Object, _ []byte) error {
@@ -455,14 +446,6 @@ func (r *reader) pods(ns string) error {
 				}
 				if p.Namespace == ns {
 					return nil
-				}
-				// a pod's ReplicaSet, GPU pod or not: why deployment/NAME
-				// finds a Deployment's pods through it, and says of one that
-				// asks no GPU that it does not
-				if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.Kind == "ReplicaSet" {
-					mu.Lock()
-					r.owners[p.Namespace+"/"+ref.Name] = true
-					mu.Unlock()
 				}
 				_, gpu := snapshot.GPUPodFrom(p)
 				_, refused := snapshot.RejectedPodFrom(p)
@@ -491,36 +474,12 @@ func (r *reader) pods(ns string) error {
 		if err := r.record(k, "", "", "", err); err != nil {
 			return err
 		}
-		r.items, r.owners = subs[0].items, map[string]bool{}
+		r.items = subs[0].items
 		r.h.Read, r.h.NotRead = append(r.h.Read, inNamespace.Read...), append(r.h.NotRead, inNamespace.NotRead...)
 		return nil
 	}
 	r.h.Read = append(r.h.Read, inNamespace.Read...)
 	return r.record(k, "", "", "outside namespace "+ns+": the GPU pods and those the kubelet refused; of the others their name, controller, node and phase", nil)
-}
-
-// replicaSets keeps, in each namespace holding a pod of a ReplicaSet,
-// the ReplicaSets of those namespaces, as a bundle keeps them (their name
-// and controller): whose Deployment each belongs to (why deployment/NAME).
-func (r *reader) replicaSets(owners map[string]bool) error {
-	k := kind("ReplicaSet")
-	namespaces := map[string]bool{}
-	for key := range owners {
-		ns, _, _ := strings.Cut(key, "/")
-		namespaces[ns] = true
-	}
-	for _, ns := range slices.Sorted(func(yield func(string) bool) {
-		for ns := range namespaces {
-			if !yield(ns) {
-				return
-			}
-		}
-	}) {
-		if err := r.list(k, ns, "", "", "their names and controllers", nil); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // nodeTrimmer keeps of a node's managedFields the entries that own a label
