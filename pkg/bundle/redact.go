@@ -46,10 +46,13 @@ func Maps(items []runtime.Object) ([]Object, error) {
 // which the judges read.
 func Redact(h *Header, items []Object, salt []byte) {
 	names, namespaces := map[string]string{}, map[string]string{}
+	salted := func(prefix, name string) string {
+		sum := sha256.Sum256(append(slices.Clone(salt), name...))
+		return prefix + hex.EncodeToString(sum[:5])
+	}
 	hash := func(into map[string]string, prefix, name string) {
 		if name != "" && into[name] == "" {
-			sum := sha256.Sum256(append(slices.Clone(salt), name...))
-			into[name] = prefix + hex.EncodeToString(sum[:5])
+			into[name] = salted(prefix, name)
 		}
 	}
 	hash(namespaces, "ns-", h.Namespace)
@@ -62,10 +65,7 @@ func Redact(h *Header, items []Object, salt []byte) {
 		}
 		hash(namespaces, "ns-", namespaceOf(o))
 	}
-	redactOwners(items, h.Namespace, func(name string) string {
-		sum := sha256.Sum256(append(slices.Clone(salt), name...))
-		return "owner-" + hex.EncodeToString(sum[:5])
-	})
+	redactOwners(items, h.Namespace, func(name string) string { return salted("owner-", name) })
 	r := Redaction{names: replacer(names), namespaces: replacer(namespaces), namespace: namespaces}
 	h.Namespace = r.namespaceName(h.Namespace)
 	for i := range h.Read {
